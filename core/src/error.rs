@@ -1,0 +1,220 @@
+//! The one error type of the core. Every boundary (PHP, C, CLI) maps it exactly once.
+
+use std::fmt;
+
+/// What the database session reported when a statement failed.
+///
+/// Kept apart from [`Error`] because a [`Session`](crate::Session) implementation
+/// outside the core (PDO in the PHP extension) must be able to build one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionError {
+    /// The server's error number (`1146`), if the server produced the error.
+    pub code: Option<u16>,
+    /// The server's or the client library's own text.
+    pub message: String,
+    /// True when the session is gone (I/O error, server restart, `KILL`): every lock it
+    /// held is lost and it must not be used again.
+    pub lost: bool,
+}
+
+impl SessionError {
+    /// An error reported by the server with its error number.
+    pub fn server(code: u16, message: impl Into<String>) -> Self {
+        let lost = matches!(code, 1053 | 1152 | 1927 | 2006 | 2013 | 4031);
+        SessionError { code: Some(code), message: message.into(), lost }
+    }
+
+    /// The connection itself failed; the session cannot be used again.
+    pub fn lost(message: impl Into<String>) -> Self {
+        SessionError { code: None, message: message.into(), lost: true }
+    }
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.code {
+            Some(code) => write!(f, "{} (mysql error {code})", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+/// Why a lock this session once held is not held any more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Loss {
+    /// This session never acquired it (or already released it).
+    NeverAcquired,
+    /// The lock's row no longer belongs to this session: its TTL passed and another
+    /// session took it over, or the row was deleted.
+    RowGone,
+    /// The database session that held it ended (killed, dropped, server restarted).
+    SessionLost,
+    /// The GET_LOCK half of the lock was released behind this session's back.
+    GetLockGone,
+}
+
+impl fmt::Display for Loss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Loss::NeverAcquired => "this session does not hold it",
+            Loss::RowGone => "its row was taken over or deleted (TTL passed?)",
+            Loss::SessionLost => "the database session holding it was lost",
+            Loss::GetLockGone => "its GET_LOCK is no longer held by this session",
+        })
+    }
+}
+
+/// Every failure of the core. Messages are one lowercase line naming the lock and the
+/// cause; `source()` carries the server's own error where there is one.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Bad input, rejected before any statement ran: nothing changed.
+    #[error("invalid {what}: {reason}")]
+    InvalidArgument { what: &'static str, reason: String },
+
+    /// Another session holds the lock and it did not become free in time.
+    #[error("lock \"{name}\" was not acquired within {timeout} seconds: it is held by another session")]
+    Timeout { name: String, timeout: f64 },
+
+    /// This session already holds the lock (possibly under another spelling that maps
+    /// to the same row); acquiring again would wait for itself.
+    #[error("lock \"{name}\" is already held by this session{}", spelling_note(.name, .held_as))]
+    AlreadyHeld { name: String, held_as: String },
+
+    /// Release, renew or assert on a lock this session does not hold (any more).
+    #[error("lock \"{name}\" is not held: {loss}")]
+    NotHeld { name: String, loss: Loss },
+
+    /// The lock is held but will expire sooner than the caller needs.
+    #[error("lock \"{name}\" has {remaining:.3} seconds of its TTL left, {required} required")]
+    TtlTooShort { name: String, remaining: f64, required: f64 },
+
+    /// The locks table does not exist.
+    #[error("lock table {table} does not exist: run `mysqllock init` or create it with: {create_sql}")]
+    MissingTable { table: String, create_sql: String, source: SessionError },
+
+    /// Connecting failed; `target` never contains the password.
+    #[error("cannot connect to {target}: {source}{}", connect_hint(.source))]
+    Connect { target: String, source: SessionError },
+
+    /// The server refused a statement for lack of privileges.
+    #[error("access denied{}: {source}", lock_note(.name))]
+    AccessDenied { name: Option<String>, source: SessionError },
+
+    /// The session died while working on the lock; every lock it held is lost.
+    #[error("connection lost{}: {source}", lock_note(.name))]
+    ConnectionLost { name: Option<String>, source: SessionError },
+
+    /// A stale holder's session could not be killed, so the lock cannot be taken over.
+    #[error("lock \"{name}\": cannot take over from session {holder}: {source} (the user needs the CONNECTION ADMIN or SUPER privilege, or must be the same user)")]
+    TakeoverDenied { name: String, holder: u64, source: SessionError },
+
+    /// Any other error the server reported.
+    #[error("database error{}: {source}", lock_note(.name))]
+    Database { name: Option<String>, source: SessionError },
+}
+
+fn spelling_note(name: &str, held_as: &str) -> String {
+    if name == held_as {
+        String::new()
+    } else {
+        format!(" as \"{held_as}\" (names that differ only in case or trailing spaces are one lock)")
+    }
+}
+
+fn lock_note(name: &Option<String>) -> String {
+    match name {
+        Some(n) => format!(" on lock \"{n}\""),
+        None => String::new(),
+    }
+}
+
+fn connect_hint(source: &SessionError) -> &'static str {
+    match source.code {
+        Some(1045) => " (check the user name and password)",
+        Some(1049) => " (the database does not exist)",
+        None => " (is the server running and reachable?)",
+        _ => "",
+    }
+}
+
+impl Error {
+    /// The lock could not be acquired because someone else holds it.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout { .. })
+    }
+
+    /// The caller's lock is gone (or was never there).
+    pub fn is_not_held(&self) -> bool {
+        matches!(self, Error::NotHeld { .. })
+    }
+
+    /// The lock is held but with less TTL left than required.
+    pub fn is_ttl_too_short(&self) -> bool {
+        matches!(self, Error::TtlTooShort { .. })
+    }
+
+    /// The input was rejected before anything happened.
+    pub fn is_invalid_argument(&self) -> bool {
+        matches!(self, Error::InvalidArgument { .. })
+    }
+
+    /// The session already holds this lock.
+    pub fn is_already_held(&self) -> bool {
+        matches!(self, Error::AlreadyHeld { .. })
+    }
+
+    /// Connecting failed or the connection was lost.
+    pub fn is_connection(&self) -> bool {
+        matches!(self, Error::Connect { .. } | Error::ConnectionLost { .. })
+    }
+
+    /// The table is missing or the server refused access to it.
+    pub fn is_schema(&self) -> bool {
+        matches!(self, Error::MissingTable { .. } | Error::AccessDenied { .. })
+    }
+
+    /// The lock name this error is about, if any.
+    pub fn lock_name(&self) -> Option<&str> {
+        match self {
+            Error::Timeout { name, .. }
+            | Error::AlreadyHeld { name, .. }
+            | Error::NotHeld { name, .. }
+            | Error::TtlTooShort { name, .. }
+            | Error::TakeoverDenied { name, .. } => Some(name),
+            Error::AccessDenied { name, .. }
+            | Error::ConnectionLost { name, .. }
+            | Error::Database { name, .. } => name.as_deref(),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn invalid(what: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument { what, reason: reason.into() }
+    }
+}
+
+/// The single place that turns a failed statement into an [`Error`]: by MySQL error
+/// number, with the lock it was about.
+pub(crate) fn classify(e: SessionError, name: Option<&str>, table: &crate::Table) -> Error {
+    let name = name.map(str::to_owned);
+    if e.lost {
+        return Error::ConnectionLost { name, source: e };
+    }
+    match e.code {
+        Some(1146) => Error::MissingTable {
+            table: table.display_name(),
+            create_sql: table.create_sql(),
+            source: e,
+        },
+        // access denied to database / table / column, or a missing global privilege
+        Some(1044 | 1045 | 1142 | 1143 | 1227) => Error::AccessDenied { name, source: e },
+        _ => Error::Database { name, source: e },
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,50 @@
+//! MySQL-backed named locks, implemented once for PHP, C and the command line.
+//!
+//! Two kinds of lock, one [`Locker`] per database session:
+//!
+//! - **TTL leases** ([`Locker::acquire`]) over the `shared_locks` table of the PHP package
+//!   its-mieger/mysql-shared-locks, interoperable with processes still running it: a
+//!   lease ends when released, when its session ends, or when its TTL passes and another
+//!   session takes it over (killing the stale holder's session).
+//! - **Session locks** ([`Locker::lock_session`]): plain `GET_LOCK`/`RELEASE_LOCK`,
+//!   held until released or until the session ends.
+//!
+//! ```no_run
+//! use mysqllock_core::{Config, Locker};
+//!
+//! let config = Config::from_url("mysql://app:secret@127.0.0.1:3306/app")?;
+//! let table = config.table.clone();
+//! let mut locker = Locker::new(config, table);
+//! locker.acquire("monthly-invoices", 5.0, 600.0)?;
+//! // ... the work that must run on one node only ...
+//! locker.assert_ttl("monthly-invoices", 60.0)?;
+//! locker.release("monthly-invoices")?;
+//! # Ok::<(), mysqllock_core::Error>(())
+//! ```
+
+mod config;
+mod error;
+mod lease;
+pub mod limits;
+mod locker;
+pub mod name;
+mod native;
+mod session;
+mod sql;
+
+pub use config::{Config, QuoteStyle, Table, DEFAULT_TABLE};
+pub use error::{Error, Loss, Result, SessionError};
+pub use locker::{Connector, Lease, LockStatus, Locker};
+pub use native::MysqlSession;
+pub use session::{Outcome, Session, Value};
+
+/// The locker most callers want: native sessions from a [`Config`].
+pub type NativeLocker = Locker<Config>;
+
+impl NativeLocker {
+    /// A locker for `config`'s server and table; connects on first use.
+    pub fn from_config(config: Config) -> Self {
+        let table = config.table.clone();
+        Locker::new(config, table)
+    }
+}

@@ -1,0 +1,140 @@
+//! Lock names: what the `name` column can store exactly.
+//!
+//! Two different names must never share a row by accident. The column is
+//! `varchar(64)` in the table's character set (latin1 for the original table), and a
+//! character the set cannot represent would be stored as `?` (or refused, depending on
+//! `sql_mode`). So names are checked against the column's real character set before
+//! any statement runs.
+
+use crate::error::{Error, Result};
+
+/// The longest name the original table (`varchar(64)`) and MySQL's GET_LOCK accept.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// The character set of the `name` column, as far as the check needs to know it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Charset {
+    /// MySQL's `latin1`, which is Windows-1252 (plus five C1 controls).
+    Latin1,
+    Ascii,
+    /// `utf8` / `utf8mb3`: the Basic Multilingual Plane only.
+    Utf8Mb3,
+    /// `utf8mb4`, `binary`: every character.
+    Unicode,
+    /// Something else: the server is asked to round-trip each name.
+    Other(String),
+}
+
+impl Charset {
+    pub fn from_mysql_name(name: &str) -> Charset {
+        match name.to_ascii_lowercase().as_str() {
+            "latin1" => Charset::Latin1,
+            "ascii" => Charset::Ascii,
+            "utf8" | "utf8mb3" => Charset::Utf8Mb3,
+            "utf8mb4" | "binary" => Charset::Unicode,
+            other => Charset::Other(other.to_owned()),
+        }
+    }
+
+    /// Whether the character set represents `c` exactly; `None` when only the server
+    /// can tell.
+    pub fn stores(&self, c: char) -> Option<bool> {
+        Some(match self {
+            Charset::Latin1 => is_latin1(c),
+            Charset::Ascii => c.is_ascii(),
+            Charset::Utf8Mb3 => (c as u32) <= 0xFFFF,
+            Charset::Unicode => true,
+            Charset::Other(_) => return None,
+        })
+    }
+
+    pub fn mysql_name(&self) -> &str {
+        match self {
+            Charset::Latin1 => "latin1",
+            Charset::Ascii => "ascii",
+            Charset::Utf8Mb3 => "utf8mb3",
+            Charset::Unicode => "utf8mb4",
+            Charset::Other(s) => s,
+        }
+    }
+}
+
+/// Windows-1252 as MySQL's latin1 maps it: ASCII, U+0080..U+00FF except the 27 code
+/// points that 0x80..0x9F carry instead, and those 27 characters.
+fn is_latin1(c: char) -> bool {
+    const CP1252_EXTRAS: [char; 27] = [
+        '€', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', 'Ž', '‘', '’', '“', '”', '•', '–', '—', '˜', '™',
+        'š', '›', 'œ', 'ž', 'Ÿ',
+    ];
+    match c as u32 {
+        0..=0x7F | 0xA0..=0xFF => true,
+        // the five bytes Windows-1252 leaves undefined map to the C1 controls
+        0x81 | 0x8D | 0x8F | 0x90 | 0x9D => true,
+        _ => CP1252_EXTRAS.contains(&c),
+    }
+}
+
+/// The checks every lock name passes before it reaches SQL.
+pub fn validate_shape(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid("lock name", "it is empty"));
+    }
+    let chars = name.chars().count();
+    if chars > MAX_NAME_CHARS {
+        return Err(Error::invalid(
+            "lock name",
+            format!("\"{}…\" has {chars} characters; at most {MAX_NAME_CHARS} fit the table", name.chars().take(20).collect::<String>()),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `name` against a known character set; `Ok(false)` when the server must decide.
+pub fn validate_for(name: &str, charset: &Charset) -> Result<bool> {
+    validate_shape(name)?;
+    for c in name.chars() {
+        match charset.stores(c) {
+            Some(true) => {}
+            Some(false) => return Err(unstorable(name, charset.mysql_name(), Some(c))),
+            None => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+pub(crate) fn unstorable(name: &str, charset: &str, c: Option<char>) -> Error {
+    let what = match c {
+        Some(c) => format!("character {c:?} (U+{:04X})", c as u32),
+        None => "some character".to_owned(),
+    };
+    Error::invalid(
+        "lock name",
+        format!("\"{name}\": {what} cannot be stored exactly in the table's {charset} name column, so two different names could share one lock"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latin1_takes_west_european_text_and_refuses_the_rest() {
+        assert!(validate_for("Müller-Größe €5", &Charset::Latin1).unwrap());
+        for bad in ["日本", "Ā", "emoji🙂", "Łódź"] {
+            assert!(validate_for(bad, &Charset::Latin1).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn empty_and_overlong_names_are_refused() {
+        assert!(validate_shape("").is_err());
+        assert!(validate_shape(&"x".repeat(65)).is_err());
+        assert!(validate_shape(&"é".repeat(64)).is_ok());
+    }
+
+    #[test]
+    fn utf8mb3_refuses_astral_characters() {
+        assert!(validate_for("🙂", &Charset::Utf8Mb3).is_err());
+        assert!(validate_for("日本", &Charset::Utf8Mb3).unwrap());
+    }
+}

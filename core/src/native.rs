@@ -1,0 +1,112 @@
+//! The core's own session: the `mysql` crate, prepared statements cached by SQL text.
+
+use mysql::prelude::Queryable;
+use mysql::{Conn, OptsBuilder, Params};
+
+use crate::config::Config;
+use crate::error::{Error, Result, SessionError};
+use crate::locker::Connector;
+use crate::session::{Outcome, Session, Value};
+
+/// A native MySQL session. Never reconnects by itself: a new connection is a new
+/// session, and the locks of the old one are gone.
+pub struct MysqlSession {
+    conn: Conn,
+    id: u64,
+}
+
+impl MysqlSession {
+    pub fn connect(config: &Config) -> Result<Self> {
+        config.validate()?;
+        let mut opts = OptsBuilder::new()
+            .user(Some(config.user.clone()))
+            .pass(config.password.clone())
+            .db_name(config.database.clone())
+            .tcp_connect_timeout(Some(config.connect_timeout))
+            .prefer_socket(false)
+            .stmt_cache_size(64);
+        opts = match &config.socket {
+            Some(path) => opts.socket(Some(path.clone())),
+            None => opts.ip_or_hostname(Some(config.host.clone())).tcp_port(config.port),
+        };
+        if !config.charset.eq_ignore_ascii_case("utf8mb4") {
+            opts = opts.init(vec![format!("SET NAMES {}", config.charset)]);
+        }
+        let conn = Conn::new(opts).map_err(|e| Error::Connect { target: config.target(), source: session_error(e) })?;
+        let id = u64::from(conn.connection_id());
+        Ok(MysqlSession { conn, id })
+    }
+}
+
+impl Session for MysqlSession {
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
+        let params = if params.is_empty() {
+            Params::Empty
+        } else {
+            Params::Positional(params.iter().map(to_mysql).collect())
+        };
+        let mut result = self.conn.exec_iter(sql, params).map_err(session_error)?;
+        let mut rows = Vec::new();
+        if let Some(set) = result.iter() {
+            for row in set {
+                let row = row.map_err(session_error)?;
+                rows.push(row.unwrap().into_iter().map(from_mysql).collect());
+            }
+        }
+        drop(result);
+        // The OK packet is only complete once the result is consumed.
+        Ok(Outcome { rows, affected_rows: self.conn.affected_rows(), last_insert_id: self.conn.last_insert_id() })
+    }
+
+    fn connection_id(&self) -> u64 {
+        self.id
+    }
+
+    fn kill(&mut self, id: u64) -> Result<(), SessionError> {
+        // KILL cannot take a bound parameter; the id is an integer, formatted here.
+        self.conn.query_drop(format!("KILL {id}")).map_err(session_error)
+    }
+}
+
+impl Connector for Config {
+    type Session = MysqlSession;
+    fn connect(&mut self) -> Result<MysqlSession> {
+        MysqlSession::connect(self)
+    }
+}
+
+fn to_mysql(v: &Value) -> mysql::Value {
+    match v {
+        Value::Null => mysql::Value::NULL,
+        Value::Int(i) => mysql::Value::Int(*i),
+        Value::UInt(u) => mysql::Value::UInt(*u),
+        Value::Float(f) => mysql::Value::Double(*f),
+        Value::Text(s) => mysql::Value::Bytes(s.as_bytes().to_vec()),
+        Value::Bytes(b) => mysql::Value::Bytes(b.clone()),
+    }
+}
+
+fn from_mysql(v: mysql::Value) -> Value {
+    match v {
+        mysql::Value::NULL => Value::Null,
+        mysql::Value::Int(i) => Value::Int(i),
+        mysql::Value::UInt(u) => Value::UInt(u),
+        mysql::Value::Float(f) => Value::Float(f64::from(f)),
+        mysql::Value::Double(f) => Value::Float(f),
+        mysql::Value::Bytes(b) => match String::from_utf8(b) {
+            Ok(s) => Value::Text(s),
+            Err(e) => Value::Bytes(e.into_bytes()),
+        },
+        other => Value::Text(other.as_sql(true)),
+    }
+}
+
+/// The one mapping from the `mysql` crate's errors: server errors keep their number,
+/// everything about the transport means the session is gone.
+fn session_error(e: mysql::Error) -> SessionError {
+    match e {
+        mysql::Error::MySqlError(m) => SessionError::server(m.code, m.message),
+        mysql::Error::UrlError(u) => SessionError { code: None, message: u.to_string(), lost: false },
+        other => SessionError::lost(other.to_string()),
+    }
+}

@@ -1,0 +1,100 @@
+//! Every statement the protocol runs, built once per table. Lock names and numbers are
+//! always bound parameters; the only interpolated text is the validated, quoted table
+//! name (and `KILL <integer>` in `Session::kill`).
+
+use crate::config::Table;
+
+/// The statements of the TTL-lease protocol for one table.
+#[derive(Debug, Clone)]
+pub(crate) struct Sql {
+    /// Claim the row and try GET_LOCK in one round trip. GET_LOCK's result comes back
+    /// through `LAST_INSERT_ID(result + 1)` in the OK packet (1 = not taken, 2 = taken).
+    /// GET_LOCK is evaluated even when the INSERT then fails on the unique key, so after
+    /// a duplicate the session may hold the GET_LOCK: `inspect` tells.
+    pub claim_trying: String,
+    /// Claim the row while already holding the GET_LOCK (never GET_LOCK twice: it is
+    /// re-entrant and would need two releases).
+    pub claim_holding: String,
+    /// The row for a name (under whatever spelling), whether its owner still holds the
+    /// GET_LOCK of the spelling it stored, and whether we hold the GET_LOCK of ours.
+    /// `until_reclaimable`: seconds until `created + ttl < UNIX_TIMESTAMP()` turns true.
+    pub inspect: String,
+    /// Delete a row seen as reclaimable, re-checking the condition in the same statement
+    /// and matching the exact row seen, so a newer owner's row is never touched.
+    pub reclaim: String,
+    /// Delete a row carrying our connection id that this session never created: it was
+    /// left by an earlier server life whose session ids restarted at ours.
+    pub reclaim_reused_id: String,
+    pub get_lock_or_holder: String,
+    pub still_stale_holder: String,
+    pub mark_acquired: String,
+    pub abandon_claim: String,
+    pub wait_get_lock: String,
+    pub release_get_lock: String,
+    pub delete_own: String,
+    pub remaining: String,
+    pub column_charset: String,
+    pub status_all: String,
+    pub status_one: String,
+    pub create: String,
+}
+
+impl Sql {
+    pub fn new(table: &Table) -> Sql {
+        let t = table.sql_name();
+        let schema = if table.schema().is_some() { "?" } else { "DATABASE()" };
+        let status = format!(
+            "SELECT l.name, l.connection_id, l.created, l.ttl, l.lock_acquired, \
+             l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), UNIX_TIMESTAMP(NOW(6)) - l.created, \
+             IS_USED_LOCK(l.name), p.HOST \
+             FROM {t} AS l LEFT JOIN information_schema.PROCESSLIST AS p ON p.ID = l.connection_id"
+        );
+        Sql {
+            claim_trying: format!(
+                "INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired) \
+                 VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), ?, LAST_INSERT_ID(COALESCE(GET_LOCK(?, 0), 0) + 1) - 1)"
+            ),
+            claim_holding: format!(
+                "INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired) \
+                 VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), ?, 1)"
+            ),
+            inspect: format!(
+                "SELECT IS_USED_LOCK(?) <=> CONNECTION_ID(), l.name, l.connection_id, l.lock_acquired, \
+                 l.created, l.ttl, l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(l.name) \
+                 FROM (SELECT 1 AS one) AS probe LEFT JOIN {t} AS l ON l.name = ?"
+            ),
+            reclaim: format!(
+                "DELETE FROM {t} WHERE name = ? AND connection_id = ? AND created = ? AND ttl = ? \
+                 AND (created + ttl < UNIX_TIMESTAMP() \
+                      OR (lock_acquired = 1 AND NOT (IS_USED_LOCK(name) <=> connection_id)))"
+            ),
+            reclaim_reused_id: format!(
+                "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND created = ? AND ttl = ?"
+            ),
+            get_lock_or_holder: "SELECT GET_LOCK(?, ?), IS_USED_LOCK(?)".to_owned(),
+            still_stale_holder: format!(
+                "SELECT IS_USED_LOCK(?) <=> ? AND EXISTS (SELECT 1 FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID())"
+            ),
+            mark_acquired: format!(
+                "UPDATE {t} SET lock_acquired = 1 WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 0"
+            ),
+            abandon_claim: format!(
+                "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 0"
+            ),
+            wait_get_lock: "SELECT GET_LOCK(?, ?)".to_owned(),
+            release_get_lock: "SELECT RELEASE_LOCK(?)".to_owned(),
+            delete_own: format!("DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID()"),
+            remaining: format!(
+                "SELECT l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(l.name) <=> CONNECTION_ID() \
+                 FROM {t} AS l WHERE l.name = ? AND l.connection_id = CONNECTION_ID()"
+            ),
+            column_charset: format!(
+                "SELECT CHARACTER_SET_NAME FROM information_schema.COLUMNS \
+                 WHERE TABLE_SCHEMA = {schema} AND TABLE_NAME = ? AND COLUMN_NAME = 'name'"
+            ),
+            status_one: format!("{status} WHERE l.name = ?"),
+            status_all: format!("{status} ORDER BY l.name"),
+            create: table.create_sql().replacen("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1),
+        }
+    }
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what building and testing mysqllock needs on Debian 12, and nothing when it
+# is all there already (so a warm machine pays nothing). Safe to run repeatedly.
+set -euo pipefail
+
+# command-or-file that proves a package is present -> Debian package providing it
+declare -A need=(
+  [/usr/bin/php8.2]=php8.2-cli
+  [/usr/bin/phpize8.2]=php8.2-dev
+  [/usr/bin/phpunit]=phpunit
+  [/usr/sbin/mariadbd]=mariadb-server
+  [/usr/bin/mariadb]=mariadb-client
+  [/usr/bin/valgrind]=valgrind
+  [/usr/bin/gcc]=gcc
+  [/usr/bin/python3]=python3
+)
+missing=()
+for probe in "${!need[@]}"; do
+  [ -e "$probe" ] || missing+=("${need[$probe]}")
+done
+# PDO MySQL and libclang have no binary to probe.
+php -m 2>/dev/null | grep -qx pdo_mysql || missing+=(php8.2-mysql)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-deps: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "install-deps: cargo is missing; install a Rust toolchain (rustup) first" >&2
+  exit 1
+fi

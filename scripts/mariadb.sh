@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# A throwaway MariaDB for tests and demos: own datadir under a temp dir, 127.0.0.1 only,
+# its own free port and socket, so any number of runs can share one machine.
+#
+#   scripts/mariadb.sh start DIR   # creates DIR, starts the server, writes DIR/env
+#   scripts/mariadb.sh stop DIR    # clean shutdown; the datadir stays for inspection
+#   scripts/mariadb.sh restart DIR # same port and data, new process (fault tests)
+#
+# DIR/env holds shell assignments: MYSQLLOCK_TEST_DSN (a mysql:// URL of an ordinary
+# user with a password), MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET.
+set -euo pipefail
+
+cmd=${1:?usage: mariadb.sh start|stop|restart DIR}
+dir=${2:?usage: mariadb.sh start|stop|restart DIR}
+
+free_port() {
+  python3 - <<'PY'
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()
+PY
+}
+
+launch() {
+  local port=$1
+  # --no-defaults: never read the machine's my.cnf; everything we rely on is here.
+  /usr/sbin/mariadbd --no-defaults --user="$(id -un)" \
+    --datadir="$dir/data" --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" \
+    --port="$port" --bind-address=127.0.0.1 --skip-name-resolve \
+    --log-error="$dir/error.log" --max-connections=500 \
+    --innodb-buffer-pool-size=32M --skip-log-bin >/dev/null 2>&1 &
+  local i
+  for i in $(seq 1 300); do
+    if mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" -e 'SELECT 1' >/dev/null 2>&1; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "mariadb.sh: server did not become ready; log follows" >&2
+  tail -20 "$dir/error.log" >&2
+  return 1
+}
+
+stop_server() {
+  [ -f "$dir/mysqld.pid" ] || return 0
+  local pid
+  pid=$(cat "$dir/mysqld.pid")
+  mariadb-admin --no-defaults -uroot --socket="$dir/mysqld.sock" shutdown >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
+  local i
+  for i in $(seq 1 300); do
+    kill -0 "$pid" 2>/dev/null || { rm -f "$dir/mysqld.pid"; return 0; }
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$dir/mysqld.pid"
+}
+
+case "$cmd" in
+  start)
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    if [ ! -d "$dir/data/mysql" ]; then
+      mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$dir/data" \
+        --auth-root-authentication-method=socket >"$dir/install.log" 2>&1 \
+        || { cat "$dir/install.log" >&2; exit 1; }
+    fi
+    port=$(free_port)
+    launch "$port"
+    mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" <<'SQL'
+CREATE DATABASE IF NOT EXISTS mysqllock_test;
+CREATE USER IF NOT EXISTS 'locker'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret';
+GRANT ALL ON mysqllock_test.* TO 'locker'@'127.0.0.1';
+GRANT PROCESS, CONNECTION ADMIN, RELOAD ON *.* TO 'locker'@'127.0.0.1';
+SQL
+    cat >"$dir/env" <<ENV
+MYSQLLOCK_TEST_DSN=mysql://locker:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
+MYSQLLOCK_TEST_PORT=$port
+MYSQLLOCK_TEST_SOCKET=$dir/mysqld.sock
+MYSQLLOCK_TEST_DIR=$dir
+ENV
+    ;;
+  stop)
+    stop_server
+    ;;
+  restart)
+    port=$(sed -n 's/^MYSQLLOCK_TEST_PORT=//p' "$dir/env")
+    stop_server
+    launch "$port"
+    ;;
+  *)
+    echo "usage: mariadb.sh start|stop|restart DIR" >&2
+    exit 2
+    ;;
+esac
