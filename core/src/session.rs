@@ -121,3 +121,19 @@ pub trait Session {
         self.execute(&format!("KILL {id}"), &[]).map(|_| ())
     }
 }
+
+/// Lets a caller choose the session kind at run time (`Locker<C>` with
+/// `C::Session = Box<dyn Session>`), as the PHP extension does for native vs PDO.
+impl<S: Session + ?Sized> Session for Box<S> {
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
+        (**self).execute(sql, params)
+    }
+
+    fn connection_id(&self) -> u64 {
+        (**self).connection_id()
+    }
+
+    fn kill(&mut self, id: u64) -> Result<(), SessionError> {
+        (**self).kill(id)
+    }
+}

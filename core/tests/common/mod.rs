@@ -1,0 +1,49 @@
+//! Shared setup for tests against the real MariaDB named by `MYSQLLOCK_TEST_DSN`.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use mysqllock_core::{Config, MysqlSession, NativeLocker, Session, Value};
+
+pub fn dsn() -> String {
+    std::env::var("MYSQLLOCK_TEST_DSN").expect(
+        "MYSQLLOCK_TEST_DSN is not set: run the tests through scripts/test.sh, or start a server with \
+         scripts/mariadb.sh start DIR and export the variables from DIR/env",
+    )
+}
+
+pub fn config() -> Config {
+    Config::from_url(&dsn()).expect("MYSQLLOCK_TEST_DSN is not a valid mysql:// URL")
+}
+
+/// A locker on its own session, with the table created.
+pub fn locker() -> NativeLocker {
+    let mut l = NativeLocker::from_config(config());
+    l.init_table().expect("creating the table");
+    l
+}
+
+/// A lock name no other test (or test run) uses.
+pub fn unique(label: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    format!("{label}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A plain session for looking at and tampering with the table behind the lockers' backs.
+pub fn raw() -> MysqlSession {
+    MysqlSession::connect(&config()).expect("connecting")
+}
+
+pub fn query(s: &mut MysqlSession, sql: &str, params: &[Value]) -> Vec<Vec<Value>> {
+    s.execute(sql, params).unwrap_or_else(|e| panic!("{sql}: {e}")).rows
+}
+
+/// The rows of the table for `name` (any spelling the key folds together).
+pub fn rows(name: &str) -> Vec<(String, u64, i64)> {
+    let mut s = raw();
+    query(&mut s, "SELECT name, connection_id, lock_acquired FROM shared_locks WHERE name = ?", &[name.into()])
+        .into_iter()
+        .map(|r| (r[0].as_text().unwrap_or_default(), r[1].as_u64().unwrap_or(0), r[2].as_i64().unwrap_or(-1)))
+        .collect()
+}
+

@@ -1,0 +1,300 @@
+//! The TTL-lease protocol against a real MariaDB, one behaviour per test.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use mysqllock_core::{Config, Error, Loss, NativeLocker, Session};
+
+#[test]
+fn acquire_then_release_leaves_no_row() {
+    let name = unique("basic");
+    let mut a = locker();
+    let lease = a.acquire(&name, 0.0, 10.0).unwrap();
+    assert_eq!(lease.ttl, 10);
+    assert_eq!(rows(&name), vec![(name.clone(), a.connection_id().unwrap(), 1)]);
+    a.release(&name).unwrap();
+    assert!(rows(&name).is_empty());
+}
+
+#[test]
+fn timeout_zero_is_exactly_one_try() {
+    let name = unique("zero");
+    let (mut a, mut b) = (locker(), locker());
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    let start = Instant::now();
+    let err = b.acquire(&name, 0.0, 30.0).unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    assert!(start.elapsed() < Duration::from_millis(500), "took {:?}", start.elapsed());
+}
+
+#[test]
+fn fractional_timeout_is_honoured() {
+    let name = unique("fraction");
+    let (mut a, mut b) = (locker(), locker());
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    let start = Instant::now();
+    let err = b.acquire(&name, 0.4, 30.0).unwrap_err();
+    let waited = start.elapsed();
+    assert!(err.is_timeout(), "{err}");
+    assert!(waited >= Duration::from_millis(390), "gave up early: {waited:?}");
+    assert!(waited < Duration::from_millis(1500), "overshot: {waited:?}");
+}
+
+#[test]
+fn waiter_gets_the_lock_within_milliseconds_of_release() {
+    let name = unique("handoff");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    let n = name.clone();
+    let waiter = std::thread::spawn(move || {
+        let mut b = locker();
+        b.acquire(&n, 20.0, 30.0).map(|_| Instant::now())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    a.release(&name).unwrap();
+    let released = Instant::now();
+    let acquired = waiter.join().unwrap().unwrap();
+    let handoff = acquired.saturating_duration_since(released);
+    assert!(handoff < Duration::from_millis(250), "hand-off took {handoff:?}");
+}
+
+#[test]
+fn second_acquire_in_the_same_session_fails_at_once() {
+    let name = unique("twice");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    let start = Instant::now();
+    let err = a.acquire(&name, 5.0, 30.0).unwrap_err();
+    assert!(err.is_already_held(), "{err}");
+    assert!(start.elapsed() < Duration::from_millis(200));
+    // and it is still held, once
+    a.release(&name).unwrap();
+    assert!(rows(&name).is_empty());
+}
+
+#[test]
+fn other_spelling_of_a_held_name_fails_at_once_in_the_same_session() {
+    let name = unique("Spelling");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    let err = a.acquire(&name.to_lowercase(), 5.0, 30.0).unwrap_err();
+    assert!(matches!(&err, Error::AlreadyHeld { held_as, .. } if *held_as == name), "{err}");
+}
+
+#[test]
+fn names_differing_in_case_or_trailing_space_are_one_lock() {
+    let name = unique("Case");
+    let (mut a, mut b) = (locker(), locker());
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    for variant in [name.to_lowercase(), name.to_uppercase(), format!("{name} "), format!("{}  ", name.to_lowercase())] {
+        let err = b.acquire(&variant, 0.2, 30.0).unwrap_err();
+        assert!(err.is_timeout(), "{variant:?} was not excluded: {err}");
+    }
+    assert_eq!(rows(&name).len(), 1, "the holder's row must be untouched");
+    a.release(&name).unwrap();
+    b.acquire(&name.to_lowercase(), 0.0, 30.0).unwrap();
+    let err = a.acquire(&name, 0.2, 30.0).unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+}
+
+#[test]
+fn release_of_a_lock_not_held_fails() {
+    let mut a = locker();
+    let err = a.release(&unique("never")).unwrap_err();
+    assert!(matches!(err, Error::NotHeld { loss: Loss::NeverAcquired, .. }), "{err}");
+}
+
+#[test]
+fn release_after_the_row_was_deleted_reports_the_loss() {
+    let name = unique("deleted");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    query(&mut raw(), "DELETE FROM shared_locks WHERE name = ?", &[name.as_str().into()]);
+    let err = a.assert_ttl(&name, 1.0).unwrap_err();
+    assert!(matches!(err, Error::NotHeld { loss: Loss::RowGone, .. }), "{err}");
+    let err = a.release(&name).unwrap_err();
+    assert!(matches!(err, Error::NotHeld { loss: Loss::RowGone, .. }), "{err}");
+}
+
+#[test]
+fn assert_ttl_passes_with_enough_left_and_fails_with_too_little() {
+    let name = unique("assert");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 20.0).unwrap();
+    let remaining = a.assert_ttl(&name, 15.0).unwrap();
+    assert!((15.0..=21.0).contains(&remaining), "remaining {remaining}");
+    let err = a.assert_ttl(&name, 25.0).unwrap_err();
+    assert!(matches!(err, Error::TtlTooShort { required, .. } if required == 25.0), "{err}");
+}
+
+#[test]
+fn row_whose_owner_never_took_the_get_lock_is_reclaimed_only_after_its_ttl() {
+    let name = unique("pending");
+    let mut other = raw();
+    let owner = other.connection_id();
+    query(
+        &mut other,
+        "INSERT INTO shared_locks (name, connection_id, created, ttl, lock_acquired) VALUES (?, ?, UNIX_TIMESTAMP(), 2, 0)",
+        &[name.as_str().into(), owner.into()],
+    );
+    let mut a = locker();
+    assert!(a.acquire(&name, 0.0, 30.0).unwrap_err().is_timeout());
+    let start = Instant::now();
+    a.acquire(&name, 10.0, 30.0).unwrap();
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(1500), "reclaimed before the TTL: {waited:?}");
+    assert!(waited < Duration::from_secs(6), "waited far past the TTL: {waited:?}");
+}
+
+#[test]
+fn row_of_a_dead_owner_is_reclaimed_at_once() {
+    let name = unique("dead");
+    {
+        let mut gone = locker();
+        gone.acquire(&name, 0.0, 300.0).unwrap();
+        // dropping the locker closes its session: the server releases its GET_LOCK
+    }
+    let mut a = locker();
+    let start = Instant::now();
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    assert!(start.elapsed() < Duration::from_millis(500));
+}
+
+#[test]
+fn killed_session_loses_its_locks_and_the_next_acquire_reconnects() {
+    let name = unique("killed");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 300.0).unwrap();
+    let id = a.connection_id().unwrap();
+    raw().kill(id).unwrap();
+    let mut b = locker();
+    b.acquire(&name, 2.0, 30.0).unwrap();
+    let err = a.release(&name).unwrap_err();
+    assert!(matches!(err, Error::NotHeld { .. }), "{err}");
+    let other = unique("after-kill");
+    a.acquire(&other, 0.0, 30.0).unwrap();
+    assert_ne!(a.connection_id().unwrap(), id, "a new session was expected");
+}
+
+#[test]
+fn stale_holder_keeping_the_get_lock_is_killed_by_the_next_owner() {
+    let name = unique("stale");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 1.0).unwrap();
+    let a_id = a.connection_id().unwrap();
+    // a "hangs" past its TTL; b takes over and must KILL a's session
+    let mut b = locker();
+    let start = Instant::now();
+    b.acquire(&name, 10.0, 30.0).unwrap();
+    assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
+    let alive = query(&mut raw(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[a_id.into()]);
+    assert_eq!(alive[0][0].as_i64(), Some(0), "stale holder's session should be gone");
+    let err = a.assert_ttl(&name, 0.0).unwrap_err();
+    assert!(err.is_not_held(), "{err}");
+}
+
+#[test]
+fn session_lock_excludes_and_releases() {
+    let name = unique("plain");
+    let (mut a, mut b) = (locker(), locker());
+    a.lock_session(&name, 0.0).unwrap();
+    assert!(b.lock_session(&name, 0.2).unwrap_err().is_timeout());
+    assert!(a.lock_session(&name, 1.0).unwrap_err().is_already_held());
+    a.unlock_session(&name).unwrap();
+    b.lock_session(&name, 0.0).unwrap();
+    assert!(a.unlock_session(&name).unwrap_err().is_not_held());
+    assert!(rows(&name).is_empty(), "session locks never touch the table");
+}
+
+#[test]
+fn bad_input_is_refused_and_changes_nothing() {
+    let mut a = locker();
+    let ok = unique("ok-name");
+    let long = "x".repeat(65);
+    let cases: Vec<(&str, f64, f64)> = vec![
+        ("", 0.0, 10.0),
+        (&long, 0.0, 10.0),
+        ("日本語", 0.0, 10.0),
+        ("emoji🙂", 0.0, 10.0),
+        (&ok, -1.0, 10.0),
+        (&ok, f64::NAN, 10.0),
+        (&ok, f64::INFINITY, 10.0),
+        (&ok, 0.0, 0.0),
+        (&ok, 0.0, -5.0),
+        (&ok, 0.0, f64::NAN),
+    ];
+    for (name, timeout, ttl) in cases {
+        let err = a.acquire(name, timeout, ttl).unwrap_err();
+        assert!(err.is_invalid_argument(), "{name:?} {timeout} {ttl}: {err}");
+        assert!(err.to_string().starts_with("invalid "), "{err}");
+    }
+    assert!(a.lock_session("", 0.0).unwrap_err().is_invalid_argument());
+    assert!(a.assert_ttl("x", f64::NAN).unwrap_err().is_invalid_argument());
+    // latin1 would have stored the refused names as question marks
+    for stored in [ok.as_str(), "???", "emoji?", &long[..64], ""] {
+        assert!(rows(stored).is_empty(), "a row for {stored:?} appeared");
+    }
+}
+
+#[test]
+fn latin1_names_round_trip_and_map_to_one_row_each() {
+    let base = unique("Größe-€");
+    let mut a = locker();
+    a.acquire(&base, 0.0, 30.0).unwrap();
+    assert_eq!(rows(&base)[0].0, base);
+    a.release(&base).unwrap();
+}
+
+#[test]
+fn missing_table_error_names_the_fix() {
+    let mut cfg = config();
+    cfg.table = mysqllock_core::Table::new("no_such_table_here", Default::default()).unwrap();
+    let mut a = NativeLocker::from_config(cfg);
+    let err = a.acquire(&unique("nt"), 0.0, 10.0).unwrap_err();
+    let msg = err.to_string();
+    assert!(err.is_schema(), "{msg}");
+    assert!(msg.contains("mysqllock init") && msg.contains("CREATE TABLE"), "{msg}");
+}
+
+#[test]
+fn wrong_password_error_does_not_show_the_password() {
+    let mut cfg: Config = config();
+    cfg.password = Some("wrong-pw-4711".into());
+    let mut a = NativeLocker::from_config(cfg);
+    let err = a.acquire(&unique("pw"), 0.0, 10.0).unwrap_err();
+    assert!(err.is_connection(), "{err}");
+    let msg = format!("{err} {err:?}");
+    assert!(!msg.contains("wrong-pw-4711"), "{msg}");
+    assert!(msg.contains("password"), "expected a hint about the password: {msg}");
+}
+
+#[test]
+fn unreachable_server_is_a_connection_error() {
+    let mut cfg = config();
+    cfg.port = 1;
+    let mut a = NativeLocker::from_config(cfg);
+    let err = a.acquire(&unique("unreach"), 0.0, 10.0).unwrap_err();
+    assert!(err.is_connection(), "{err}");
+    assert!(err.to_string().contains("127.0.0.1:1"), "{err}");
+}
+
+#[test]
+fn status_shows_the_holder() {
+    let name = unique("status");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    let st = locker().status(Some(&name)).unwrap();
+    assert_eq!(st.len(), 1);
+    assert_eq!(st[0].connection_id, a.connection_id().unwrap());
+    assert!(st[0].holder_alive && st[0].acquired);
+    assert!(st[0].remaining > 25.0 && st[0].remaining <= 31.0, "{:?}", st[0]);
+    assert!(st[0].host.as_deref().is_some_and(|h| h.starts_with("127.0.0.1")), "{:?}", st[0]);
+}
+
+#[test]
+fn locker_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<NativeLocker>();
+}
