@@ -1,0 +1,69 @@
+//! A server restart: every session and GET_LOCK is gone, the MyISAM rows stay, and
+//! connection ids start again from the bottom. Runs its own server, since it restarts it.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use mysqllock_tests::{unique, Holder};
+
+const LOCKCTL: &str = env!("CARGO_BIN_EXE_lockctl");
+
+struct OwnServer {
+    dir: PathBuf,
+    dsn: String,
+}
+
+impl OwnServer {
+    fn start() -> OwnServer {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let dir = std::env::temp_dir().join(unique("mysqllock-restart"));
+        let script = root.join("scripts/mariadb.sh");
+        let status = Command::new("bash").arg(&script).arg("start").arg(&dir).status().expect("running mariadb.sh");
+        assert!(status.success(), "scripts/mariadb.sh start failed");
+        let env = std::fs::read_to_string(dir.join("env")).expect("reading the server's env file");
+        let dsn = env
+            .lines()
+            .find_map(|l| l.strip_prefix("MYSQLLOCK_TEST_DSN="))
+            .expect("MYSQLLOCK_TEST_DSN in env file")
+            .to_owned();
+        OwnServer { dir, dsn }
+    }
+
+    fn script(&self, cmd: &str) {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let status = Command::new("bash").arg(root.join("scripts/mariadb.sh")).arg(cmd).arg(&self.dir).status().unwrap();
+        assert!(status.success(), "mariadb.sh {cmd} failed");
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        self.script("stop");
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn lock_held_across_a_server_restart_is_free_at_once_and_its_holder_learns_the_loss() {
+    let server = OwnServer::start();
+    let mut init = mysqllock_core::NativeLocker::from_config(mysqllock_core::Config::from_url(&server.dsn).unwrap());
+    init.init_table().unwrap();
+    drop(init);
+    let name = unique("restart");
+    let mut a = Holder::spawn(LOCKCTL, &server.dsn);
+    assert!(a.ask(&format!("acquire {name} 0 300")).starts_with("ok"));
+
+    server.script("restart");
+
+    let mut b = Holder::spawn(LOCKCTL, &server.dsn);
+    let start = Instant::now();
+    let answer = b.ask(&format!("acquire {name} 5 60"));
+    assert!(answer.starts_with("ok"), "{answer}");
+    assert!(start.elapsed() < Duration::from_secs(2), "waited {:?} though the TTL was 300 s", start.elapsed());
+    let release = a.ask(&format!("release {name}"));
+    assert!(release.starts_with("err not-held"), "{release}");
+    // the old holder can work again on a fresh session, and still cannot steal the lock
+    let again = a.ask(&format!("acquire {name} 0.3 60"));
+    assert!(again.starts_with("err timeout"), "{again}");
+}
