@@ -116,10 +116,7 @@ fn validate_identifier(ident: &str) -> Result<()> {
         return Err(Error::invalid("table name", format!("{ident:?} must be 1 to 64 characters")));
     }
     if !ident.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
-        return Err(Error::invalid(
-            "table name",
-            format!("{ident:?} may only contain letters, digits, '_' and '$'"),
-        ));
+        return Err(Error::invalid("table name", format!("{ident:?} may only contain letters, digits, '_' and '$'")));
     }
     Ok(())
 }
@@ -237,7 +234,11 @@ impl Config {
                     let secs: f64 = v.parse().map_err(|_| bad("connect_timeout must be seconds"))?;
                     cfg.connect_timeout = crate::limits::duration("connect_timeout", secs)?;
                 }
-                other => return Err(bad(&format!("unknown parameter {other:?} (known: table, quote, socket, charset, connect_timeout)"))),
+                other => {
+                    return Err(bad(&format!(
+                        "unknown parameter {other:?} (known: table, quote, socket, charset, connect_timeout)"
+                    )))
+                }
             }
         }
         cfg.table = Table::new(&table_name, quote)?;
@@ -288,7 +289,10 @@ mod tests {
     #[test]
     fn url_with_everything() {
         let c = Config::from_url("mysql://app:p%40ss@db.example:3307/prod?table=locks&quote=ansi").unwrap();
-        assert_eq!((c.user.as_str(), c.password.as_deref(), c.host.as_str(), c.port), ("app", Some("p@ss"), "db.example", 3307));
+        assert_eq!(
+            (c.user.as_str(), c.password.as_deref(), c.host.as_str(), c.port),
+            ("app", Some("p@ss"), "db.example", 3307)
+        );
         assert_eq!(c.database.as_deref(), Some("prod"));
         assert_eq!(c.table.sql_name(), "\"locks\"");
     }
@@ -316,7 +320,9 @@ mod tests {
 
     #[test]
     fn bad_urls_are_refused() {
-        for bad in ["postgres://x", "mysql://u@h:notaport/db", "mysql://h/db?frobnicate=1", "mysql://h/db?charset=utf8;drop"] {
+        for bad in
+            ["postgres://x", "mysql://u@h:notaport/db", "mysql://h/db?frobnicate=1", "mysql://h/db?charset=utf8;drop"]
+        {
             assert!(Config::from_url(bad).is_err(), "{bad:?} accepted");
         }
     }

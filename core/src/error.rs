@@ -186,9 +186,9 @@ impl Error {
             | Error::NotHeld { name, .. }
             | Error::TtlTooShort { name, .. }
             | Error::TakeoverDenied { name, .. } => Some(name),
-            Error::AccessDenied { name, .. }
-            | Error::ConnectionLost { name, .. }
-            | Error::Database { name, .. } => name.as_deref(),
+            Error::AccessDenied { name, .. } | Error::ConnectionLost { name, .. } | Error::Database { name, .. } => {
+                name.as_deref()
+            }
             _ => None,
         }
     }
@@ -206,11 +206,7 @@ pub(crate) fn classify(e: SessionError, name: Option<&str>, table: &crate::Table
         return Error::ConnectionLost { name, source: e };
     }
     match e.code {
-        Some(1146) => Error::MissingTable {
-            table: table.display_name(),
-            create_sql: table.create_sql(),
-            source: e,
-        },
+        Some(1146) => Error::MissingTable { table: table.display_name(), create_sql: table.create_sql(), source: e },
         // access denied to database / table / column, or a missing global privilege
         Some(1044 | 1045 | 1142 | 1143 | 1227) => Error::AccessDenied { name, source: e },
         _ => Error::Database { name, source: e },

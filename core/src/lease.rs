@@ -240,19 +240,16 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             return Ok((false, None));
         };
         let my_get_lock = r[0].as_i64() == Some(1);
-        let row = match r[1].as_text() {
-            None => None,
-            Some(name) => Some(Row {
-                name,
-                connection_id: r[2].as_u64().unwrap_or(0),
-                acquired: r[3].as_i64().unwrap_or(0) != 0,
-                created: r[4].as_i64().unwrap_or(0),
-                ttl: r[5].as_i64().unwrap_or(0),
-                // NULL would mean a broken row; never read it as "expired"
-                until_reclaimable: r[6].as_f64().unwrap_or(1.0),
-                holder: r[7].as_u64(),
-            }),
-        };
+        let row = r[1].as_text().map(|name| Row {
+            name,
+            connection_id: r[2].as_u64().unwrap_or(0),
+            acquired: r[3].as_i64().unwrap_or(0) != 0,
+            created: r[4].as_i64().unwrap_or(0),
+            ttl: r[5].as_i64().unwrap_or(0),
+            // NULL would mean a broken row; never read it as "expired"
+            until_reclaimable: r[6].as_f64().unwrap_or(1.0),
+            holder: r[7].as_u64(),
+        });
         Ok((my_get_lock, row))
     }
 

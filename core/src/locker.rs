@@ -1,6 +1,5 @@
 //! `Locker`: the locks of one database session, and the bookkeeping around them.
 
-use std::collections::{HashMap, HashSet};
 use crate::config::Table;
 use crate::error::{classify, Error, Loss, Result};
 use crate::lease::{self, Db};
@@ -8,6 +7,7 @@ use crate::limits;
 use crate::name::{self, Charset};
 use crate::session::{Session, Value};
 use crate::sql::Sql;
+use std::collections::{HashMap, HashSet};
 
 /// Produces the session a [`Locker`] runs on, when it first needs one and again after
 /// the previous one was lost.

@@ -83,7 +83,10 @@ pub fn validate_shape(name: &str) -> Result<()> {
     if chars > MAX_NAME_CHARS {
         return Err(Error::invalid(
             "lock name",
-            format!("\"{}…\" has {chars} characters; at most {MAX_NAME_CHARS} fit the table", name.chars().take(20).collect::<String>()),
+            format!(
+                "\"{}…\" has {chars} characters; at most {MAX_NAME_CHARS} fit the table",
+                name.chars().take(20).collect::<String>()
+            ),
         ));
     }
     Ok(())

@@ -40,11 +40,8 @@ impl MysqlSession {
 
 impl Session for MysqlSession {
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
-        let params = if params.is_empty() {
-            Params::Empty
-        } else {
-            Params::Positional(params.iter().map(to_mysql).collect())
-        };
+        let params =
+            if params.is_empty() { Params::Empty } else { Params::Positional(params.iter().map(to_mysql).collect()) };
         let mut result = self.conn.exec_iter(sql, params).map_err(session_error)?;
         let mut rows = Vec::new();
         if let Some(set) = result.iter() {

@@ -1,5 +1,7 @@
 //! The TTL-lease protocol against a real MariaDB, one behaviour per test.
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 mod common;
 
 use std::time::{Duration, Instant};
@@ -88,7 +90,8 @@ fn names_differing_in_case_or_trailing_space_are_one_lock() {
     let name = unique("Case");
     let (mut a, mut b) = (locker(), locker());
     a.acquire(&name, 0.0, 30.0).unwrap();
-    for variant in [name.to_lowercase(), name.to_uppercase(), format!("{name} "), format!("{}  ", name.to_lowercase())] {
+    for variant in [name.to_lowercase(), name.to_uppercase(), format!("{name} "), format!("{}  ", name.to_lowercase())]
+    {
         let err = b.acquire(&variant, 0.2, 30.0).unwrap_err();
         assert!(err.is_timeout(), "{variant:?} was not excluded: {err}");
     }

@@ -1,5 +1,7 @@
 //! Scenarios with several OS processes holding, waiting, dying and hanging.
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 use std::time::{Duration, Instant};
 
 use mysqllock_core::{Config, MysqlSession, NativeLocker, Session};
@@ -21,7 +23,10 @@ fn init() {
 
 fn session_exists(id: &str) -> bool {
     let out = inspector()
-        .execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[id.parse::<u64>().unwrap().into()])
+        .execute(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?",
+            &[id.parse::<u64>().unwrap().into()],
+        )
         .unwrap();
     out.first(0).as_i64() == Some(1)
 }

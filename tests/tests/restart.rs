@@ -1,6 +1,8 @@
 //! A server restart: every session and GET_LOCK is gone, the MyISAM rows stay, and
 //! connection ids start again from the bottom. Runs its own server, since it restarts it.
 
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -32,7 +34,8 @@ impl OwnServer {
 
     fn script(&self, cmd: &str) {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-        let status = Command::new("bash").arg(root.join("scripts/mariadb.sh")).arg(cmd).arg(&self.dir).status().unwrap();
+        let status =
+            Command::new("bash").arg(root.join("scripts/mariadb.sh")).arg(cmd).arg(&self.dir).status().unwrap();
         assert!(status.success(), "mariadb.sh {cmd} failed");
     }
 }

@@ -1,5 +1,6 @@
 //! Shared setup for tests against the real MariaDB named by `MYSQLLOCK_TEST_DSN`.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -46,4 +47,3 @@ pub fn rows(name: &str) -> Vec<(String, u64, i64)> {
         .map(|r| (r[0].as_text().unwrap_or_default(), r[1].as_u64().unwrap_or(0), r[2].as_i64().unwrap_or(-1)))
         .collect()
 }
-
