@@ -8,6 +8,10 @@ use crate::error::{Error, Result, SessionError};
 use crate::locker::Connector;
 use crate::session::{Outcome, Session, Value};
 
+/// How long the server lets a lock-holding session sit idle: a week, well past any
+/// sensible job (MariaDB's maximum is a year).
+const IDLE_SECONDS: u32 = 7 * 24 * 3600;
+
 /// A native MySQL session. Never reconnects by itself: a new connection is a new
 /// session, and the locks of the old one are gone.
 pub struct MysqlSession {
@@ -29,9 +33,13 @@ impl MysqlSession {
             Some(path) => opts.socket(Some(path.clone())),
             None => opts.ip_or_hostname(Some(config.host.clone())).tcp_port(config.port),
         };
+        // A holder sits idle while its job runs; the server's default wait_timeout (8 h)
+        // would end the session, and with it the lock, under a long job.
+        let mut init = format!("SET SESSION wait_timeout = GREATEST(@@session.wait_timeout, {IDLE_SECONDS})");
         if !config.charset.eq_ignore_ascii_case("utf8mb4") {
-            opts = opts.init(vec![format!("SET NAMES {}", config.charset)]);
+            init = format!("SET NAMES {}, {}", config.charset, &init["SET ".len()..]);
         }
+        opts = opts.init(vec![init]);
         let conn = Conn::new(opts).map_err(|e| Error::Connect { target: config.target(), source: session_error(e) })?;
         let id = u64::from(conn.connection_id());
         Ok(MysqlSession { conn, id })

@@ -301,3 +301,10 @@ fn locker_is_send() {
     fn assert_send<T: Send>() {}
     assert_send::<NativeLocker>();
 }
+
+#[test]
+fn holder_session_is_not_ended_by_the_servers_idle_timeout_under_a_long_job() {
+    let mut a = locker();
+    let out = a.session().unwrap().execute("SELECT @@session.wait_timeout", &[]).unwrap();
+    assert!(out.first(0).as_i64().unwrap() >= 7 * 24 * 3600, "{out:?}");
+}

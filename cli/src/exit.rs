@@ -1,0 +1,110 @@
+//! Exit codes: the contract with crontab wrappers and scripts.
+//!
+//! Codes 64–78 follow BSD `sysexits.h` so that the outcomes a wrapper branches on
+//! ("someone else ran it", "the database is down") never collide with the small codes
+//! a guarded command usually returns itself.
+
+use std::error::Error as _;
+use std::process::ExitStatus;
+
+use mysqllock_core::Error;
+
+/// Bad arguments or connection URL; nothing was changed (EX_USAGE).
+pub const USAGE: u8 = 64;
+/// The server could not be reached, refused the login, or dropped the connection
+/// (EX_UNAVAILABLE).
+pub const UNAVAILABLE: u8 = 69;
+/// Any other database error (EX_SOFTWARE).
+pub const SOFTWARE: u8 = 70;
+/// Another node holds the lock: the command was not run (EX_TEMPFAIL).
+pub const HELD_ELSEWHERE: u8 = 75;
+/// The command succeeded, but the lock was lost while it ran, so the run may not have
+/// been exclusive (EX_PROTOCOL).
+pub const LOST_WHILE_RUNNING: u8 = 76;
+/// The server refused a statement for lack of privileges (EX_NOPERM).
+pub const NO_PERMISSION: u8 = 77;
+/// The lock table does not exist: run `mysqllock init` (EX_CONFIG).
+pub const NO_TABLE: u8 = 78;
+/// The command exists but could not be executed (as in a shell).
+pub const CANNOT_EXECUTE: u8 = 126;
+/// The command was not found (as in a shell).
+pub const NOT_FOUND: u8 = 127;
+
+/// The one mapping from core errors to exit codes.
+pub fn for_error(e: &Error) -> u8 {
+    match e {
+        Error::InvalidArgument { .. } => USAGE,
+        Error::Timeout { .. } => HELD_ELSEWHERE,
+        Error::Connect { .. } | Error::ConnectionLost { .. } => UNAVAILABLE,
+        Error::MissingTable { .. } => NO_TABLE,
+        Error::AccessDenied { .. } | Error::TakeoverDenied { .. } => NO_PERMISSION,
+        Error::NotHeld { .. } => LOST_WHILE_RUNNING,
+        _ => SOFTWARE,
+    }
+}
+
+/// The command's own exit code, or 128 + the signal number if a signal killed it, as
+/// a shell reports it.
+pub fn for_child(status: ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        // Exit codes are 0..=255 on Unix; the mask only satisfies the type.
+        (Some(code), _) => (code & 0xff) as u8,
+        (None, Some(signal)) => (128 + (signal & 0x7f)) as u8,
+        (None, None) => SOFTWARE,
+    }
+}
+
+/// The error and its `source()` chain joined by ": ", on one line (for cron mail and
+/// syslog). A source whose text the message already quotes (the core embeds the
+/// server's message) is not repeated.
+pub fn describe(e: &Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    // The missing-table hint carries a multi-line CREATE TABLE; it reads fine flattened.
+    text.lines().map(str::trim).collect::<Vec<_>>().join(" ")
+}
+
+/// Prints `e` as one `mysqllock: ...` line on stderr and returns its exit code.
+pub fn report(e: &Error) -> u8 {
+    eprintln!("mysqllock: {}", describe(e));
+    for_error(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn command_status_maps_like_a_shell() {
+        assert_eq!(for_child(ExitStatus::from_raw(7 << 8)), 7);
+        assert_eq!(for_child(ExitStatus::from_raw(libc::SIGTERM)), 128 + 15);
+    }
+
+    #[test]
+    fn bad_input_and_lock_contention_have_their_own_codes() {
+        let invalid = Error::InvalidArgument { what: "ttl", reason: "NaN is not a finite number of seconds".into() };
+        assert_eq!(for_error(&invalid), USAGE);
+        assert_eq!(for_error(&Error::Timeout { name: "x".into(), timeout: 0.0 }), HELD_ELSEWHERE);
+    }
+
+    #[test]
+    fn describe_does_not_repeat_a_source_the_message_quotes() {
+        let e = Error::Connect {
+            target: "app@db:3306/prod".into(),
+            source: mysqllock_core::SessionError::server(1045, "Access denied for user 'app'"),
+        };
+        let text = describe(&e);
+        assert_eq!(text.matches("Access denied").count(), 1, "{text}");
+        assert_eq!(for_error(&e), UNAVAILABLE);
+    }
+}
