@@ -1,0 +1,221 @@
+//! What every export goes through: the panic boundary, the NULL and UTF-8 checks of
+//! arguments, and the thread-local last error that carries the message beside the status.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+
+use mysqllock_core::Error;
+
+use crate::status::mysqllock_status;
+
+pub(crate) type Result<T> = std::result::Result<T, Error>;
+
+thread_local! {
+    /// The message of the last failed call on this thread; empty after a success.
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+fn set_last_error(message: String) {
+    // A NUL inside would silently cut the C string short and make `out_n` disagree
+    // with `strlen`. None of our messages has one, but the server's text is not ours.
+    let message = if message.contains('\0') { message.replace('\0', "\\0") } else { message };
+    LAST_ERROR.with(|e| *e.borrow_mut() = message);
+}
+
+/// The one panic boundary: runs `f`, and returns `on_panic` if it panicked, because
+/// unwinding into C is undefined behaviour. The client a panicking call was using may
+/// be left inconsistent (parking_lot mutexes do not poison); the caller learns of it
+/// from `MYSQLLOCK_INTERNAL` and should free it.
+pub(crate) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(value) => value,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("unknown panic payload");
+            set_last_error(format!("internal error (a bug in mysqllock): panic: {what}"));
+            on_panic
+        }
+    }
+}
+
+/// Runs the body of an export that returns a status, inside the panic boundary, and
+/// records the outcome as this thread's last error (cleared on success).
+pub(crate) fn call(body: impl FnOnce() -> Result<()>) -> mysqllock_status {
+    guard(mysqllock_status::INTERNAL, || match body() {
+        Ok(()) => {
+            set_last_error(String::new());
+            mysqllock_status::OK
+        }
+        Err(e) => {
+            set_last_error(describe(&e));
+            mysqllock_status::from(&e)
+        }
+    })
+}
+
+/// The error's message followed by its `source()` chain, joined by ": ", so the
+/// server's own words reach the caller. The core's messages usually quote their source
+/// already; a source whose text is already there is not repeated.
+fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+fn invalid(what: &'static str, reason: &str) -> Error {
+    Error::InvalidArgument { what, reason: reason.to_owned() }
+}
+
+/// The one NULL check every pointer argument passes. `what` names the argument in the
+/// message ("invalid client: it is NULL").
+pub(crate) fn non_null<T>(p: *mut T, what: &'static str) -> Result<NonNull<T>> {
+    NonNull::new(p).ok_or_else(|| invalid(what, "it is NULL"))
+}
+
+/// A NUL-terminated UTF-8 string argument, borrowed for the duration of the call.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string that outlives the call.
+pub(crate) unsafe fn text<'a>(p: *const c_char, what: &'static str) -> Result<&'a str> {
+    let p = non_null(p.cast_mut(), what)?;
+    // SAFETY: non-NULL, and NUL-terminated by the caller's contract.
+    let s = unsafe { CStr::from_ptr(p.as_ptr()) };
+    s.to_str().map_err(|_| invalid(what, "it is not valid UTF-8"))
+}
+
+/// An optional string argument: NULL means "none".
+///
+/// # Safety
+/// As for [`text`].
+pub(crate) unsafe fn optional_text<'a>(p: *const c_char, what: &'static str) -> Result<Option<&'a str>> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { text(p, what) }.map(Some)
+}
+
+/// Copies the last error message of the calling thread into `buf`, in the manner of
+/// `snprintf`: at most `len - 1` bytes followed by a NUL (nothing when `len` is 0 or
+/// `buf` is NULL). A truncated message is cut at a UTF-8 character boundary, so `buf`
+/// always holds valid UTF-8.
+///
+/// Writes the number of bytes copied, without the NUL, to `*out_n` unless `out_n` is
+/// NULL. Returns the full length of the message without the NUL, so a return value
+/// `>= len` means the message was truncated; call with `(NULL, 0, NULL)` to learn the
+/// size to allocate (return value + 1).
+///
+/// The message is the one of the last call on this thread that returned a status:
+/// empty ("") after a success. It names the lock and the cause and includes the
+/// server's own message; it never contains a password. `buf` is owned by the caller.
+/// Any thread may call this; each thread sees only its own last error.
+///
+/// # Safety
+/// `buf` is NULL or points to `len` writable bytes; `out_n` is NULL or points to a
+/// writable `size_t`.
+#[no_mangle]
+pub unsafe extern "C" fn mysqllock_last_error(buf: *mut c_char, len: usize, out_n: *mut usize) -> usize {
+    guard(0, || {
+        LAST_ERROR.with(|e| {
+            let message = e.borrow();
+            let mut n = 0;
+            if !buf.is_null() && len > 0 {
+                n = message.len().min(len - 1);
+                while !message.is_char_boundary(n) {
+                    n -= 1;
+                }
+                // SAFETY: the caller guarantees `buf` has room for `len` bytes, and
+                // n + 1 <= len; the message is a separate Rust allocation.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(message.as_ptr(), buf.cast::<u8>(), n);
+                    *buf.add(n) = 0;
+                }
+            }
+            if !out_n.is_null() {
+                // SAFETY: non-NULL; the caller guarantees it points to a writable size_t.
+                unsafe { *out_n = n };
+            }
+            message.len()
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_error() -> String {
+        let mut buf = [0 as c_char; 512];
+        let mut n = 0;
+        // SAFETY: buf has the length passed, n is a valid out-param.
+        unsafe { mysqllock_last_error(buf.as_mut_ptr(), buf.len(), &mut n) };
+        // SAFETY: the function NUL-terminates.
+        let s = unsafe { CStr::from_ptr(buf.as_ptr()) };
+        assert_eq!(s.to_bytes().len(), n);
+        s.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn a_panic_becomes_the_internal_status_with_a_message() {
+        let status = call(|| panic!("boom"));
+        assert_eq!(status, mysqllock_status::INTERNAL);
+        assert!(last_error().contains("panic: boom"), "{}", last_error());
+    }
+
+    #[test]
+    fn success_clears_the_last_error() {
+        call(|| Err(invalid("lock name", "it is empty")));
+        assert_eq!(last_error(), "invalid lock name: it is empty");
+        assert_eq!(call(|| Ok(())), mysqllock_status::OK);
+        assert_eq!(last_error(), "");
+    }
+
+    #[test]
+    fn truncation_keeps_utf8_whole_and_reports_the_full_length() {
+        set_last_error("ab€cd".to_owned()); // '€' is 3 bytes: 2..5
+        let mut buf = [1 as c_char; 4];
+        let mut n = 99;
+        // SAFETY: as above.
+        let full = unsafe { mysqllock_last_error(buf.as_mut_ptr(), buf.len(), &mut n) };
+        assert_eq!((full, n), (7, 2));
+        assert_eq!(buf[..3], [b'a' as c_char, b'b' as c_char, 0]);
+        // SAFETY: NULL buffer with len 0 is the documented size query.
+        assert_eq!(unsafe { mysqllock_last_error(std::ptr::null_mut(), 0, std::ptr::null_mut()) }, 7);
+    }
+
+    #[test]
+    fn the_source_chain_is_joined_without_repeating_itself() {
+        #[derive(Debug)]
+        struct Outer(std::io::Error, bool);
+        impl std::fmt::Display for Outer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                if self.1 {
+                    write!(f, "outer: {}", self.0)
+                } else {
+                    f.write_str("outer")
+                }
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let inner = || std::io::Error::other("server says no");
+        assert_eq!(describe(&Outer(inner(), false)), "outer: server says no");
+        assert_eq!(describe(&Outer(inner(), true)), "outer: server says no");
+    }
+}

@@ -1,0 +1,95 @@
+/*
+ * A few helpers shared by the C tests: TAP-like "ok - NAME" / "not ok - NAME" lines, a
+ * failure count for the exit status, and the server's address taken apart.
+ *
+ * Every function is `static inline` so that a test which does not use one still
+ * compiles under -Wall -Wextra -Werror.
+ */
+#ifndef MYSQLLOCK_TEST_TAP_H
+#define MYSQLLOCK_TEST_TAP_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mysqllock.h"
+
+static int tap_failures;
+
+/* Prints one result line; `name` is printf-style. Returns `passed`. */
+static inline int check(int passed, const char *name, ...)
+{
+    va_list ap;
+    va_start(ap, name);
+    printf("%s - ", passed ? "ok" : "not ok");
+    vprintf(name, ap);
+    printf("\n");
+    va_end(ap);
+    if (!passed) {
+        tap_failures++;
+    }
+    fflush(stdout);
+    return passed;
+}
+
+/* This thread's last error message, in a buffer owned by the test. */
+static inline const char *last_error(void)
+{
+    static _Thread_local char buf[4096];
+    mysqllock_last_error(buf, sizeof buf, NULL);
+    return buf;
+}
+
+/*
+ * Checks a call's status and, when `needle` is not NULL, that the last error contains
+ * it. On a mismatch, prints what came back so the log explains the failure.
+ */
+static inline int expect(mysqllock_status got, mysqllock_status want, const char *needle,
+                         const char *name)
+{
+    const char *msg = last_error();
+    int passed = got == want && (needle == NULL || strstr(msg, needle) != NULL);
+    if (!passed) {
+        printf("# %s: got %s \"%s\", want %s containing \"%s\"\n", name,
+               mysqllock_status_name((int)got), msg, mysqllock_status_name((int)want),
+               needle ? needle : "");
+    }
+    return check(passed, "%s", name);
+}
+
+/* Seconds on a monotonic clock, for timing waits. */
+static inline double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The test server, from MYSQLLOCK_TEST_DSN = mysql://user:password@host:port/database. */
+struct server {
+    const char *dsn;
+    char user[64];
+    char password[128];
+    char host[128];
+    unsigned int port;
+    char database[64];
+};
+
+static inline struct server server_from_env(void)
+{
+    struct server s;
+    memset(&s, 0, sizeof s);
+    s.dsn = getenv("MYSQLLOCK_TEST_DSN");
+    if (s.dsn == NULL
+        || sscanf(s.dsn, "mysql://%63[^:]:%127[^@]@%127[^:]:%u/%63[^?]", s.user, s.password,
+                  s.host, &s.port, s.database)
+               != 5) {
+        fprintf(stderr, "MYSQLLOCK_TEST_DSN must be mysql://user:password@host:port/database\n");
+        exit(2);
+    }
+    return s;
+}
+
+#endif

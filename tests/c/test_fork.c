@@ -1,0 +1,123 @@
+/*
+ * Two processes contending for one lock through the C API (linked statically in the
+ * suite). Each child opens its own client after fork(): a client is never shared
+ * across fork.
+ *
+ * Usage: MYSQLLOCK_TEST_DSN=mysql://user:pass@host:port/db test_fork
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+static const char *dsn;
+
+static mysqllock_client *open_client(void)
+{
+    mysqllock_client *c = NULL;
+    if (mysqllock_client_open_url(dsn, &c) != MYSQLLOCK_OK) {
+        fprintf(stderr, "cannot open a client: %s\n", last_error());
+        exit(2);
+    }
+    return c;
+}
+
+/* Forks; the child runs `body` with its own client and exits with its failure count. */
+static pid_t spawn(void (*body)(mysqllock_client *, const char *, int), const char *name,
+                   int fd)
+{
+    fflush(stdout); /* or the child would print the parent's buffered lines again */
+    pid_t pid = fork();
+    if (pid == 0) {
+        tap_failures = 0; /* the exit status reports the child's own checks */
+        mysqllock_client *mine = open_client();
+        body(mine, name, fd);
+        mysqllock_client_free(mine);
+        fflush(stdout);
+        _exit(tap_failures == 0 ? 0 : 1);
+    }
+    return pid;
+}
+
+static int child_succeeded(pid_t pid)
+{
+    int status = 0;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void contend(mysqllock_client *c, const char *name, int fd)
+{
+    (void)fd;
+    bool acquired = true;
+    expect(mysqllock_try_acquire(c, name, 10, &acquired), MYSQLLOCK_OK, NULL,
+           "child: try_acquire while the parent holds the lease");
+    check(!acquired, "child: the parent's lease is not acquired");
+    double start = now();
+    expect(mysqllock_acquire(c, name, 0.3, 10), MYSQLLOCK_TIMEOUT, name,
+           "child: acquire times out while the parent holds the lease");
+    double waited = now() - start;
+    check(waited >= 0.28 && waited < 10, "child: waited the timeout (%.3f s)", waited);
+}
+
+static void wait_for_release(mysqllock_client *c, const char *name, int fd)
+{
+    /* Tell the parent we are waiting, then wait up to 30 s for its release. */
+    if (write(fd, "w", 1) != 1) {
+        check(0, "child: pipe write");
+    }
+    double start = now();
+    expect(mysqllock_acquire(c, name, 30, 10), MYSQLLOCK_OK, NULL,
+           "child: a waiting acquire gets the lease once the parent releases it");
+    check(now() - start < 10, "child: woken promptly by the release (%.3f s)", now() - start);
+    mysqllock_release(c, name);
+}
+
+static void hold_and_die(mysqllock_client *c, const char *name, int fd)
+{
+    expect(mysqllock_acquire(c, name, 0, 600), MYSQLLOCK_OK, NULL, "child: acquire a lease");
+    if (write(fd, "h", 1) != 1) {
+        check(0, "child: pipe write");
+    }
+    /* Exits without releasing: the server ends the session when the process dies. */
+    fflush(stdout);
+    _exit(tap_failures == 0 ? 0 : 1);
+}
+
+int main(void)
+{
+    char name[96], buf[1];
+    int fds[2];
+    dsn = getenv("MYSQLLOCK_TEST_DSN");
+    if (dsn == NULL || pipe(fds) != 0) {
+        fprintf(stderr, "MYSQLLOCK_TEST_DSN is not set\n");
+        return 2;
+    }
+    mysqllock_client *parent = open_client();
+
+    snprintf(name, sizeof name, "c-%ld-fork", (long)getpid());
+    expect(mysqllock_acquire(parent, name, 0, 30), MYSQLLOCK_OK, NULL, "parent: acquire");
+    check(child_succeeded(spawn(contend, name, fds[1])),
+          "a child process cannot take the parent's lease");
+
+    pid_t waiter = spawn(wait_for_release, name, fds[1]);
+    check(read(fds[0], buf, 1) == 1, "parent: the child is waiting");
+    expect(mysqllock_release(parent, name), MYSQLLOCK_OK, NULL, "parent: release");
+    check(child_succeeded(waiter), "the waiting child got the lease after the release");
+
+    snprintf(name, sizeof name, "c-%ld-dies", (long)getpid());
+    pid_t holder = spawn(hold_and_die, name, fds[1]);
+    check(read(fds[0], buf, 1) == 1, "parent: the child holds the lease");
+    check(child_succeeded(holder), "the holding child exited");
+    double start = now();
+    expect(mysqllock_acquire(parent, name, 10, 30), MYSQLLOCK_OK, NULL,
+           "a lease whose holder died is acquired");
+    check(now() - start < 5, "without waiting for its 600 s TTL (%.3f s)", now() - start);
+    mysqllock_release(parent, name);
+
+    mysqllock_client_free(parent);
+    printf("# test_fork: %d failed in the parent\n", tap_failures);
+    return tap_failures == 0 ? 0 : 1;
+}
