@@ -21,7 +21,7 @@ use crate::error::{classify, Error, Result, SessionError};
 use crate::session::{Outcome, Session, Value};
 use crate::sql::Sql;
 
-/// How long a session other than the row owner may hold the GET_LOCK before the owner
+/// How long one session other than the row owner may keep the GET_LOCK before the owner
 /// treats it as a stale holder and KILLs it. Waiters hold it for a statement or two
 /// (well under a millisecond); only a holder that lost its row keeps it this long.
 const WAITER_GRACE: Duration = Duration::from_millis(500);
@@ -33,6 +33,9 @@ const KILL_SETTLE: Duration = Duration::from_secs(2);
 /// GET_LOCK (there is nothing to block on in that short window).
 const POLL_MIN: Duration = Duration::from_millis(2);
 const POLL_MAX: Duration = Duration::from_millis(100);
+/// Claims allowed past the deadline right after a reclaim: the reclaim was progress,
+/// and "timeout 0" must still take over a dead holder's lock in its one try.
+const CLAIMS_PAST_DEADLINE: u32 = 2;
 
 /// The statements of one protocol step on one session, with error classification.
 pub(crate) struct Db<'a, S: Session + ?Sized> {
@@ -51,16 +54,21 @@ impl<S: Session + ?Sized> Db<'_, S> {
     }
 
     pub fn release_get_lock(&mut self, name: &str) -> Result<bool> {
-        let release = self.sql.release_get_lock.clone();
-        self.flag(name, &release, &[name.into()])
+        let sql = self.sql;
+        self.flag(name, &sql.release_get_lock, &[name.into()])
     }
+}
+
+/// Column `i` of a result row; NULL when a (third-party) session returned fewer.
+fn col(row: &[Value], i: usize) -> &Value {
+    row.get(i).unwrap_or(&Value::Null)
 }
 
 /// One row of the table as `inspect` sees it.
 #[derive(Debug, Clone)]
 struct Row {
     name: String,
-    connection_id: u64,
+    connection_id: Option<u64>,
     acquired: bool,
     created: i64,
     ttl: i64,
@@ -71,7 +79,7 @@ struct Row {
 
 impl Row {
     fn owner_alive(&self) -> bool {
-        self.holder == Some(self.connection_id)
+        self.holder.is_some() && self.holder == self.connection_id
     }
 
     fn reclaimable(&self) -> bool {
@@ -82,8 +90,15 @@ impl Row {
 /// What `take_get_lock` ended with.
 enum Takeover {
     Held,
-    /// Our claimed row vanished (its TTL ran out while we waited): start over.
+    /// Our claimed row vanished or is about to expire: start over.
     RowLost,
+}
+
+/// A session whose row this attempt reclaimed: it may still hold the GET_LOCK of the
+/// spelling it stored, believing it holds the lock.
+struct Reclaimed {
+    spelling: String,
+    connection_id: u64,
 }
 
 /// One acquisition in progress. Tracks what must be undone if it fails.
@@ -96,10 +111,11 @@ struct Attempt<'d, 'a, S: Session + ?Sized> {
     me: u64,
     /// We hold GET_LOCK(name) once (never more: GET_LOCK is re-entrant).
     holding_get_lock: bool,
+    /// A statement that may have taken GET_LOCK(name) failed: release it if it is ours.
+    get_lock_unknown: bool,
     /// We own a row with `lock_acquired = 0`.
     claimed_row: bool,
-    /// Sessions whose rows this attempt reclaimed: known stale holders.
-    reclaimed_from: Vec<u64>,
+    reclaimed: Vec<Reclaimed>,
 }
 
 /// Acquires `name` for `ttl` whole seconds, waiting until `timeout` has passed.
@@ -120,21 +136,35 @@ pub(crate) fn acquire<S: Session + ?Sized>(
         timeout,
         me,
         holding_get_lock: false,
+        get_lock_unknown: false,
         claimed_row: false,
-        reclaimed_from: Vec::new(),
+        reclaimed: Vec::new(),
     };
-    let result = attempt.run(held_here);
-    if result.is_err() {
-        attempt.undo();
+    match attempt.run(held_here) {
+        Ok(()) => {
+            attempt.kill_stale_spellings()?;
+            Ok(())
+        }
+        Err(e) => {
+            attempt.undo();
+            Err(e)
+        }
     }
-    result
 }
 
 impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     fn run(&mut self, held_here: &dyn Fn(&str) -> bool) -> Result<()> {
+        let sql = self.db.sql;
         let mut poll = POLL_MIN;
-        let mut quick_retries = 0u32;
+        // Claims still allowed once the deadline has passed (the first try always runs).
+        let mut claims_left = 1;
         loop {
+            if Instant::now() >= self.deadline {
+                if claims_left == 0 {
+                    return Err(self.timeout_error());
+                }
+                claims_left -= 1;
+            }
             if self.claim()? {
                 return Ok(());
             }
@@ -146,16 +176,13 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             }
             let (my_get_lock, row) = self.inspect()?;
             self.holding_get_lock = my_get_lock;
+            self.get_lock_unknown = false;
             let Some(row) = row else {
                 // The row vanished between our INSERT and our look: its owner released.
-                // Retry at once, but do not let a pathological churn become a busy loop.
-                quick_retries += 1;
-                if quick_retries > 3 {
-                    self.pause(&mut poll, f64::INFINITY);
-                }
+                self.pause(&mut poll, f64::INFINITY);
                 continue;
             };
-            if row.connection_id == self.me && row.holder == Some(self.me) {
+            if row.connection_id == Some(self.me) && row.holder == Some(self.me) {
                 if row.name == self.name && !held_here(&row.name) {
                     // Our id on a row we never created: an earlier server life reused ids.
                     self.reclaim_reused_id(&row)?;
@@ -165,7 +192,9 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 return Err(Error::AlreadyHeld { name: self.name.to_owned(), held_as: row.name });
             }
             if row.reclaimable() {
-                if !self.reclaim(&row)? {
+                if self.reclaim(&row)? {
+                    claims_left = CLAIMS_PAST_DEADLINE;
+                } else {
                     // The server disagreed (the row changed under us): look again later.
                     self.pause(&mut poll, f64::INFINITY);
                 }
@@ -178,11 +207,12 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             if left.is_zero() {
                 return Err(self.timeout_error());
             }
-            quick_retries = 0;
+            claims_left = 1;
             if row.acquired {
                 // Sleep on the owner's GET_LOCK until it is released or the lease runs out.
-                let wait = left.as_secs_f64().min(row.until_reclaimable.max(0.001));
-                if self.wait_get_lock(&row.name, wait)? {
+                let wait = Duration::from_secs_f64(left.as_secs_f64().min(row.until_reclaimable.max(0.001)));
+                let (got, _) = self.get_lock(&sql.wait_get_lock, &row.name, wait, false)?;
+                if got {
                     if row.name == self.name {
                         self.holding_get_lock = true;
                     } else {
@@ -208,71 +238,112 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         *poll = (*poll * 2).min(POLL_MAX);
     }
 
+    /// Runs a `GET_LOCK(spelling, wait)` statement (`with_holder`: it also returns
+    /// `IS_USED_LOCK`). A server that rounds fractional timeouts down (MySQL) may answer
+    /// early; sleeping out the rest keeps every caller's loop from spinning.
+    fn get_lock(
+        &mut self,
+        sql: &str,
+        spelling: &str,
+        wait: Duration,
+        with_holder: bool,
+    ) -> Result<(bool, Option<u64>)> {
+        let start = Instant::now();
+        let mut params: Vec<Value> = vec![spelling.into(), wait.as_secs_f64().into()];
+        if with_holder {
+            params.push(spelling.into());
+        }
+        let out = self.db.run(self.name, sql, &params)?;
+        let got = out.first(0).as_i64() == Some(1);
+        if !got {
+            let early = wait.saturating_sub(start.elapsed());
+            if early > Duration::from_millis(5) {
+                std::thread::sleep(early);
+            }
+        }
+        Ok((got, out.first(1).as_u64()))
+    }
+
     /// Step 1: INSERT the row. Returns true when the lock is fully ours.
     fn claim(&mut self) -> Result<bool> {
-        let ttl = Value::Int(self.ttl);
-        let name = Value::from(self.name);
-        let (sql, params) = if self.holding_get_lock {
-            (&self.db.sql.claim_holding, vec![name, ttl])
-        } else {
-            (&self.db.sql.claim_trying, vec![name.clone(), ttl, name])
-        };
-        let sql = sql.clone();
-        match self.db.session.execute(&sql, &params) {
-            Ok(outcome) => {
-                let got = self.holding_get_lock || outcome.last_insert_id == 2;
-                if got {
-                    self.holding_get_lock = true;
-                    return Ok(true);
+        let sql = self.db.sql;
+        let (name, ttl) = (Value::from(self.name), Value::Int(self.ttl));
+        if self.holding_get_lock {
+            return match self.db.session.execute(&sql.claim_holding, &[name, ttl]) {
+                Ok(_) => Ok(true),
+                Err(SessionError { code: Some(1062), .. }) => Ok(false),
+                Err(e) => Err(classify(e, Some(self.name), self.db.table)),
+            };
+        }
+        match self.db.session.execute(&sql.claim_trying, &[name.clone(), ttl.clone(), name.clone()]) {
+            Ok(_) => {
+                self.holding_get_lock = true;
+                Ok(true)
+            }
+            // GET_LOCK was busy and the row is free: claim the row alone.
+            Err(SessionError { code: Some(1048), .. }) => {
+                match self.db.session.execute(&sql.claim_pending, &[name, ttl]) {
+                    Ok(_) => {
+                        self.claimed_row = true;
+                        Ok(false)
+                    }
+                    Err(SessionError { code: Some(1062), .. }) => Ok(false),
+                    Err(e) => Err(classify(e, Some(self.name), self.db.table)),
                 }
-                self.claimed_row = true;
-                Ok(false)
             }
             Err(SessionError { code: Some(1062), .. }) => Ok(false),
-            Err(e) => Err(classify(e, Some(self.name), self.db.table)),
+            Err(e) => {
+                // GET_LOCK ran before the INSERT failed: it may be ours now.
+                self.get_lock_unknown = true;
+                Err(classify(e, Some(self.name), self.db.table))
+            }
         }
     }
 
     fn inspect(&mut self) -> Result<(bool, Option<Row>)> {
-        let sql = self.db.sql.inspect.clone();
-        let out = self.db.run(self.name, &sql, &[self.name.into(), self.name.into()])?;
+        let sql = self.db.sql;
+        let out = self.db.run(self.name, &sql.inspect, &[self.name.into(), self.name.into()])?;
         let Some(r) = out.rows.first() else {
             return Ok((false, None));
         };
-        let my_get_lock = r[0].as_i64() == Some(1);
-        let row = r[1].as_text().map(|name| Row {
+        let my_get_lock = col(r, 0).as_i64() == Some(1);
+        let row = col(r, 1).as_text().map(|name| Row {
             name,
-            connection_id: r[2].as_u64().unwrap_or(0),
-            acquired: r[3].as_i64().unwrap_or(0) != 0,
-            created: r[4].as_i64().unwrap_or(0),
-            ttl: r[5].as_i64().unwrap_or(0),
+            connection_id: col(r, 2).as_u64(),
+            acquired: col(r, 3).as_i64() == Some(1),
+            created: col(r, 4).as_i64().unwrap_or(0),
+            ttl: col(r, 5).as_i64().unwrap_or(0),
             // NULL would mean a broken row; never read it as "expired"
-            until_reclaimable: r[6].as_f64().unwrap_or(1.0),
-            holder: r[7].as_u64(),
+            until_reclaimable: col(r, 6).as_f64().unwrap_or(1.0),
+            holder: col(r, 7).as_u64(),
         });
         Ok((my_get_lock, row))
     }
 
     /// Deletes a reclaimable row; false when the server's re-check found it changed.
     fn reclaim(&mut self, row: &Row) -> Result<bool> {
-        let sql = self.db.sql.reclaim.clone();
-        let params = [row.name.as_str().into(), row.connection_id.into(), row.created.into(), row.ttl.into()];
-        let deleted = self.db.run(self.name, &sql, &params)?.affected_rows == 1;
+        let sql = self.db.sql;
+        let Some(owner) = row.connection_id else { return Ok(false) };
+        let params = [row.name.as_str().into(), owner.into(), row.created.into(), row.ttl.into()];
+        let deleted = self.db.run(self.name, &sql.reclaim, &params)?.affected_rows == 1;
         if deleted {
-            self.reclaimed_from.push(row.connection_id);
+            self.reclaimed.push(Reclaimed { spelling: row.name.clone(), connection_id: owner });
         }
         Ok(deleted)
     }
 
+    /// Deletes a row with our id that we never created, and lets go of the GET_LOCK
+    /// entirely (however often it was taken): we start from a clean slate.
     fn reclaim_reused_id(&mut self, row: &Row) -> Result<()> {
-        let sql = self.db.sql.reclaim_reused_id.clone();
-        self.db.run(self.name, &sql, &[row.name.as_str().into(), row.created.into(), row.ttl.into()])?;
+        let sql = self.db.sql;
+        self.db.run(
+            self.name,
+            &sql.reclaim_reused_id,
+            &[row.name.as_str().into(), row.created.into(), row.ttl.into()],
+        )?;
+        while self.db.release_get_lock(self.name)? {}
+        self.holding_get_lock = false;
         Ok(())
-    }
-
-    fn wait_get_lock(&mut self, spelling: &str, seconds: f64) -> Result<bool> {
-        let sql = self.db.sql.wait_get_lock.clone();
-        self.db.flag(self.name, &sql, &[spelling.into(), seconds.into()])
     }
 
     fn release_our_get_lock(&mut self) -> Result<()> {
@@ -286,60 +357,105 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     /// Step 2, when the INSERT won the row but GET_LOCK was busy: take the GET_LOCK,
     /// killing a stale holder if it keeps it.
     fn take_get_lock(&mut self) -> Result<Takeover> {
-        let grace_end = Instant::now() + WAITER_GRACE;
-        let mut killed: Option<u64> = None;
-        let mut holder: Option<u64> = None;
+        let sql = self.db.sql;
+        // The session currently seen holding the GET_LOCK, and since when.
+        let mut seen: Option<(u64, Instant)> = None;
+        let mut killed: Option<(u64, Instant)> = None;
         loop {
             let now = Instant::now();
             let left = self.deadline.saturating_duration_since(now);
-            let known_stale = holder.is_some_and(|h| self.reclaimed_from.contains(&h));
-            let wait = if killed.is_some() {
-                KILL_SETTLE
-            } else if known_stale {
-                Duration::ZERO
-            } else {
-                left.min(grace_end.saturating_duration_since(now))
+            let wait = match (killed, seen) {
+                (Some((_, at)), _) => KILL_SETTLE.saturating_sub(now - at),
+                (None, Some((h, _))) if self.is_reclaimed(h) => Duration::ZERO,
+                (None, Some((_, since))) => left.min(WAITER_GRACE.saturating_sub(now - since)),
+                (None, None) => left.min(WAITER_GRACE),
             };
-            let sql = self.db.sql.get_lock_or_holder.clone();
-            let out = self.db.run(self.name, &sql, &[self.name.into(), wait.as_secs_f64().into(), self.name.into()])?;
-            if out.first(0).as_i64() == Some(1) {
+            let (got, holder) = self.get_lock(&sql.get_lock_or_holder, self.name, wait, true)?;
+            if got {
                 self.holding_get_lock = true;
-                let mark = self.db.sql.mark_acquired.clone();
-                if self.db.run(self.name, &mark, &[self.name.into()])?.affected_rows == 1 {
-                    self.claimed_row = false;
+                self.claimed_row = false;
+                if self.db.run(self.name, &sql.mark_acquired, &[self.name.into()])?.affected_rows == 1 {
                     return Ok(Takeover::Held);
                 }
-                self.claimed_row = false;
                 self.release_our_get_lock()?;
                 return Ok(Takeover::RowLost);
             }
-            holder = out.first(1).as_u64();
-            let Some(h) = holder else { continue };
-            if killed == Some(h) {
-                // Still there after the settle time: the KILL did not take. Try again.
+            let now = Instant::now();
+            if let Some((k, at)) = killed {
+                if holder == Some(k) && now - at < KILL_SETTLE {
+                    continue;
+                }
                 killed = None;
             }
-            if self.reclaimed_from.contains(&h) || Instant::now() >= grace_end {
-                if self.still_stale_holder(h)? {
-                    self.kill(h)?;
-                    killed = Some(h);
-                }
-                continue;
-            }
-            if Instant::now() >= self.deadline {
+            if now >= self.deadline {
                 return Err(self.timeout_error());
+            }
+            let Some(h) = holder else {
+                seen = None;
+                continue;
+            };
+            if seen.map(|(id, _)| id) != Some(h) {
+                seen = Some((h, now));
+            }
+            let since = seen.map_or(now, |(_, s)| s);
+            if self.is_reclaimed(h) || now - since >= WAITER_GRACE {
+                match self.stale_holder_check(h)? {
+                    StaleCheck::Kill => {
+                        self.kill(h)?;
+                        killed = Some((h, Instant::now()));
+                    }
+                    StaleCheck::RowLost => {
+                        self.abandon_claim()?;
+                        return Ok(Takeover::RowLost);
+                    }
+                    StaleCheck::Moved => seen = None,
+                }
             }
         }
     }
 
-    /// Re-checks, right before a KILL, that `holder` still has the GET_LOCK and we still
-    /// own the row (so `holder` is not the owner).
-    fn still_stale_holder(&mut self, holder: u64) -> Result<bool> {
+    fn is_reclaimed(&self, id: u64) -> bool {
+        self.reclaimed.iter().any(|r| r.connection_id == id)
+    }
+
+    /// Re-checks, right before a KILL, that `holder` still has the GET_LOCK and that we
+    /// still own our row with time left (so `holder` cannot have become its owner).
+    fn stale_holder_check(&mut self, holder: u64) -> Result<StaleCheck> {
         if holder == self.me {
-            return Ok(false);
+            return Ok(StaleCheck::Moved);
         }
-        let sql = self.db.sql.still_stale_holder.clone();
-        self.db.flag(self.name, &sql, &[self.name.into(), holder.into(), self.name.into()])
+        let sql = self.db.sql;
+        let out =
+            self.db.run(self.name, &sql.still_stale_holder, &[self.name.into(), holder.into(), self.name.into()])?;
+        Ok(match (out.first(0).as_i64() == Some(1), out.first(1).as_i64() == Some(1)) {
+            (_, false) => StaleCheck::RowLost,
+            (true, true) => StaleCheck::Kill,
+            (false, true) => StaleCheck::Moved,
+        })
+    }
+
+    /// Once the lock is ours: a stale holder whose spelling differs from ours (`Foo`
+    /// vs `foo`) does not stand in the way of our GET_LOCK, so nothing above killed it;
+    /// it must still learn, through its failed session, that the lock is gone.
+    fn kill_stale_spellings(&mut self) -> Result<()> {
+        let sql = self.db.sql;
+        let stale: Vec<(String, u64)> = self
+            .reclaimed
+            .iter()
+            .filter(|r| r.spelling != self.name && r.connection_id != self.me)
+            .map(|r| (r.spelling.clone(), r.connection_id))
+            .collect();
+        for (spelling, id) in stale {
+            let out = self.db.run(
+                self.name,
+                &sql.still_stale_holder,
+                &[spelling.as_str().into(), id.into(), self.name.into()],
+            )?;
+            if out.first(0).as_i64() == Some(1) && out.first(1).as_i64() == Some(1) {
+                self.kill(id)?;
+            }
+        }
+        Ok(())
     }
 
     fn kill(&mut self, holder: u64) -> Result<()> {
@@ -354,20 +470,38 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         }
     }
 
+    fn abandon_claim(&mut self) -> Result<()> {
+        let sql = self.db.sql;
+        self.claimed_row = false;
+        self.db.run(self.name, &sql.abandon_claim, &[self.name.into()])?;
+        Ok(())
+    }
+
     fn timeout_error(&self) -> Error {
         Error::Timeout { name: self.name.to_owned(), timeout: self.timeout.as_secs_f64() }
     }
 
     /// Leaves nothing behind after a failed attempt: no half-claimed row, no GET_LOCK.
     fn undo(&mut self) {
+        let sql = self.db.sql;
         if self.claimed_row {
-            let sql = self.db.sql.abandon_claim.clone();
-            let _ = self.db.session.execute(&sql, &[self.name.into()]);
-            self.claimed_row = false;
+            let _ = self.abandon_claim();
         }
         if self.holding_get_lock {
             self.holding_get_lock = false;
             let _ = self.db.release_get_lock(self.name);
+        } else if self.get_lock_unknown {
+            self.get_lock_unknown = false;
+            let _ = self.db.run(self.name, &sql.release_if_mine, &[self.name.into(), self.name.into()]);
         }
     }
+}
+
+/// What the re-check before a KILL found.
+enum StaleCheck {
+    Kill,
+    /// Our row is gone or about to expire: start over rather than kill anyone.
+    RowLost,
+    /// The GET_LOCK changed hands meanwhile: look again.
+    Moved,
 }

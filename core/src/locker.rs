@@ -153,12 +153,15 @@ impl<C: Connector> Locker<C> {
         }
     }
 
-    /// Runs `f` on a `Db`, dropping the session if it turned out to be lost.
-    fn with_db<T>(&mut self, f: impl FnOnce(&mut Db<'_, C::Session>) -> Result<T>) -> Result<T> {
-        self.session()?;
-        let Locker { session, sql, table, .. } = self;
-        let session = session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))?;
-        let result = f(&mut Db { session, sql, table });
+    /// Runs `f` on a `Db` (and the names held as leases), dropping the session if it
+    /// turned out to be lost.
+    fn with_db<T>(&mut self, f: impl FnOnce(&mut Db<'_, C::Session>, &HashSet<String>) -> Result<T>) -> Result<T> {
+        let Locker { session, connector, sql, table, leases, .. } = self;
+        let session = match session {
+            Some(session) => session,
+            None => session.insert(connector.connect()?),
+        };
+        let result = f(&mut Db { session, sql, table }, leases);
         if matches!(result, Err(Error::ConnectionLost { .. })) {
             self.disconnect();
         }
@@ -184,7 +187,7 @@ impl<C: Connector> Locker<C> {
                 "SELECT CONVERT(CONVERT(? USING {cs}) USING utf8mb4) = CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin",
                 cs = charset.mysql_name()
             );
-            let same = self.with_db(|db| db.run(name, &sql, &[name.into(), name.into()]))?.first(0).as_i64();
+            let same = self.with_db(|db, _| db.run(name, &sql, &[name.into(), name.into()]))?.first(0).as_i64();
             if same != Some(1) {
                 return Err(name::unstorable(name, charset.mysql_name(), None));
             }
@@ -200,7 +203,7 @@ impl<C: Connector> Locker<C> {
             params.push(schema.into());
         }
         params.push(self.table.name().into());
-        Ok(self.with_db(|db| db.run(name, &lookup, &params))?.first(0).as_text())
+        Ok(self.with_db(|db, _| db.run(name, &lookup, &params))?.first(0).as_text())
     }
 
     /// Acquires the TTL lease `name`, waiting up to `timeout` seconds (0 = one try,
@@ -216,14 +219,7 @@ impl<C: Connector> Locker<C> {
         if self.holds(name) {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: name.to_owned() });
         }
-        self.session()?;
-        let Locker { session, sql, table, leases, .. } = self;
-        let session = session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))?;
-        let result = lease::acquire(&mut Db { session, sql, table }, name, timeout, ttl, &|n| leases.contains(n));
-        if matches!(result, Err(Error::ConnectionLost { .. })) {
-            self.disconnect();
-        }
-        result?;
+        self.with_db(|db, leases| lease::acquire(db, name, timeout, ttl, &|n| leases.contains(n)))?;
         self.lost.remove(name);
         self.leases.insert(name.to_owned());
         let connection_id = self.connection_id()?;
@@ -252,17 +248,26 @@ impl<C: Connector> Locker<C> {
             return Err(self.not_held(name));
         }
         let sql = self.sql.clone();
-        let result = self.with_db(|db| {
+        let result = self.with_db(|db, _| {
+            // Row first, so a waiter woken by the GET_LOCK finds it gone. If the DELETE
+            // fails the lease is still whole (row and GET_LOCK): the caller may retry.
             let deleted = db.run(name, &sql.delete_own, &[name.into()])?.affected_rows;
-            db.release_get_lock(name)?;
-            Ok(deleted)
+            Ok((deleted, db.release_get_lock(name)))
         });
+        let (deleted, released) = match result {
+            Ok(r) => r,
+            Err(Error::ConnectionLost { .. }) => {
+                self.leases.remove(name);
+                return Err(self.not_held(name));
+            }
+            Err(e) => return Err(e),
+        };
         self.leases.remove(name);
-        match result {
-            Ok(1) => Ok(()),
-            Ok(_) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RowGone }),
-            Err(Error::ConnectionLost { .. }) => Err(self.not_held(name)),
-            Err(e) => Err(e),
+        match (deleted, released) {
+            (1, Ok(_)) => Ok(()),
+            (_, Err(Error::ConnectionLost { .. })) => Err(self.not_held(name)),
+            (_, Err(e)) => Err(e),
+            (_, Ok(_)) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RowGone }),
         }
     }
 
@@ -272,7 +277,7 @@ impl<C: Connector> Locker<C> {
             return Err(self.not_held(name));
         }
         let sql = self.sql.remaining.clone();
-        let result = self.with_db(|db| db.run(name, &sql, &[name.into()]));
+        let result = self.with_db(|db, _| db.run(name, &sql, &[name.into()]));
         let out = match result {
             Ok(out) => out,
             Err(Error::ConnectionLost { .. }) => return Err(self.not_held(name)),
@@ -307,7 +312,7 @@ impl<C: Connector> Locker<C> {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: name.to_owned() });
         }
         let sql = self.sql.wait_get_lock.clone();
-        let got = self.with_db(|db| db.run(name, &sql, &[name.into(), timeout.as_secs_f64().into()]))?;
+        let got = self.with_db(|db, _| db.run(name, &sql, &[name.into(), timeout.as_secs_f64().into()]))?;
         match got.first(0) {
             Value::Null => Err(Error::Database {
                 name: Some(name.to_owned()),
@@ -326,7 +331,7 @@ impl<C: Connector> Locker<C> {
         if !self.session_locks.contains(name) {
             return Err(self.not_held(name));
         }
-        let result = self.with_db(|db| db.release_get_lock(name));
+        let result = self.with_db(|db, _| db.release_get_lock(name));
         self.session_locks.remove(name);
         match result {
             Ok(true) => Ok(()),
@@ -364,7 +369,7 @@ impl<C: Connector> Locker<C> {
             Some(n) => (self.sql.status_one.clone(), vec![n.into()]),
             None => (self.sql.status_all.clone(), vec![]),
         };
-        let out = self.with_db(|db| db.run(name.unwrap_or(""), &sql, &params))?;
+        let out = self.with_db(|db, _| db.run(name.unwrap_or(""), &sql, &params))?;
         Ok(out
             .rows
             .iter()
@@ -391,7 +396,7 @@ impl<C: Connector> Locker<C> {
         let exists = self.column_charset("")?.is_some();
         if !exists {
             let create = self.sql.create.clone();
-            self.with_db(|db| db.run("", &create, &[]))?;
+            self.with_db(|db, _| db.run("", &create, &[]))?;
         }
         Ok(!exists)
     }

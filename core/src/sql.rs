@@ -7,11 +7,15 @@ use crate::config::Table;
 /// The statements of the TTL-lease protocol for one table.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
-    /// Claim the row and try GET_LOCK in one round trip. GET_LOCK's result comes back
-    /// through `LAST_INSERT_ID(result + 1)` in the OK packet (1 = not taken, 2 = taken).
+    /// Claim the row and take GET_LOCK in one round trip. When GET_LOCK is busy the value
+    /// is NULL, which a single-row INSERT refuses (error 1048) in every `sql_mode`, so
+    /// success means "row and GET_LOCK are ours" without reading anything back (and
+    /// without touching the session's `LAST_INSERT_ID()`, which a shared PDO user owns).
     /// GET_LOCK is evaluated even when the INSERT then fails on the unique key, so after
     /// a duplicate the session may hold the GET_LOCK: `inspect` tells.
     pub claim_trying: String,
+    /// Claim the row without the GET_LOCK (`lock_acquired = 0`), when someone else holds it.
+    pub claim_pending: String,
     /// Claim the row while already holding the GET_LOCK (never GET_LOCK twice: it is
     /// re-entrant and would need two releases).
     pub claim_holding: String,
@@ -26,11 +30,16 @@ pub(crate) struct Sql {
     /// left by an earlier server life whose session ids restarted at ours.
     pub reclaim_reused_id: String,
     pub get_lock_or_holder: String,
+    /// Right before a KILL: does `holder` still have the GET_LOCK, and do we still own
+    /// our row with at least a second of it left (so `holder` cannot be its owner)?
     pub still_stale_holder: String,
+    /// Also restarts the lease: a takeover may have taken a while.
     pub mark_acquired: String,
     pub abandon_claim: String,
     pub wait_get_lock: String,
     pub release_get_lock: String,
+    /// Releases once if this session holds it: cleanup when we cannot know.
+    pub release_if_mine: String,
     pub delete_own: String,
     pub remaining: String,
     pub column_charset: String,
@@ -52,7 +61,11 @@ impl Sql {
         Sql {
             claim_trying: format!(
                 "INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired) \
-                 VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), ?, LAST_INSERT_ID(COALESCE(GET_LOCK(?, 0), 0) + 1) - 1)"
+                 VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), ?, IF(GET_LOCK(?, 0) = 1, 1, NULL))"
+            ),
+            claim_pending: format!(
+                "INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired) \
+                 VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), ?, 0)"
             ),
             claim_holding: format!(
                 "INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired) \
@@ -73,16 +86,19 @@ impl Sql {
             ),
             get_lock_or_holder: "SELECT GET_LOCK(?, ?), IS_USED_LOCK(?)".to_owned(),
             still_stale_holder: format!(
-                "SELECT IS_USED_LOCK(?) <=> ? AND EXISTS (SELECT 1 FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID())"
+                "SELECT IS_USED_LOCK(?) <=> ?, EXISTS (SELECT 1 FROM {t} WHERE name = ? \
+                 AND connection_id = CONNECTION_ID() AND created + ttl >= UNIX_TIMESTAMP() + 1)"
             ),
             mark_acquired: format!(
-                "UPDATE {t} SET lock_acquired = 1 WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 0"
+                "UPDATE {t} SET lock_acquired = 1, created = UNIX_TIMESTAMP() \
+                 WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 0"
             ),
             abandon_claim: format!(
                 "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 0"
             ),
             wait_get_lock: "SELECT GET_LOCK(?, ?)".to_owned(),
             release_get_lock: "SELECT RELEASE_LOCK(?)".to_owned(),
+            release_if_mine: "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), RELEASE_LOCK(?), 0)".to_owned(),
             delete_own: format!("DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID()"),
             remaining: format!(
                 "SELECT l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(l.name) <=> CONNECTION_ID() \

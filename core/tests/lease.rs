@@ -308,3 +308,47 @@ fn holder_session_is_not_ended_by_the_servers_idle_timeout_under_a_long_job() {
     let out = a.session().unwrap().execute("SELECT @@session.wait_timeout", &[]).unwrap();
     assert!(out.first(0).as_i64().unwrap() >= 7 * 24 * 3600, "{out:?}");
 }
+
+#[test]
+fn stale_holder_under_another_spelling_is_killed_by_the_next_owner() {
+    let name = unique("Spell-stale");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 1.0).unwrap();
+    let a_id = a.connection_id().unwrap();
+    let mut b = locker();
+    b.acquire(&name.to_lowercase(), 10.0, 30.0).unwrap();
+    let alive = query(&mut raw(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[a_id.into()]);
+    assert_eq!(alive[0][0].as_i64(), Some(0), "the stale holder of {name:?} kept its session");
+}
+
+#[test]
+fn failed_claim_leaves_no_get_lock_behind() {
+    let name = unique("no-leak");
+    let mut s = raw();
+    query(
+        &mut s,
+        "CREATE TABLE IF NOT EXISTS tiny_ttl_locks (name varchar(64) NOT NULL, connection_id bigint NOT NULL, \
+         created bigint NOT NULL, ttl tinyint NOT NULL, lock_acquired tinyint(1) NOT NULL, UNIQUE KEY (name)) \
+         ENGINE=MyISAM DEFAULT CHARSET=latin1",
+        &[],
+    );
+    let mut cfg = config();
+    cfg.table = mysqllock_core::Table::new("tiny_ttl_locks", Default::default()).unwrap();
+    let mut a = NativeLocker::from_config(cfg);
+    a.session().unwrap().execute("SET SESSION sql_mode = 'STRICT_ALL_TABLES'", &[]).unwrap();
+    let err = a.acquire(&name, 0.0, 100_000.0).unwrap_err();
+    assert!(matches!(err, Error::Database { .. }), "{err}");
+    let holder = query(&mut s, "SELECT IS_USED_LOCK(?)", &[name.as_str().into()]);
+    assert!(holder[0][0].is_null(), "GET_LOCK left held by {:?}", holder[0][0]);
+}
+
+#[test]
+fn acquire_leaves_the_sessions_last_insert_id_alone() {
+    let name = unique("lii");
+    let mut a = locker();
+    a.session().unwrap().execute("SELECT LAST_INSERT_ID(4242)", &[]).unwrap();
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    a.release(&name).unwrap();
+    let out = a.session().unwrap().execute("SELECT LAST_INSERT_ID()", &[]).unwrap();
+    assert_eq!(out.first(0).as_i64(), Some(4242), "a shared session's LAST_INSERT_ID() changed");
+}
