@@ -37,7 +37,7 @@ pub struct LockStatus {
     pub ttl: i64,
     /// Seconds since the row was created (database clock).
     pub age: f64,
-    /// Seconds until another session may take it over (database clock); ≤ 0 = expired.
+    /// Seconds of the lease left (database clock, counted to `created + ttl`); < 0 = expired.
     pub remaining: f64,
     /// The holder has taken the GET_LOCK (`lock_acquired = 1`).
     pub acquired: bool,
@@ -271,7 +271,8 @@ impl<C: Connector> Locker<C> {
         }
     }
 
-    /// Seconds until another session may take the lease over (database clock).
+    /// Seconds of the lease left (database clock), counted safely: another session can
+    /// take it over no earlier than this, and at most a second later.
     pub fn remaining_ttl(&mut self, name: &str) -> Result<f64> {
         if !self.leases.contains(name) {
             return Err(self.not_held(name));

@@ -41,6 +41,9 @@ pub(crate) struct Sql {
     /// Releases once if this session holds it: cleanup when we cannot know.
     pub release_if_mine: String,
     pub delete_own: String,
+    /// The lease's remaining time, counted to `created + ttl`: `created` is a whole
+    /// second, so the true end may be up to a second later, never earlier. Callers
+    /// asserting a minimum get the safe side.
     pub remaining: String,
     pub column_charset: String,
     pub status_all: String,
@@ -54,7 +57,7 @@ impl Sql {
         let schema = if table.schema().is_some() { "?" } else { "DATABASE()" };
         let status = format!(
             "SELECT l.name, l.connection_id, l.created, l.ttl, l.lock_acquired, \
-             l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), UNIX_TIMESTAMP(NOW(6)) - l.created, \
+             l.created + l.ttl - UNIX_TIMESTAMP(NOW(6)), UNIX_TIMESTAMP(NOW(6)) - l.created, \
              IS_USED_LOCK(l.name), p.HOST \
              FROM {t} AS l LEFT JOIN information_schema.PROCESSLIST AS p ON p.ID = l.connection_id"
         );
@@ -101,7 +104,7 @@ impl Sql {
             release_if_mine: "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), RELEASE_LOCK(?), 0)".to_owned(),
             delete_own: format!("DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID()"),
             remaining: format!(
-                "SELECT l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(l.name) <=> CONNECTION_ID() \
+                "SELECT l.created + l.ttl - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(l.name) <=> CONNECTION_ID() \
                  FROM {t} AS l WHERE l.name = ? AND l.connection_id = CONNECTION_ID()"
             ),
             column_charset: format!(
