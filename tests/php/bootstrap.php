@@ -1,0 +1,303 @@
+<?php
+// PHPUnit bootstrap: the test server (from MYSQLLOCK_TEST_DSN), the locks table, and the
+// helpers every test uses. Fails loudly instead of skipping.
+declare(strict_types=1);
+
+namespace MySqlLockTest;
+
+use ItsMieger\MySqlSharedLocks\SharedLock;
+use PHPUnit\Framework\TestCase as PHPUnitTestCase;
+
+require __DIR__ . '/fixtures/common.php';
+
+/** The extension the children load: the one this run was started with. */
+function extensionPath(): string
+{
+    $bin = getenv('MYSQLLOCK_BIN');
+    if ($bin === false || $bin === '') {
+        $bin = dirname(__DIR__, 2) . '/target/release';
+    }
+    return $bin . '/libmysqllock_php.so';
+}
+
+/** SPEC §4: the original package's table, verbatim. */
+const CREATE_TABLE = 'CREATE TABLE IF NOT EXISTS `shared_locks` (
+  `name` varchar(64) NOT NULL,
+  `connection_id` bigint(20) NOT NULL,
+  `created` bigint(20) NOT NULL,
+  `ttl` bigint(20) NOT NULL,
+  `lock_acquired` tinyint(1) NOT NULL,
+  UNIQUE KEY `shared_locks_ix1` (`name`)
+) ENGINE=MyISAM DEFAULT CHARSET=latin1';
+
+/** An InnoDB table the setConnection scenario writes to inside a transaction. */
+const TX_TABLE = 'phpt_tx';
+
+try {
+    $pdo = connect();
+    $pdo->exec(CREATE_TABLE);
+    $pdo->exec('CREATE TABLE IF NOT EXISTS `' . TX_TABLE . '` (tag varchar(100) NOT NULL) ENGINE=InnoDB');
+    $pdo = null;
+} catch (\PDOException $e) {
+    fwrite(STDERR, 'cannot prepare the test database: ' . $e->getMessage() . "\n");
+    exit(2);
+}
+
+/**
+ * A child PHP process running fixtures/holder.php (or another fixture) with the
+ * extension, scripted over stdin/stdout with one JSON document per line.
+ */
+final class Child
+{
+    /** @var resource */
+    private $proc;
+    /** @var resource */
+    private $stdin;
+    /** @var resource */
+    private $stdout;
+    private string $buffer = '';
+    private string $stderrFile;
+    public int $pid;
+
+    public function __construct(string $script = 'holder.php')
+    {
+        $this->stderrFile = tempnam(sys_get_temp_dir(), 'phpt-child-');
+        $cmd = [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'display_errors=stderr', __DIR__ . '/fixtures/' . $script];
+        $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', $this->stderrFile, 'w']], $pipes);
+        if (!is_resource($proc)) {
+            throw new \RuntimeException('cannot start ' . $script);
+        }
+        $this->proc = $proc;
+        [$this->stdin, $this->stdout] = [$pipes[0], $pipes[1]];
+        stream_set_blocking($this->stdout, false);
+        $this->pid = proc_get_status($proc)['pid'];
+        $ready = $this->receive(20.0);
+        if (($ready['result'] ?? null) !== 'ready') {
+            throw new \RuntimeException('child did not start: ' . json_encode($ready) . ' ' . $this->stderr());
+        }
+    }
+
+    /** Sends a command without waiting for its reply. */
+    public function command(array $cmd): void
+    {
+        fwrite($this->stdin, json_encode($cmd) . "\n");
+        fflush($this->stdin);
+    }
+
+    /** The next reply, or null if none arrived within $timeout seconds. */
+    public function receive(float $timeout): ?array
+    {
+        $deadline = microtime(true) + $timeout;
+        while (($nl = strpos($this->buffer, "\n")) === false) {
+            $left = $deadline - microtime(true);
+            if ($left <= 0) {
+                return null;
+            }
+            $r = [$this->stdout];
+            $w = $e = null;
+            if (@stream_select($r, $w, $e, (int) $left, (int) (fmod($left, 1.0) * 1e6)) > 0) {
+                $chunk = fread($this->stdout, 65536);
+                if ($chunk === '' || $chunk === false) {
+                    if (feof($this->stdout)) {
+                        return ['ok' => false, 'class' => 'ChildDied', 'message' => $this->stderr(), 'previous' => []];
+                    }
+                    continue;
+                }
+                $this->buffer .= $chunk;
+            }
+        }
+        $line = substr($this->buffer, 0, $nl);
+        $this->buffer = substr($this->buffer, $nl + 1);
+        return json_decode($line, true) ?? ['ok' => false, 'class' => 'BadReply', 'message' => $line, 'previous' => []];
+    }
+
+    /** Sends a command and waits for its reply (null on timeout). */
+    public function call(array $cmd, float $timeout = 20.0): ?array
+    {
+        $this->command($cmd);
+        return $this->receive($timeout);
+    }
+
+    public function signal(int $signal): void
+    {
+        posix_kill($this->pid, $signal);
+    }
+
+    public function isRunning(): bool
+    {
+        return proc_get_status($this->proc)['running'];
+    }
+
+    /** Waits for the process to end; false if it did not within $timeout seconds. */
+    public function waitForExit(float $timeout): bool
+    {
+        return TestCase::waitUntil(fn () => !$this->isRunning(), $timeout);
+    }
+
+    public function stderr(): string
+    {
+        return (string) @file_get_contents($this->stderrFile);
+    }
+
+    /** Kills the process (also a stopped one) and reaps it. */
+    public function destroy(): void
+    {
+        if ($this->isRunning()) {
+            posix_kill($this->pid, SIGCONT);
+            posix_kill($this->pid, SIGKILL);
+        }
+        @fclose($this->stdin);
+        @fclose($this->stdout);
+        proc_close($this->proc);
+        @unlink($this->stderrFile);
+    }
+}
+
+/** Base class: unique lock names, a fresh configuration per test, children cleaned up. */
+abstract class TestCase extends PHPUnitTestCase
+{
+    private static ?\PDO $db = null;
+    private static int $counter = 0;
+    /** @var Child[] */
+    private array $children = [];
+    private ?string $prefix = null;
+
+    protected function setUp(): void
+    {
+        if (!extension_loaded('mysqllock')) {
+            $this->fail('the mysqllock extension is not loaded (expected ' . extensionPath() . ')');
+        }
+        configure();
+        SharedLock::setQuoteStyle(SharedLock::QUOTE_STYLE_DEFAULT);
+        if (method_exists(SharedLock::class, 'setTable')) {
+            SharedLock::setTable('shared_locks');
+        }
+    }
+
+    protected function tearDown(): void
+    {
+        foreach ($this->children as $child) {
+            $child->destroy();
+        }
+        $this->children = [];
+        if (extension_loaded('mysqllock')) {
+            configure(); // drops this process's session and with it every lock of the test
+        }
+        if ($this->prefix !== null) {
+            self::db()->prepare('DELETE FROM shared_locks WHERE name LIKE ?')->execute([$this->prefix . '%']);
+            $this->prefix = null;
+        }
+    }
+
+    /** The inspection connection (not the one the extension locks on). */
+    protected static function db(): \PDO
+    {
+        return self::$db ??= connect();
+    }
+
+    /** Drops the inspection connection (before pcntl_fork, so a child cannot close it). */
+    protected static function closeDb(): void
+    {
+        self::$db = null;
+    }
+
+    /** The table's rows for one name, as associative arrays. */
+    protected static function rows(string $name): array
+    {
+        $st = self::db()->prepare('SELECT name, connection_id, created, ttl, lock_acquired FROM shared_locks WHERE name = ? ORDER BY name');
+        $st->execute([$name]);
+        return $st->fetchAll(\PDO::FETCH_ASSOC);
+    }
+
+    /** Every row of names this test created (and empty names), to compare before/after. */
+    protected function ownRows(): array
+    {
+        $st = self::db()->prepare("SELECT name, connection_id, created, ttl, lock_acquired FROM shared_locks WHERE name LIKE ? OR name = '' ORDER BY name");
+        $st->execute([$this->prefix() . '%']);
+        return $st->fetchAll(\PDO::FETCH_ASSOC);
+    }
+
+    /** This test's prefix: unique per process and test, so suites can share the server. */
+    protected function prefix(): string
+    {
+        return $this->prefix ??= 'phpt-' . getmypid() . '-' . (++self::$counter) . '-';
+    }
+
+    /** A lock name unique to this test. */
+    protected function lockName(string $suffix = 'lock'): string
+    {
+        return $this->prefix() . $suffix;
+    }
+
+    /** A child PHP process with the extension, ready for commands (killed in tearDown). */
+    protected function startChild(string $script = 'holder.php'): Child
+    {
+        return $this->children[] = new Child($script);
+    }
+
+    /** A child that holds $name (ttl seconds). */
+    protected function startHolder(string $name, float $ttl = 30): Child
+    {
+        $child = $this->startChild();
+        $this->assertReply('locked', $child->call(['lock', $name, 0, $ttl]));
+        return $child;
+    }
+
+    /** Asserts a child's reply is the given result. */
+    protected function assertReply(string $expected, ?array $reply): void
+    {
+        $this->assertNotNull($reply, "no reply (expected $expected) within the time limit");
+        $this->assertSame($expected, $reply['result'] ?? null, 'child replied ' . json_encode($reply));
+    }
+
+    /** Asserts a child's reply is an exception of the given class. */
+    protected function assertReplyException(string $class, ?array $reply): void
+    {
+        $this->assertNotNull($reply, "no reply (expected $class) within the time limit");
+        $this->assertSame($class, $reply['class'] ?? null, 'child replied ' . json_encode($reply));
+    }
+
+    /** Polls $condition until it is true or $timeout seconds passed; returns its last value. */
+    public static function waitUntil(callable $condition, float $timeout, float $interval = 0.02): bool
+    {
+        $deadline = microtime(true) + $timeout;
+        while (true) {
+            if ($condition()) {
+                return true;
+            }
+            if (microtime(true) >= $deadline) {
+                return false;
+            }
+            usleep((int) ($interval * 1e6));
+        }
+    }
+
+    /** Whether a server session with this id exists. */
+    protected static function sessionExists(int $id): bool
+    {
+        $st = self::db()->prepare('SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?');
+        $st->execute([$id]);
+        return (int) $st->fetchColumn() === 1;
+    }
+
+    /** The messages of $e's getPrevious() chain (not $e's own). */
+    protected static function previousMessages(\Throwable $e): array
+    {
+        $messages = [];
+        for ($p = $e->getPrevious(); $p !== null; $p = $p->getPrevious()) {
+            $messages[] = $p->getMessage();
+        }
+        return $messages;
+    }
+
+    /** Runs $fn and returns what it threw; fails if it threw nothing. */
+    protected function catchThrown(callable $fn): \Throwable
+    {
+        try {
+            $fn();
+        } catch (\Throwable $e) {
+            return $e;
+        }
+        $this->fail('nothing was thrown');
+    }
+}
