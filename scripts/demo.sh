@@ -4,14 +4,15 @@
 #   mysqllock run monthly-invoices --timeout 0 --ttl 60 -- generate-invoices
 #
 # against one throwaway MariaDB, and exactly one of them generates the invoices.
-# The others exit 75 ("held elsewhere") without running the job.
+# The others exit 75 ("held elsewhere") without running the job. Then the same with a
+# PHP cron script written for the original package, run with extension=mysqllock.so.
 #
-# Exits 0 only if exactly one node ran the job and the other two reported 75.
+# Exits 0 only if, both times, exactly one node ran the job and the other two skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
-cargo build --release --locked -p mysqllock-cli
+cargo build --release --locked -p mysqllock-cli -p mysqllock-php
 bin=$PWD/target/release
 
 work=$(mktemp -d /tmp/mysqllock-demo.XXXXXX)
@@ -51,10 +52,29 @@ run_node() {
   } 2>&1 | sed -u "s/^/[$node] /" | tee "$work/$node.log"
 }
 
-# PHP path: the lead adds here the same scenario run through the PHP extension
-# (three `php -d extension=... monthly-invoices.php` processes), summarised the same way.
+# PHP path: the same scenario as a PHP cron script written for the original package
+# (examples/generate-invoices.php), run by three PHP processes with the extension loaded
+# instead of the Composer package. Exactly one generates; the others log and skip.
+php_workers=0 php_skipped=0
 php_path() {
-  :
+  echo
+  echo "== PHP: three nodes run examples/generate-invoices.php at once (extension=mysqllock.so)"
+  local n pids=()
+  for n in "${nodes[@]}"; do
+    php -d extension="$bin/libmysqllock_php.so" examples/generate-invoices.php "$n" \
+      >"$work/php-$n.log" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}" || true
+  for n in "${nodes[@]}"; do
+    sed "s/^/[php $n] /" "$work/php-$n.log"
+    if grep -q "generating invoices" "$work/php-$n.log"; then
+      php_workers=$((php_workers + 1))
+    elif grep -q "another node holds the lock" "$work/php-$n.log"; then
+      php_skipped=$((php_skipped + 1))
+    fi
+  done
+  echo "-- PHP: $php_workers node(s) generated, $php_skipped skipped"
 }
 
 echo
@@ -93,9 +113,9 @@ mysqllock status
 
 php_path
 
-if [ "$workers" -eq 1 ] && [ "$turned_away" -eq 2 ]; then
-  echo "OK: exactly one node generated the invoices"
+if [ "$workers" -eq 1 ] && [ "$turned_away" -eq 2 ] && [ "$php_workers" -eq 1 ] && [ "$php_skipped" -eq 2 ]; then
+  echo "OK: exactly one node generated the invoices, through the CLI and through PHP"
 else
-  echo "FAILED: $workers node(s) ran the job, $turned_away were turned away (expected 1 and 2)" >&2
+  echo "FAILED: CLI $workers ran / $turned_away turned away, PHP $php_workers ran / $php_skipped skipped (expected 1 and 2 each)" >&2
   exit 1
 fi
