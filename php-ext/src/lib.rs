@@ -1,1 +1,81 @@
+//! `mysqllock.so`: the PHP extension, a drop-in for the Composer package
+//! its-mieger/mysql-shared-locks (classes `ItsMieger\MySqlSharedLocks\SharedLock`,
+//! `SharedLockHandle` and the `Exception\*` classes), over the Rust core.
+//!
+//! The glue is thin: `classes` converts arguments and calls `state`, which owns the
+//! core `Locker`s; `exceptions::to_php` maps every core error; `pdo_session` lets the
+//! core run on a user's PDO; `ini` holds the php.ini settings. All lock decisions are
+//! the core's.
 
+#![cfg_attr(windows, feature(abi_vectorcall))]
+
+mod args;
+mod classes;
+mod connection;
+mod exceptions;
+mod handler;
+mod ini;
+mod pdo_session;
+mod php;
+mod registry;
+mod state;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use ext_php_rs::error::php_error;
+use ext_php_rs::flags::ErrorType;
+use ext_php_rs::prelude::*;
+
+/// `SUCCESS` / `FAILURE` of the engine's startup and shutdown hooks.
+const SUCCESS: i32 = 0;
+const FAILURE: i32 = -1;
+
+#[php_module]
+#[php(startup = module_startup)]
+pub fn module(module: ModuleBuilder) -> ModuleBuilder {
+    module
+        .name("mysqllock")
+        .version(env!("CARGO_PKG_VERSION"))
+        .shutdown_function(module_shutdown)
+        .request_shutdown_function(request_shutdown)
+        .info_function(ini::info)
+}
+
+/// MINIT: settings and classes. A failure is reported and leaves PHP running without
+/// the extension (a panic escaping a hook would abort the process).
+fn module_startup(_type: i32, module_number: i32) -> i32 {
+    let started = catch_unwind(|| {
+        ini::register(module_number);
+        exceptions::register()?;
+        classes::register()
+    });
+    let problem = match started {
+        Ok(Ok(())) => return SUCCESS,
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => "a panic during class registration".to_owned(),
+    };
+    php_error(&ErrorType::CoreWarning, &format!("mysqllock: module startup failed: {problem}"));
+    FAILURE
+}
+
+/// RSHUTDOWN: locks taken during the request are released (also under PHP-FPM, whose
+/// worker outlives the request) and connections closed.
+extern "C" fn request_shutdown(_type: i32, _module_number: i32) -> i32 {
+    match catch_unwind(AssertUnwindSafe(state::request_shutdown)) {
+        Ok(()) => SUCCESS,
+        Err(_) => FAILURE,
+    }
+}
+
+/// MSHUTDOWN: settings go; nothing that refers to PHP values may outlive the engine.
+extern "C" fn module_shutdown(_type: i32, module_number: i32) -> i32 {
+    let done = catch_unwind(|| {
+        state::module_shutdown();
+        ini::unregister(module_number);
+    });
+    if done.is_ok() {
+        SUCCESS
+    } else {
+        FAILURE
+    }
+}

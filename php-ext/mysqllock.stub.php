@@ -1,0 +1,342 @@
+<?php
+
+/**
+ * IDE and static-analysis stubs for the mysqllock extension (mysqllock.so).
+ *
+ * The extension registers these classes natively; this file is never loaded at run
+ * time. It declares exactly what the extension registers (checked by
+ * tests/php/StubTest.php through Reflection): the same classes, parents, methods,
+ * parameter names, optional parameters, defaults and constants.
+ *
+ * Like the original package its-mieger/mysql-shared-locks, methods declare no return
+ * types and parameters no types (the extension registers them as `mixed`, which is the
+ * same to PHP), so subclasses written for the original keep working; the PHPDoc gives
+ * the accepted types.
+ */
+
+namespace ItsMieger\MySqlSharedLocks {
+
+    use ItsMieger\MySqlSharedLocks\Exception\SharedLockAcquireException;
+    use ItsMieger\MySqlSharedLocks\Exception\SharedLockException;
+    use ItsMieger\MySqlSharedLocks\Exception\SharedLockReleaseException;
+    use ItsMieger\MySqlSharedLocks\Exception\SharedLockRemainingTTLException;
+    use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
+    use ItsMieger\MySqlSharedLocks\Exception\TableRepairException;
+
+    /**
+     * MySQL-backed named locks with acquire timeout and TTL, shared by every process
+     * that uses the same table (also processes still running the original package).
+     */
+    class SharedLock
+    {
+        /** Identifiers quoted with backticks (MySQL's default). */
+        public const QUOTE_STYLE_DEFAULT = 0;
+
+        /** Identifiers quoted with double quotes, for sessions with sql_mode ANSI_QUOTES. */
+        public const QUOTE_STYLE_ANSI = 1;
+
+        /**
+         * Sets the connection parameters and closes the current connection: locks held
+         * on it are released (as with the original, whose PDO was closed). The
+         * connection is opened at the next lock.
+         *
+         * @param string $host server host name or IP ("localhost" uses the Unix socket)
+         * @param string|null $dbName database holding the locks table
+         * @param string $username
+         * @param string|null $password
+         * @param string $charset connection character set
+         * @param int|string|null $port TCP port (3306 when null)
+         * @param string|null $additionalDsn more PDO DSN settings, e.g. "unix_socket=/run/mysqld/mysqld.sock"
+         * @return void
+         * @throws \InvalidArgumentException for an invalid port or charset
+         */
+        public static function configureConnection($host, $dbName, $username, $password, $charset = 'utf8mb4', $port = null, $additionalDsn = null) {}
+
+        /**
+         * From now on lock SQL runs on this PDO's session, so a takeover of a lock
+         * KILLs that session and the application's open transaction on it fails.
+         * Locks already held stay on the session they were taken on.
+         *
+         * @param \PDO $pdo a pdo_mysql connection
+         * @return void
+         * @throws \TypeError if $pdo is not a PDO
+         */
+        public static function setConnection(\PDO $pdo) {}
+
+        /**
+         * The PDO locks run on. Without one (see setConnection()), opens one with the
+         * configured parameters (ERRMODE_EXCEPTION, emulated prepares off): every lock
+         * held or taken from then on is lost when its session is killed.
+         *
+         * @return \PDO
+         * @throws \PDOException if connecting fails
+         * @throws \InvalidArgumentException if no connection is configured
+         */
+        public static function getConnection() {}
+
+        /**
+         * @param int $style self::QUOTE_STYLE_DEFAULT or self::QUOTE_STYLE_ANSI
+         * @return void
+         * @throws \InvalidArgumentException for any other style, or while locks are held
+         */
+        public static function setQuoteStyle($style) {}
+
+        /**
+         * @return string the locks table, "shared_locks" unless changed
+         */
+        public static function getTable() {}
+
+        /**
+         * Changes the locks table (not part of the original package).
+         *
+         * @param string $table "name" or "schema.name": letters, digits, "_" and "$"
+         * @return void
+         * @throws \InvalidArgumentException for an invalid name, or while locks are held
+         */
+        public static function setTable($table) {}
+
+        /**
+         * Acquires a lock. A discarded handle does not release it: the lock lives
+         * until unlock()/release(), until its TTL passed and another process took it
+         * over, or until the process (or PHP request) ends.
+         *
+         * @param string $name lock name: 1 to 64 characters the table can store
+         * @param int|float $timeout seconds to wait while another process holds it; 0 = one try
+         * @param int|float $ttl seconds the lock lives at most (rounded up to whole seconds)
+         * @return SharedLockHandle
+         * @throws SharedLockTimeoutException if it is still held elsewhere after $timeout
+         *         seconds, and at once if this process already holds it
+         * @throws SharedLockAcquireException on any other failure (bad input, connection,
+         *         missing table); getPrevious() tells the cause
+         * @throws \TypeError if $timeout or $ttl is not a number
+         */
+        public static function lock($name, $timeout, $ttl) {}
+
+        /**
+         * One try without waiting (not part of the original package).
+         *
+         * @param string $name
+         * @param int|float $ttl seconds the lock lives at most
+         * @return SharedLockHandle|null null while another process (or this one) holds it
+         * @throws SharedLockAcquireException on any failure other than contention
+         */
+        public static function tryLock($name, $ttl) {}
+
+        /**
+         * Runs $callback($handle) under the lock and returns its value; the lock is
+         * released afterwards, also when $callback throws (its exception is rethrown
+         * unchanged). Not part of the original package.
+         *
+         * @template T
+         * @param string $name
+         * @param int|float $timeout
+         * @param int|float $ttl
+         * @param callable(SharedLockHandle): T $callback
+         * @return T
+         * @throws SharedLockTimeoutException|SharedLockAcquireException as lock()
+         * @throws SharedLockReleaseException if the lock was lost while $callback ran
+         */
+        public static function synchronized($name, $timeout, $ttl, callable $callback) {}
+
+        /**
+         * @param string $name
+         * @return void
+         * @throws SharedLockReleaseException if this process does not hold the lock (any more)
+         */
+        public static function unlock($name) {}
+
+        /**
+         * @param string $name
+         * @param int|float $minRemainingTTL seconds the lock must still live
+         * @return void
+         * @throws SharedLockRemainingTTLException if the lock is not held any more or
+         *         lives less than $minRemainingTTL seconds
+         */
+        public static function assertTTL($name, $minRemainingTTL = 1) {}
+
+        /**
+         * Runs REPAIR TABLE on the locks table (MyISAM).
+         *
+         * @return void
+         * @throws TableRepairException unless the server reports status OK
+         */
+        public static function tryRepairTable() {}
+
+        /**
+         * Whether any process (this one included) holds the lock now. Not part of the
+         * original package.
+         *
+         * @param string $name
+         * @return bool
+         * @throws SharedLockException if the table cannot be read
+         */
+        public static function isLocked($name) {}
+
+        /**
+         * Who holds the lock, from its table row (database clock); null when nobody
+         * does. Not part of the original package.
+         *
+         * @param string $name
+         * @return array{connectionId: int, host: ?string, ttl: int, remainingTTL: float, age: float, acquired: bool, alive: bool, mine: bool}|null
+         * @throws SharedLockException if the table cannot be read
+         */
+        public static function holder($name) {}
+    }
+
+    /**
+     * A lock acquired by SharedLock::lock(); only its name. Releasing or checking it
+     * is the same as SharedLock::unlock()/assertTTL() with that name.
+     */
+    class SharedLockHandle
+    {
+        /** @var string */
+        protected $lockName;
+
+        /**
+         * @param string $lockName
+         */
+        public function __construct($lockName) {}
+
+        /**
+         * @return static
+         * @throws SharedLockReleaseException if this process does not hold the lock (any more)
+         */
+        public function release() {}
+
+        /**
+         * @param int|float $min seconds the lock must still live
+         * @return static
+         * @throws SharedLockRemainingTTLException if the lock is not held any more or
+         *         lives less than $min seconds
+         */
+        public function assertTTL($min = 1) {}
+
+        /**
+         * @return string the lock name (not part of the original package)
+         */
+        public function getName() {}
+
+        /**
+         * Seconds until another process may take the lock over, on the database
+         * clock. Not part of the original package.
+         *
+         * @return float
+         * @throws SharedLockRemainingTTLException if the lock is not held any more
+         */
+        public function getRemainingTTL() {}
+    }
+}
+
+namespace ItsMieger\MySqlSharedLocks\Exception {
+
+    /**
+     * Base of the lock exceptions.
+     */
+    class SharedLockException extends \Exception
+    {
+        /** @var string */
+        protected $lockName;
+
+        /**
+         * @param string $lockName
+         * @param string $message the class's default message when empty
+         * @param int $code
+         * @param \Throwable|null $previous
+         */
+        public function __construct($lockName, $message = '', $code = 0, ?\Throwable $previous = null) {}
+
+        /**
+         * @return string
+         */
+        public function getLockName() {}
+    }
+
+    /**
+     * Acquiring failed. Default message: Acquiring lock "NAME" failed
+     */
+    class SharedLockAcquireException extends SharedLockException
+    {
+        /**
+         * @param string $lockName
+         * @param string $message
+         * @param int $code
+         * @param \Throwable|null $previous
+         */
+        public function __construct($lockName, $message = '', $code = 0, ?\Throwable $previous = null) {}
+    }
+
+    /**
+     * The lock stayed held elsewhere. Default message:
+     * Acquiring lock "NAME" timed out after T seconds
+     */
+    class SharedLockTimeoutException extends SharedLockAcquireException
+    {
+        /** @var int|float */
+        protected $timeout;
+
+        /**
+         * @param string $lockName
+         * @param int|float $timeout
+         * @param string $message
+         * @param int $code
+         * @param \Throwable|null $previous
+         */
+        public function __construct($lockName, $timeout, $message = '', $code = 0, ?\Throwable $previous = null) {}
+
+        /**
+         * @return int|float the timeout as given
+         */
+        public function getTimeout() {}
+    }
+
+    /**
+     * Releasing failed: the lock is not held (any more). Default message:
+     * Releasing lock "NAME" failed
+     */
+    class SharedLockReleaseException extends SharedLockException
+    {
+        /**
+         * @param string $lockName
+         * @param string $message
+         * @param int $code
+         * @param \Throwable|null $previous
+         */
+        public function __construct($lockName, $message = '', $code = 0, ?\Throwable $previous = null) {}
+    }
+
+    /**
+     * The lock is not held any more or lives too short. Default message:
+     * Lock "NAME" is not to live for T seconds anymore
+     */
+    class SharedLockRemainingTTLException extends SharedLockException
+    {
+        /** @var int|float */
+        protected $ttl;
+
+        /**
+         * @param string $lockName
+         * @param int|float $ttl the TTL that was required
+         * @param string $message
+         * @param int $code
+         * @param \Throwable|null $previous
+         */
+        public function __construct($lockName, $ttl, $message = '', $code = 0, ?\Throwable $previous = null) {}
+
+        /**
+         * @return int|float the required TTL as given
+         */
+        public function getTTL() {}
+    }
+
+    /**
+     * REPAIR TABLE did not report status OK. Also reachable as
+     * ItsMieger\MySqlSharedLocks\TableRepairException (a class alias).
+     */
+    class TableRepairException extends \Exception
+    {
+    }
+}
+
+namespace ItsMieger\MySqlSharedLocks {
+    \class_alias(Exception\TableRepairException::class, TableRepairException::class);
+}

@@ -1,0 +1,452 @@
+//! `SharedLock` and `SharedLockHandle`: argument conversion, a call into the state (and
+//! through it the core), and the mapping of the result. No lock decisions here.
+//!
+//! Parameter names are the SPEC's (they are part of the API since PHP 8's named
+//! arguments). As in the original package no method declares a return type and the
+//! parameters are untyped (`mixed`), except `PDO $pdo` and `callable $callback`, so user
+//! subclasses written for the original keep compiling. Values are checked here.
+
+use ext_php_rs::args::Arg;
+use ext_php_rs::builders::{ClassBuilder, ClassProperty, FunctionBuilder};
+use ext_php_rs::exception::{PhpException, PhpResult};
+use ext_php_rs::flags::{ConstantFlags, DataType, MethodFlags, PropertyFlags};
+use ext_php_rs::types::{ZendHashTable, Zval};
+use ext_php_rs::zend::{ClassEntry, ExecuteData};
+use mysqllock_core::{Error, QuoteStyle, Table};
+
+use crate::args::{self, Args, Name};
+use crate::connection::{self, Settings};
+use crate::exceptions::{self, to_php, Op};
+use crate::handler::{self, handlers};
+use crate::php::{self, CallError};
+use crate::registry::Class;
+use crate::state;
+
+/// Registers `SharedLock` and `SharedLockHandle`; module startup only.
+pub fn register() -> ext_php_rs::error::Result<()> {
+    let arg = |name: &str| Arg::new(name, DataType::Mixed);
+    let static_method = |name: &str, handler, args: &[&str]| {
+        let mut f = FunctionBuilder::new(name, handler);
+        for a in args {
+            f = f.arg(arg(a));
+        }
+        (f, MethodFlags::Public | MethodFlags::Static)
+    };
+
+    let methods = [
+        {
+            let (f, flags) =
+                static_method("configureConnection", configure_connection, &["host", "dbName", "username", "password"]);
+            let f = f
+                .not_required()
+                .arg(arg("charset").default("'utf8mb4'"))
+                .arg(arg("port").default("null"))
+                .arg(arg("additionalDsn").default("null"));
+            (f, flags)
+        },
+        {
+            let f = FunctionBuilder::new("setConnection", set_connection).arg(Arg::new("pdo", DataType::object("PDO")));
+            (f, MethodFlags::Public | MethodFlags::Static)
+        },
+        static_method("getConnection", get_connection, &[]),
+        static_method("setQuoteStyle", set_quote_style, &["style"]),
+        static_method("getTable", get_table, &[]),
+        static_method("setTable", set_table, &["table"]),
+        static_method("lock", lock, &["name", "timeout", "ttl"]),
+        static_method("tryLock", try_lock, &["name", "ttl"]),
+        {
+            let (f, flags) = static_method("synchronized", synchronized, &["name", "timeout", "ttl"]);
+            (f.arg(Arg::new("callback", DataType::Callable)), flags)
+        },
+        static_method("unlock", unlock, &["name"]),
+        {
+            let (f, flags) = static_method("assertTTL", assert_ttl, &["name"]);
+            (f.not_required().arg(arg("minRemainingTTL").default("1")), flags)
+        },
+        static_method("tryRepairTable", try_repair_table, &[]),
+        static_method("isLocked", is_locked, &["name"]),
+        static_method("holder", holder, &["name"]),
+    ];
+    let mut shared_lock = ClassBuilder::new(Class::SharedLock.name())
+        .constant("QUOTE_STYLE_DEFAULT", 0i64, &[], ConstantFlags::Public)?
+        .constant("QUOTE_STYLE_ANSI", 1i64, &[], ConstantFlags::Public)?;
+    for (method, flags) in methods {
+        shared_lock = shared_lock.method(method, flags);
+    }
+    shared_lock.registration(Class::SharedLock.registration()).register()?;
+
+    let public = MethodFlags::Public;
+    ClassBuilder::new(Class::Handle.name())
+        .property(ClassProperty {
+            name: "lockName".to_owned(),
+            flags: PropertyFlags::Protected,
+            default: None,
+            docs: &[],
+            ty: None,
+            nullable: false,
+            readonly: false,
+            default_stub: None,
+        })
+        .method(FunctionBuilder::new("__construct", handle_construct).arg(arg("lockName")), public)
+        .method(FunctionBuilder::new("release", handle_release), public)
+        .method(
+            FunctionBuilder::new("assertTTL", handle_assert_ttl).not_required().arg(arg("min").default("1")),
+            public,
+        )
+        .method(FunctionBuilder::new("getName", handle_get_name), public)
+        .method(FunctionBuilder::new("getRemainingTTL", handle_get_remaining_ttl), public)
+        .registration(Class::Handle.registration())
+        .register()
+}
+
+handlers! {
+    configure_connection => configure_connection_body,
+    set_connection => set_connection_body,
+    get_connection => get_connection_body,
+    set_quote_style => set_quote_style_body,
+    get_table => get_table_body,
+    set_table => set_table_body,
+    lock => lock_body,
+    try_lock => try_lock_body,
+    synchronized => synchronized_body,
+    unlock => unlock_body,
+    assert_ttl => assert_ttl_body,
+    try_repair_table => try_repair_table_body,
+    is_locked => is_locked_body,
+    holder => holder_body,
+    handle_construct => handle_construct_body,
+    handle_release => handle_release_body,
+    handle_assert_ttl => handle_assert_ttl_body,
+    handle_get_name => handle_get_name_body,
+    handle_get_remaining_ttl => handle_get_remaining_ttl_body,
+}
+
+// ---------------------------------------------------------------------------------
+// Connection and table settings
+
+fn configure_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["host", "dbName", "username", "password", "charset", "port", "additionalDsn"], 4)?;
+    let host = args::optional_string(a.get(0), 1)?.unwrap_or_default();
+    let database = args::optional_string(a.get(1), 2)?;
+    let user = args::optional_string(a.get(2), 3)?.unwrap_or_default();
+    let password = args::optional_string(a.get(3), 4)?;
+    let charset = args::optional_string(a.get(4), 5)?.unwrap_or_else(|| "utf8mb4".to_owned());
+    let port = match a.get(5).filter(|p| !p.is_null()) {
+        None => None,
+        Some(p) => Some(connection::port(args::seconds(p, 6)?).map_err(|e| to_php(Op::Configure, &e))?),
+    };
+    let additional_dsn = args::optional_string(a.get(6), 7)?;
+    let settings = Settings::from_parameters(host, database, user, password, charset, port, additional_dsn)
+        .map_err(|e| to_php(Op::Configure, &e))?;
+    state::with(|s| {
+        s.configure(settings);
+        Ok(())
+    })
+    .map_err(|e| to_php(Op::Configure, &e))?;
+    Ok(handler::null())
+}
+
+fn set_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["pdo"], 1)?;
+    let pdo = a.value(0);
+    let is_pdo = ClassEntry::try_find("PDO").zip(pdo.object()).is_some_and(|(class, object)| object.instance_of(class));
+    if !is_pdo {
+        return Err(args::type_error(1, "PDO", &pdo));
+    }
+    state::with(|s| {
+        s.use_pdo(pdo, false);
+        Ok(())
+    })
+    .map_err(|e| to_php(Op::Configure, &e))?;
+    Ok(handler::null())
+}
+
+/// The PDO locks run on; without one, a new PDO from the configured parameters
+/// (`ERRMODE_EXCEPTION`, real prepares) on which every later lock runs.
+fn get_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    Args::fetch(ex, &[], 0)?;
+    let (existing, parameters) =
+        state::with(|s| Ok((s.pdo(), s.pdo_parameters()))).map_err(|e| to_php(Op::Configure, &e))?;
+    if let Some(pdo) = existing {
+        return Ok(pdo);
+    }
+    let (dsn, user, password) = parameters.map_err(|e| to_php(Op::Configure, &e))?;
+    let class = ClassEntry::try_find("PDO")
+        .ok_or_else(|| PhpException::from_message("the PDO extension is not loaded".to_owned()))?;
+    let mut options = ZendHashTable::new();
+    // PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION, PDO::ATTR_EMULATE_PREPARES => false
+    options.insert_at_index(3, 2i64)?;
+    options.insert_at_index(20, false)?;
+    let mut options_zval = Zval::new();
+    options_zval.set_hashtable(options);
+    let password = password.map_or_else(Zval::null, |p| {
+        let mut z = Zval::new();
+        let _ = z.set_string(&p, false);
+        z
+    });
+    // Outside the state: `new PDO` may warn, and a user error handler may run.
+    let pdo = php::instantiate(class, vec![&dsn, &user, &password, &options_zval]).map_err(rethrow)?;
+    state::with(|s| {
+        s.use_pdo(pdo.shallow_clone(), true);
+        Ok(())
+    })
+    .map_err(|e| to_php(Op::Configure, &e))?;
+    Ok(pdo)
+}
+
+fn set_quote_style_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["style"], 1)?;
+    let style = a.value(0);
+    let code = args::number(&style).filter(|n| n.fract() == 0.0);
+    #[allow(clippy::cast_possible_truncation)] // integral, and from_code rejects all but 0 and 1
+    let quote = match code {
+        Some(code) => QuoteStyle::from_code(code as i64),
+        None => Err(Error::InvalidArgument {
+            what: "quote style",
+            reason: format!("{} is neither 0 (default) nor 1 (ANSI)", php::to_php_string(&style)),
+        }),
+    };
+    state::with(|s| {
+        let table = s.table().clone().with_quote(quote?);
+        s.set_table(table)
+    })
+    .map_err(|e| to_php(Op::Configure, &e))?;
+    Ok(handler::null())
+}
+
+fn get_table_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    Args::fetch(ex, &[], 0)?;
+    let name = state::with(|s| Ok(s.table().display_name())).map_err(|e| to_php(Op::Configure, &e))?;
+    string_zval(&name)
+}
+
+fn set_table_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["table"], 1)?;
+    let name = args::string(&a.value(0), 1)?;
+    state::with(|s| {
+        let table = Table::new(&name, s.table().quote_style())?;
+        s.set_table(table)
+    })
+    .map_err(|e| to_php(Op::Configure, &e))?;
+    Ok(handler::null())
+}
+
+// ---------------------------------------------------------------------------------
+// Locks
+
+/// A lock name argument; an unusable one fails through `fail` (the operation's own
+/// exception), like the core's refusals of empty or over-long names.
+fn name_arg(value: &Zval, position: u32, fail: impl FnOnce(&str, &Error) -> PhpException) -> PhpResult<String> {
+    match args::lock_name(value, position)? {
+        Name::Valid(name) => Ok(name),
+        Name::Invalid { shown, error } => Err(fail(&shown, &error)),
+    }
+}
+
+fn lock_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["name", "timeout", "ttl"], 3)?;
+    let timeout = a.value(1);
+    let name = name_arg(&a.value(0), 1, |name, e| to_php(Op::Acquire { name, timeout: &timeout }, e))?;
+    let (seconds, ttl) = (args::seconds(&timeout, 2)?, args::seconds(&a.value(2), 3)?);
+    state::with(|s| s.lock(&name, seconds, ttl))
+        .map_err(|e| to_php(Op::Acquire { name: &name, timeout: &timeout }, &e))?;
+    new_handle(&name)
+}
+
+fn try_lock_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["name", "ttl"], 2)?;
+    let timeout = int(0);
+    let name = name_arg(&a.value(0), 1, |name, e| to_php(Op::Acquire { name, timeout: &timeout }, e))?;
+    let ttl = args::seconds(&a.value(1), 2)?;
+    let lease = state::with(|s| s.try_lock(&name, ttl))
+        .map_err(|e| to_php(Op::Acquire { name: &name, timeout: &timeout }, &e))?;
+    match lease {
+        Some(_) => new_handle(&name),
+        None => Ok(handler::null()),
+    }
+}
+
+/// Runs `$callback($handle)` under the lock and returns its value. The lock is released
+/// afterwards whatever happens; an exception of the callback is rethrown unchanged
+/// (a failed release then goes unreported: the callback's failure matters more).
+/// After `exit()` or a fatal error in the callback, request shutdown releases it.
+fn synchronized_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["name", "timeout", "ttl", "callback"], 4)?;
+    let timeout = a.value(1);
+    let callback = a.value(3);
+    let name = name_arg(&a.value(0), 1, |name, e| to_php(Op::Acquire { name, timeout: &timeout }, e))?;
+    let (seconds, ttl) = (args::seconds(&timeout, 2)?, args::seconds(&a.value(2), 3)?);
+    if !callback.is_callable() {
+        return Err(args::type_error(4, "callable", &callback));
+    }
+    state::with(|s| s.lock(&name, seconds, ttl))
+        .map_err(|e| to_php(Op::Acquire { name: &name, timeout: &timeout }, &e))?;
+    let handle = new_handle(&name);
+    let result = match &handle {
+        Ok(handle) => php::call(&callback, vec![handle]),
+        Err(_) => Err(CallError::Failed("the lock handle could not be created".to_owned())),
+    };
+    if matches!(result, Err(CallError::Bailout | CallError::Exiting)) {
+        // The request is ending (fatal error, exit()): no more PHP may run now, so a
+        // PDO session could not release; request shutdown releases every lock.
+        return Err(handler::pending());
+    }
+    let released = state::with(|s| s.release(&name));
+    match result {
+        Ok(value) => {
+            released.map_err(|e| to_php(Op::Release { name: &name }, &e))?;
+            Ok(value)
+        }
+        Err(error) => Err(rethrow(error)),
+    }
+}
+
+fn unlock_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["name"], 1)?;
+    release(&a.value(0), 1)?;
+    Ok(handler::null())
+}
+
+fn release(name: &Zval, position: u32) -> PhpResult<()> {
+    let name = name_arg(name, position, |name, e| to_php(Op::Release { name }, e))?;
+    state::with(|s| s.release(&name)).map_err(|e| to_php(Op::Release { name: &name }, &e))
+}
+
+fn assert_ttl_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["name", "minRemainingTTL"], 1)?;
+    let min = a.get(1).map_or_else(|| int(1), Zval::shallow_clone);
+    assert_remaining(&a.value(0), 1, &min, 2)?;
+    Ok(handler::null())
+}
+
+fn assert_remaining(name: &Zval, name_position: u32, min: &Zval, min_position: u32) -> PhpResult<()> {
+    let name = name_arg(name, name_position, |name, e| to_php(Op::AssertTtl { name, min }, e))?;
+    let seconds = args::seconds(min, min_position)?;
+    state::with(|s| s.assert_ttl(&name, seconds)).map_err(|e| to_php(Op::AssertTtl { name: &name, min }, &e))?;
+    Ok(())
+}
+
+fn try_repair_table_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    Args::fetch(ex, &[], 0)?;
+    let rows = state::with(|s| s.repair()).map_err(|e| to_php(Op::Repair, &e))?;
+    state::repair_status(&rows)
+        .map_err(|why| exceptions::table_repair(&format!("Repairing the lock table failed: {why}")))?;
+    Ok(handler::null())
+}
+
+/// Whether anyone (this process included) holds `$name` now.
+fn is_locked_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["name"], 1)?;
+    let name = name_arg(&a.value(0), 1, |name, e| to_php(Op::Inspect { name }, e))?;
+    let (row, _) = state::with(|s| s.status(&name)).map_err(|e| to_php(Op::Inspect { name: &name }, &e))?;
+    let locked = row.is_some_and(|r| r.remaining > 0.0 && (!r.acquired || r.holder_alive));
+    let mut z = Zval::new();
+    z.set_bool(locked);
+    Ok(z)
+}
+
+/// Who holds `$name`: `null` when nobody does, else `['connectionId' => int, 'host' =>
+/// ?string, 'ttl' => int, 'remainingTTL' => float, 'age' => float, 'acquired' => bool,
+/// 'alive' => bool, 'mine' => bool]` from the table row (database clock).
+fn holder_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["name"], 1)?;
+    let name = name_arg(&a.value(0), 1, |name, e| to_php(Op::Inspect { name }, e))?;
+    let (row, mine) = state::with(|s| s.status(&name)).map_err(|e| to_php(Op::Inspect { name: &name }, &e))?;
+    let Some(row) = row else { return Ok(handler::null()) };
+    let mut info = ZendHashTable::new();
+    info.insert("connectionId", i64::try_from(row.connection_id).unwrap_or(i64::MAX))?;
+    info.insert("host", row.host)?;
+    info.insert("ttl", row.ttl)?;
+    info.insert("remainingTTL", row.remaining)?;
+    info.insert("age", row.age)?;
+    info.insert("acquired", row.acquired)?;
+    info.insert("alive", row.holder_alive)?;
+    info.insert("mine", mine)?;
+    let mut z = Zval::new();
+    z.set_hashtable(info);
+    Ok(z)
+}
+
+// ---------------------------------------------------------------------------------
+// SharedLockHandle
+
+fn new_handle(name: &str) -> PhpResult<Zval> {
+    let class = Class::Handle.entry().ok_or_else(handler::pending)?;
+    php::instantiate(class, vec![&name]).map_err(rethrow)
+}
+
+/// The handle's `$lockName` (as the constructor stored it).
+fn handle_name(ex: &mut ExecuteData) -> PhpResult<(Zval, Zval)> {
+    let this = args::this(ex)?;
+    let class = Class::Handle.entry().ok_or_else(handler::pending)?;
+    let name = this.object().and_then(|o| php::read_property(o, class, "lockName")).unwrap_or_default();
+    Ok((this, name))
+}
+
+fn handle_construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let mut this = args::this(ex)?;
+    let a = Args::fetch(ex, &["lockName"], 1)?;
+    let class = Class::Handle.entry().ok_or_else(handler::pending)?;
+    if let Some(object) = this.object_mut() {
+        php::write_property(object, class, "lockName", &a.value(0));
+    }
+    Ok(handler::null())
+}
+
+fn handle_release_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let (this, name) = handle_name(ex)?;
+    Args::fetch(ex, &[], 0)?;
+    release(&name, 1)?;
+    Ok(this)
+}
+
+fn handle_assert_ttl_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let (this, name) = handle_name(ex)?;
+    let a = Args::fetch(ex, &["min"], 0)?;
+    let min = a.get(0).map_or_else(|| int(1), Zval::shallow_clone);
+    assert_remaining(&name, 1, &min, 1)?;
+    Ok(this)
+}
+
+fn handle_get_name_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let (_, name) = handle_name(ex)?;
+    Args::fetch(ex, &[], 0)?;
+    Ok(name)
+}
+
+/// Seconds until another process may take the lock over (database clock).
+fn handle_get_remaining_ttl_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let (_, name) = handle_name(ex)?;
+    Args::fetch(ex, &[], 0)?;
+    let name = name_arg(&name, 1, |name, e| to_php(Op::RemainingTtl { name }, e))?;
+    let remaining =
+        state::with(|s| s.remaining_ttl(&name)).map_err(|e| to_php(Op::RemainingTtl { name: &name }, &e))?;
+    let mut z = Zval::new();
+    z.set_double(remaining);
+    Ok(z)
+}
+
+// ---------------------------------------------------------------------------------
+
+/// Lets what a PHP call threw propagate unchanged (or a bailout / `exit()` continue).
+fn rethrow(error: CallError) -> PhpException {
+    match error {
+        CallError::Threw(exception) => {
+            PhpException::from_message(String::new()).with_object(php::object_zval(exception))
+        }
+        CallError::Bailout | CallError::Exiting => handler::pending(),
+        CallError::Failed(why) => PhpException::from_message(why),
+    }
+}
+
+fn int(value: i64) -> Zval {
+    let mut z = Zval::new();
+    z.set_long(value);
+    z
+}
+
+fn string_zval(value: &str) -> PhpResult<Zval> {
+    let mut z = Zval::new();
+    z.set_string(value, false)?;
+    Ok(z)
+}

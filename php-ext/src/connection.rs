@@ -1,0 +1,211 @@
+//! Where locks are taken: the core's native MySQL session (the default) or the
+//! session of a PDO the user handed over or asked for. The protocol is the core's in
+//! both cases; this module only builds sessions.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::Path;
+use std::rc::Rc;
+
+use ext_php_rs::types::Zval;
+use mysqllock_core::{Config, Connector, Error, MysqlSession, Session, Table};
+
+use crate::ini;
+use crate::pdo_session::PdoSession;
+use crate::php;
+
+/// The parameters of `configureConnection()` (or of `mysqllock.dsn`).
+#[derive(Clone)]
+pub struct Settings {
+    pub host: String,
+    pub database: Option<String>,
+    pub user: String,
+    pub password: Option<String>,
+    pub charset: String,
+    pub port: Option<u16>,
+    pub socket: Option<String>,
+    /// `configureConnection()`'s `$additionalDsn`, appended verbatim to a PDO DSN.
+    pub additional_dsn: Option<String>,
+}
+
+impl Settings {
+    /// `configureConnection($host, $dbName, $username, $password, $charset, $port,
+    /// $additionalDsn)`. The PDO DSN keys in `$additionalDsn` that the native
+    /// connection understands (`unix_socket`, `host`, `port`, `dbname`, `charset`) are
+    /// applied to it too; others only reach PDOs made by `getConnection()`.
+    pub fn from_parameters(
+        host: String,
+        database: Option<String>,
+        user: String,
+        password: Option<String>,
+        charset: String,
+        port: Option<u16>,
+        additional_dsn: Option<String>,
+    ) -> Result<Settings, Error> {
+        let mut settings =
+            Settings { host, database, user, password, charset, port, socket: None, additional_dsn: None };
+        if let Some(extra) = &additional_dsn {
+            for pair in extra.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+                let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+                let value = value.trim().to_owned();
+                match key.trim().to_ascii_lowercase().as_str() {
+                    "unix_socket" => settings.socket = Some(value),
+                    "host" => settings.host = value,
+                    "dbname" => settings.database = Some(value),
+                    "charset" => settings.charset = value,
+                    "port" => settings.port = Some(port_number(&value)?),
+                    _ => {}
+                }
+            }
+        }
+        settings.additional_dsn = additional_dsn;
+        Ok(settings)
+    }
+
+    /// A `mysql://` URL (`mysqllock.dsn`); also returns its `table`/`quote` if it set one.
+    pub fn from_url(url: &str) -> Result<(Settings, Option<Table>), Error> {
+        let config = Config::from_url(url)?;
+        let table = (config.table != Table::default()).then(|| config.table.clone());
+        let settings = Settings {
+            host: config.host,
+            database: config.database,
+            user: config.user,
+            password: config.password,
+            charset: config.charset,
+            port: Some(config.port),
+            socket: config.socket,
+            additional_dsn: None,
+        };
+        Ok((settings, table))
+    }
+
+    /// The core's connection parameters. A `localhost` host means the Unix socket, as
+    /// it does for PDO (`pdo_mysql.default_socket`), when that socket exists.
+    pub fn native(&self, table: &Table) -> Config {
+        let defaults = Config::default();
+        let socket = self.socket.clone().or_else(|| {
+            (self.host == "localhost")
+                .then(|| ini::get(c"pdo_mysql.default_socket"))
+                .flatten()
+                .filter(|path| Path::new(path).exists())
+        });
+        Config {
+            host: if self.host.is_empty() { defaults.host } else { self.host.clone() },
+            port: self.port.unwrap_or(defaults.port),
+            user: self.user.clone(),
+            password: self.password.clone(),
+            database: self.database.clone().filter(|d| !d.is_empty()),
+            socket,
+            charset: self.charset.clone(),
+            table: table.clone(),
+            connect_timeout: ini::connect_timeout(),
+        }
+    }
+
+    /// The DSN the original package would build: `mysql:host=..;dbname=..;charset=..`.
+    pub fn pdo_dsn(&self) -> String {
+        let mut dsn = format!("mysql:host={}", self.host);
+        if let Some(db) = &self.database {
+            dsn.push_str(&format!(";dbname={db}"));
+        }
+        dsn.push_str(&format!(";charset={}", self.charset));
+        if let Some(port) = self.port {
+            dsn.push_str(&format!(";port={port}"));
+        }
+        match &self.additional_dsn {
+            Some(extra) => {
+                dsn.push(';');
+                dsn.push_str(extra.trim_start_matches(';'));
+            }
+            None => {
+                if let Some(socket) = &self.socket {
+                    dsn.push_str(&format!(";unix_socket={socket}"));
+                }
+            }
+        }
+        dsn
+    }
+}
+
+fn port_number(value: &str) -> Result<u16, Error> {
+    value.trim().parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| Error::InvalidArgument {
+        what: "port",
+        reason: format!("{value:?} is not a port number from 1 to 65535"),
+    })
+}
+
+/// Checks a `$port` argument.
+pub fn port(value: f64) -> Result<u16, Error> {
+    if value.fract() == 0.0 && (1.0..=65535.0).contains(&value) {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // range checked
+        return Ok(value as u16);
+    }
+    Err(Error::InvalidArgument { what: "port", reason: format!("{value} is not a port number from 1 to 65535") })
+}
+
+/// Prepared `PDOStatement`s by SQL text, shared by a PDO target and its session so that
+/// a forked child can find them (see `State::follow_fork`).
+pub type Statements = Rc<RefCell<HashMap<String, Zval>>>;
+
+/// The session kind of one `Locker`.
+pub enum Target {
+    Native(Config),
+    /// A PDO object; `owned` when `getConnection()` created it (rather than the user).
+    Pdo {
+        pdo: Zval,
+        owned: bool,
+        statements: Statements,
+    },
+}
+
+impl Target {
+    pub fn pdo(pdo: Zval, owned: bool) -> Target {
+        Target::Pdo { pdo, owned, statements: Statements::default() }
+    }
+}
+
+/// Opens sessions for a `Locker` (again after one was lost).
+pub struct PhpConnector {
+    pub target: Target,
+}
+
+impl PhpConnector {
+    pub fn pdo(&self) -> Option<&Zval> {
+        match &self.target {
+            Target::Pdo { pdo, .. } => Some(pdo),
+            Target::Native(_) => None,
+        }
+    }
+
+    pub fn owns_pdo(&self) -> bool {
+        matches!(self.target, Target::Pdo { owned: true, .. })
+    }
+
+    /// In a forked child: makes sure the engine never closes what belongs to the
+    /// parent's session (our statements always; the PDO itself if we created it).
+    pub fn protect_parents_session(&mut self) {
+        if let Target::Pdo { pdo, owned, statements } = &mut self.target {
+            for statement in statements.borrow_mut().values_mut() {
+                php::never_free(statement);
+            }
+            if *owned {
+                php::never_free(pdo);
+            }
+        }
+    }
+}
+
+impl Connector for PhpConnector {
+    type Session = Box<dyn Session>;
+
+    fn connect(&mut self) -> mysqllock_core::Result<Box<dyn Session>> {
+        match &self.target {
+            Target::Native(config) => Ok(Box::new(MysqlSession::connect(config)?)),
+            Target::Pdo { pdo, statements, .. } => match PdoSession::open(pdo, statements.clone()) {
+                Ok(session) => Ok(Box::new(session)),
+                Err(source) if source.lost => Err(Error::ConnectionLost { name: None, source }),
+                Err(source) => Err(Error::Database { name: None, source }),
+            },
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! php.ini settings and the `php --ri mysqllock` / `phpinfo()` section.
+//!
+//! | setting | default | meaning |
+//! |---|---|---|
+//! | `mysqllock.dsn` | (empty) | `mysql://user:password@host:port/db?socket=...` used until `configureConnection()`/`setConnection()` is called |
+//! | `mysqllock.table` | `shared_locks` | the locks table (`name` or `schema.name`) until `setTable()` |
+//! | `mysqllock.connect_timeout` | `10` | seconds to wait for the server when connecting |
+//!
+//! All are `PHP_INI_ALL` (php.ini, `.user.ini`, `ini_set`). The password in
+//! `mysqllock.dsn` is shown masked by `php --ri` and `phpinfo()`.
+
+use std::ffi::{c_char, c_int, CStr};
+use std::time::Duration;
+
+use ext_php_rs::ffi::{php_info_print_table_end, php_info_print_table_row, php_info_print_table_start, zend_ini_entry};
+use ext_php_rs::flags::IniEntryPermission;
+use ext_php_rs::zend::{IniEntryDef, IniEntryDefs, ModuleEntry, SapiModule};
+
+pub const DSN: &CStr = c"mysqllock.dsn";
+pub const TABLE: &CStr = c"mysqllock.table";
+pub const CONNECT_TIMEOUT: &CStr = c"mysqllock.connect_timeout";
+
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+static ENTRIES: IniEntryDefs<4> = IniEntryDefs::new([
+    masked(IniEntryDef::new(DSN, c"", IniEntryPermission::All)),
+    IniEntryDef::new(TABLE, c"shared_locks", IniEntryPermission::All),
+    IniEntryDef::new(CONNECT_TIMEOUT, c"10", IniEntryPermission::All),
+    IniEntryDef::end(),
+]);
+
+const fn masked(mut entry: IniEntryDef) -> IniEntryDef {
+    entry.displayer = Some(display_masked);
+    entry
+}
+
+/// Registers the settings; module startup only.
+pub fn register(module_number: i32) {
+    IniEntryDef::register(ENTRIES.as_slice(), module_number);
+}
+
+/// Unregisters them; module shutdown.
+pub fn unregister(module_number: i32) {
+    // SAFETY: the entries were registered under this module number at startup.
+    unsafe { zend_unregister_ini_entries(module_number) };
+}
+
+/// The current value of a setting; `None` when unset or empty.
+pub fn get(name: &CStr) -> Option<String> {
+    let mut exists = false;
+    // SAFETY: a NUL-terminated name with its length; the engine returns its own copy
+    // of the value (or NULL), valid until the setting changes; we copy it at once.
+    let value = unsafe { zend_ini_string_ex(name.as_ptr(), name.count_bytes(), 0, &raw mut exists) };
+    if !exists || value.is_null() {
+        return None;
+    }
+    // SAFETY: non-null, NUL-terminated string owned by the engine.
+    let value = unsafe { CStr::from_ptr(value) }.to_string_lossy().into_owned();
+    (!value.is_empty()).then_some(value)
+}
+
+/// `mysqllock.connect_timeout` (a positive number of seconds; the default otherwise).
+pub fn connect_timeout() -> Duration {
+    get(CONNECT_TIMEOUT)
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 3600.0)
+        .map_or(DEFAULT_CONNECT_TIMEOUT, Duration::from_secs_f64)
+}
+
+/// `mysql://user:***@host/db`: the URL with its password replaced.
+pub fn mask_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
+        None => url.to_owned(),
+    }
+}
+
+/// The engine's `ZEND_INI_DISPLAY_ORIG`: show the php.ini value, not the current one.
+const DISPLAY_ORIG: c_int = 1;
+
+/// Displays `mysqllock.dsn` without its password (php --ri, phpinfo()).
+unsafe extern "C" fn display_masked(entry: *mut zend_ini_entry, kind: c_int) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: the engine passes a live entry.
+        let Some(entry) = (unsafe { entry.as_ref() }) else { return };
+        let value = if kind == DISPLAY_ORIG && entry.modified != 0 { entry.orig_value } else { entry.value };
+        // SAFETY: null or a live zend_string owned by the entry.
+        let value =
+            unsafe { value.as_ref() }.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).unwrap_or_default();
+        let html = SapiModule::get().phpinfo_as_text == 0;
+        let shown = match (value.is_empty(), html) {
+            (true, true) => "<i>no value</i>".to_owned(),
+            (true, false) => "no value".to_owned(),
+            (false, true) => html_escape(&mask_password(&value)),
+            (false, false) => mask_password(&value),
+        };
+        let _ = ext_php_rs::zend::printf(&shown);
+    });
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The `php --ri mysqllock` section: version, what the extension provides, then the
+/// settings (through the engine, so `phpinfo()` formats them as for any extension).
+pub unsafe extern "C" fn info(module: *mut ModuleEntry) {
+    let _ = std::panic::catch_unwind(|| {
+        let rows: [(&CStr, &CStr); 4] = [
+            (c"mysqllock support", c"enabled"),
+            (c"Version", VERSION),
+            (c"Classes", c"ItsMieger\\MySqlSharedLocks\\SharedLock, SharedLockHandle, Exception\\*"),
+            (c"Lock table protocol", c"its-mieger/mysql-shared-locks (shared_locks table + GET_LOCK)"),
+        ];
+        // SAFETY: called by the engine while printing module info; C strings are static.
+        unsafe {
+            php_info_print_table_start();
+            for (key, value) in rows {
+                php_info_print_table_row(2, key.as_ptr(), value.as_ptr());
+            }
+            php_info_print_table_end();
+            display_ini_entries(module);
+        }
+    });
+}
+
+const VERSION: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+    Ok(v) => v,
+    Err(_) => c"unknown",
+};
+
+unsafe extern "C" {
+    // Zend/PHP API (zend_ini.h) not covered by ext-php-rs' bindings.
+    fn zend_ini_string_ex(name: *const c_char, name_length: usize, orig: c_int, exists: *mut bool) -> *mut c_char;
+    fn zend_unregister_ini_entries(module_number: c_int);
+    fn display_ini_entries(module: *mut ModuleEntry);
+}

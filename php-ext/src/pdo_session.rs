@@ -1,0 +1,297 @@
+//! The core's `Session` over a user's PDO: lock SQL runs on the PDO's own MySQL session,
+//! so the original package's "same connection for locks and application code"
+//! strategy keeps working (a takeover KILLs that session and the application's open
+//! transaction fails with it).
+//!
+//! The user's PDO settings are respected and restored: statements run with
+//! `ERRMODE_EXCEPTION` for the duration of one statement (so a failure arrives as a
+//! `PDOException`, kept as the `getPrevious()` of the lock exception), whatever mode the
+//! user chose; emulated prepares are left as they are. At request shutdown no exception
+//! may be thrown, so `ERRMODE_SILENT` and `errorInfo()` are used instead.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+
+use ext_php_rs::convert::IntoZvalDyn;
+use ext_php_rs::types::{ZendObject, ZendStr, Zval};
+use mysqllock_core::{Error, Outcome, Session, SessionError, Value};
+
+use crate::connection::Statements;
+use crate::exceptions;
+use crate::php::{self, CallError, Noise};
+
+// PDO's class constants (stable since PHP 5.1).
+const PARAM_NULL: i64 = 0;
+const PARAM_INT: i64 = 1;
+const PARAM_STR: i64 = 2;
+const FETCH_NUM: i64 = 3;
+const ATTR_ERRMODE: i64 = 3;
+const ERRMODE_SILENT: i64 = 0;
+const ERRMODE_EXCEPTION: i64 = 2;
+
+/// How many recent PDO exceptions are kept as candidate causes. A long wait retries
+/// its INSERT many times, and each duplicate-key failure is one PDOException.
+const KEPT_CAUSES: usize = 8;
+
+thread_local! {
+    /// Recent `PDOException`s with the session error made from each, so the lock
+    /// exception for a core error can carry the very PDOException behind it.
+    static CAUSES: RefCell<VecDeque<(SessionError, Zval)>> = const { RefCell::new(VecDeque::new()) };
+    /// Request shutdown: no exception may be thrown any more.
+    static SHUTTING_DOWN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A MySQL session reached through a PDO object.
+pub struct PdoSession {
+    pdo: Zval,
+    /// Prepared statements by SQL text: the protocol runs a small fixed set.
+    statements: Statements,
+    id: u64,
+}
+
+impl PdoSession {
+    /// Starts using `pdo`'s session; asks the server for its `CONNECTION_ID()`.
+    /// Statements prepared for an earlier (lost) session are dropped.
+    pub fn open(pdo: &Zval, statements: Statements) -> Result<Self, SessionError> {
+        let stale = std::mem::take(&mut *statements.borrow_mut());
+        drop(stale);
+        let mut session = PdoSession { pdo: pdo.shallow_clone(), statements, id: 0 };
+        let out = session.execute("SELECT CONNECTION_ID()", &[])?;
+        session.id = out.first(0).as_u64().ok_or_else(|| SessionError {
+            code: None,
+            message: "SELECT CONNECTION_ID() returned no id".to_owned(),
+            lost: false,
+        })?;
+        Ok(session)
+    }
+
+    /// Runs `f` with the PDO in the error mode we need, then restores the user's.
+    fn in_errmode<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, SessionError>) -> Result<T, SessionError> {
+        let wanted = if SHUTTING_DOWN.get() { ERRMODE_SILENT } else { ERRMODE_EXCEPTION };
+        let current = self.pdo_call("getAttribute", vec![&ATTR_ERRMODE])?.long();
+        let switch = current != Some(wanted);
+        if switch {
+            self.pdo_call("setAttribute", vec![&ATTR_ERRMODE, &wanted])?;
+        }
+        let result = f(self);
+        if let (true, Some(mode)) = (switch, current) {
+            // A failure here leaves the PDO in exception mode: report the statement's
+            // outcome anyway, which is what the caller is waiting for.
+            let _ = self.pdo_call("setAttribute", vec![&ATTR_ERRMODE, &mode]);
+        }
+        result
+    }
+
+    fn pdo_call(&self, method: &str, args: Vec<&dyn IntoZvalDyn>) -> Result<Zval, SessionError> {
+        let value = php::call_method(&self.pdo, method, args, Noise::Quiet).map_err(failure)?;
+        if value.is_false() {
+            return Err(self.error_info(&self.pdo));
+        }
+        Ok(value)
+    }
+
+    fn statement_call(
+        &self,
+        statement: &Zval,
+        method: &str,
+        args: Vec<&dyn IntoZvalDyn>,
+    ) -> Result<Zval, SessionError> {
+        let value = php::call_method(statement, method, args, Noise::Quiet).map_err(failure)?;
+        if value.is_false() {
+            return Err(self.error_info(statement));
+        }
+        Ok(value)
+    }
+
+    /// The error of a call that returned `false` in silent mode: `errorInfo()`.
+    fn error_info(&self, object: &Zval) -> SessionError {
+        match php::call_method(object, "errorInfo", vec![], Noise::Quiet) {
+            Ok(info) => from_error_info(&info).unwrap_or_else(|| unknown("the PDO call failed without errorInfo")),
+            Err(e) => failure(e),
+        }
+    }
+
+    fn statement(&mut self, sql: &str) -> Result<Zval, SessionError> {
+        if let Some(statement) = self.statements.borrow().get(sql) {
+            return Ok(statement.shallow_clone());
+        }
+        let statement = self.pdo_call("prepare", vec![&sql])?;
+        self.statements.borrow_mut().insert(sql.to_owned(), statement.shallow_clone());
+        Ok(statement)
+    }
+
+    fn run(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
+        let statement = self.statement(sql)?;
+        for (index, param) in params.iter().enumerate() {
+            let position = i64::try_from(index + 1).unwrap_or(i64::MAX);
+            let (value, kind) = bind(param);
+            self.statement_call(&statement, "bindValue", vec![&position, &value, &kind])?;
+        }
+        self.statement_call(&statement, "execute", vec![])?;
+        let columns = self.statement_call(&statement, "columnCount", vec![])?.long().unwrap_or(0);
+        let rows = if columns > 0 {
+            let all = self.statement_call(&statement, "fetchAll", vec![&FETCH_NUM])?;
+            rows_of(&all)
+        } else {
+            Vec::new()
+        };
+        let affected = self.statement_call(&statement, "rowCount", vec![])?.long().unwrap_or(0);
+        // GET_LOCK's result comes back through LAST_INSERT_ID(expr): read it every time.
+        let insert_id = self.pdo_call("lastInsertId", vec![])?;
+        Ok(Outcome {
+            rows,
+            affected_rows: u64::try_from(affected).unwrap_or(0),
+            last_insert_id: insert_id.str().and_then(|s| s.parse().ok()).unwrap_or(0),
+        })
+    }
+}
+
+impl Session for PdoSession {
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
+        self.in_errmode(|s| s.run(sql, params))
+    }
+
+    fn connection_id(&self) -> u64 {
+        self.id
+    }
+
+    fn kill(&mut self, id: u64) -> Result<(), SessionError> {
+        // KILL takes no bound parameter; `id` is an integer, formatted here.
+        let sql = format!("KILL {id}");
+        self.in_errmode(|s| s.pdo_call("exec", vec![&sql]).map(|_| ()))
+    }
+}
+
+/// A value and the `PDO::PARAM_*` to bind it with.
+fn bind(value: &Value) -> (Zval, i64) {
+    let mut z = Zval::new();
+    let kind = match value {
+        Value::Null => PARAM_NULL,
+        Value::Int(i) => {
+            z.set_long(*i);
+            PARAM_INT
+        }
+        Value::UInt(u) => match i64::try_from(*u) {
+            Ok(i) => {
+                z.set_long(i);
+                PARAM_INT
+            }
+            Err(_) => {
+                z.set_zend_string(ZendStr::new(u.to_string(), false));
+                PARAM_STR
+            }
+        },
+        // PDO has no float parameter; the shortest exact decimal text is sent instead.
+        Value::Float(f) => {
+            z.set_zend_string(ZendStr::new(f.to_string(), false));
+            PARAM_STR
+        }
+        Value::Text(s) => {
+            z.set_zend_string(ZendStr::new(s, false));
+            PARAM_STR
+        }
+        Value::Bytes(b) => {
+            z.set_zend_string(ZendStr::new(b, false));
+            PARAM_STR
+        }
+    };
+    (z, kind)
+}
+
+fn rows_of(all: &Zval) -> Vec<Vec<Value>> {
+    let Some(rows) = all.array() else { return Vec::new() };
+    rows.values()
+        .map(|row| row.array().map(|cells| cells.values().map(value_of).collect()).unwrap_or_default())
+        .collect()
+}
+
+/// A fetched cell (native types with real prepares, strings with emulated ones).
+fn value_of(cell: &Zval) -> Value {
+    let cell = cell.dereference();
+    if cell.is_null() {
+        Value::Null
+    } else if let Some(i) = cell.long() {
+        Value::Int(i)
+    } else if cell.is_double() {
+        cell.double().map_or(Value::Null, Value::Float)
+    } else if let Some(b) = cell.bool() {
+        Value::Int(i64::from(b))
+    } else if let Some(bytes) = cell.zend_str().map(ZendStr::as_bytes) {
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Value::Text(s.to_owned()),
+            Err(_) => Value::Bytes(bytes.to_vec()),
+        }
+    } else {
+        Value::Text(php::to_php_string(cell))
+    }
+}
+
+/// A failed call as the core's session error; a thrown exception is kept as a cause.
+fn failure(error: CallError) -> SessionError {
+    match error {
+        CallError::Threw(exception) => {
+            let session_error = from_exception(&exception);
+            remember_cause(session_error.clone(), php::object_zval(exception));
+            session_error
+        }
+        // The request is ending, not the connection: request shutdown still releases
+        // through it, so the session must not be given up as lost.
+        CallError::Bailout | CallError::Exiting => unknown(&error.describe()),
+        CallError::Failed(why) => unknown(&why),
+    }
+}
+
+fn unknown(message: &str) -> SessionError {
+    SessionError { code: None, message: message.to_owned(), lost: false }
+}
+
+/// A `PDOException`'s `errorInfo` (`[SQLSTATE, driver code, driver message]`), or
+/// another exception's class and message.
+fn from_exception(exception: &ZendObject) -> SessionError {
+    php::read_property(exception, exception.get_class_entry(), "errorInfo")
+        .and_then(|info| from_error_info(&info))
+        .unwrap_or_else(|| unknown(&php::exception_message(exception)))
+}
+
+fn from_error_info(info: &Zval) -> Option<SessionError> {
+    let info = info.array()?;
+    let message = info.get_index(2).and_then(Zval::string);
+    let code = info.get_index(1).and_then(Zval::long).and_then(|c| u16::try_from(c).ok());
+    match (code, message) {
+        (Some(code), Some(message)) => Some(SessionError::server(code, message)),
+        (None, Some(message)) => Some(unknown(&message)),
+        // No driver error: PDO's own (SQLSTATE only, e.g. HY093 bad parameter count).
+        (_, None) => info.get_index(0).and_then(Zval::string).map(|state| unknown(&format!("SQLSTATE[{state}]"))),
+    }
+}
+
+fn remember_cause(error: SessionError, exception: Zval) {
+    let dropped = CAUSES.with(|causes| {
+        let mut causes = causes.borrow_mut();
+        causes.push_back((error, exception));
+        (causes.len() > KEPT_CAUSES).then(|| causes.pop_front())
+    });
+    // Released outside the borrow: freeing a PHP object may run PHP code.
+    drop(dropped);
+}
+
+/// The `PDOException` behind `error`, if a PDO call produced it.
+pub fn take_cause(error: &Error) -> Option<Zval> {
+    let wanted = exceptions::session_error(error)?;
+    CAUSES.with(|causes| {
+        let mut causes = causes.borrow_mut();
+        let index = causes.iter().rposition(|(e, _)| e == wanted)?;
+        causes.remove(index).map(|(_, exception)| exception)
+    })
+}
+
+/// Forgets the kept causes (a new operation starts, or the request ends).
+pub fn clear_causes() {
+    let old = CAUSES.with(|causes| std::mem::take(&mut *causes.borrow_mut()));
+    drop(old);
+}
+
+/// Switches PDO sessions to silent mode for request shutdown (and back).
+pub fn set_shutting_down(on: bool) {
+    SHUTTING_DOWN.set(on);
+}

@@ -1,0 +1,94 @@
+//! The class entries this extension registers, remembered at module startup.
+//!
+//! Handlers need "our" classes (to instantiate an exception, to tell which constructor
+//! is running). Looking them up by name on every call would also find user classes
+//! that shadow an alias, so the entries the engine hands back at registration are
+//! kept here. They live as long as the process (classes of a persistent module).
+
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use ext_php_rs::args::ArgInfoTables;
+use ext_php_rs::zend::ClassEntry;
+
+/// Namespace of the original package, kept for drop-in compatibility.
+pub const NS: &str = "ItsMieger\\MySqlSharedLocks";
+
+/// Every class the extension registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    SharedLock,
+    Handle,
+    SharedLockException,
+    Acquire,
+    Timeout,
+    Release,
+    RemainingTtl,
+    TableRepair,
+}
+
+impl Class {
+    pub const ALL: [Class; 8] = [
+        Class::SharedLock,
+        Class::Handle,
+        Class::SharedLockException,
+        Class::Acquire,
+        Class::Timeout,
+        Class::Release,
+        Class::RemainingTtl,
+        Class::TableRepair,
+    ];
+
+    /// The fully qualified PHP class name.
+    pub fn name(self) -> String {
+        let short = match self {
+            Class::SharedLock => "SharedLock",
+            Class::Handle => "SharedLockHandle",
+            Class::SharedLockException => "Exception\\SharedLockException",
+            Class::Acquire => "Exception\\SharedLockAcquireException",
+            Class::Timeout => "Exception\\SharedLockTimeoutException",
+            Class::Release => "Exception\\SharedLockReleaseException",
+            Class::RemainingTtl => "Exception\\SharedLockRemainingTTLException",
+            Class::TableRepair => "Exception\\TableRepairException",
+        };
+        format!("{NS}\\{short}")
+    }
+
+    /// The registered class entry; `None` only if module startup failed to register it.
+    pub fn entry(self) -> Option<&'static ClassEntry> {
+        let ptr = SLOTS[self as usize].load(Ordering::Acquire);
+        // SAFETY: the pointer is either null or a class entry the engine registered
+        // persistently at module startup; it stays valid until the process exits.
+        unsafe { ptr.cast_const().as_ref() }
+    }
+
+    /// Which of our classes `ce` is exactly (not a subclass).
+    pub fn of(ce: &ClassEntry) -> Option<Class> {
+        Class::ALL.into_iter().find(|c| c.entry().is_some_and(|e| std::ptr::eq(e, ce)))
+    }
+
+    /// The registration callback `ClassBuilder::registration` wants for this class: a
+    /// plain `fn`, hence one monomorphised function per slot.
+    pub fn registration(self) -> fn(&'static mut ClassEntry, ArgInfoTables) {
+        match self {
+            Class::SharedLock => store::<0>,
+            Class::Handle => store::<1>,
+            Class::SharedLockException => store::<2>,
+            Class::Acquire => store::<3>,
+            Class::Timeout => store::<4>,
+            Class::Release => store::<5>,
+            Class::RemainingTtl => store::<6>,
+            Class::TableRepair => store::<7>,
+        }
+    }
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: AtomicPtr<ClassEntry> = AtomicPtr::new(std::ptr::null_mut());
+static SLOTS: [AtomicPtr<ClassEntry>; Class::ALL.len()] = [EMPTY; Class::ALL.len()];
+
+fn store<const SLOT: usize>(ce: &'static mut ClassEntry, arg_info: ArgInfoTables) {
+    SLOTS[SLOT].store(ce, Ordering::Release);
+    // The engine may point its function entries at these tables for the life of the
+    // process (it copies them only for typed arguments), so they must never be freed.
+    std::mem::forget(arg_info);
+}
