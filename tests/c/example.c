@@ -1,5 +1,5 @@
 /*
- * Runs a job on one node only: the example of docs/c-api.md, compiled and run by the
+ * Runs a job on one node only: the example of README.md's C section, compiled and run by the
  * test suite (linked statically there).
  *
  *   cc -I include example.c -L target/release -lmysqllock -Wl,-rpath,$PWD/target/release

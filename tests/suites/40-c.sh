@@ -71,10 +71,10 @@ else
   fail "include/mysqllock.h does not compile: $(cat "$work/header.err")"
 fi
 # The documentation shows the example that runs here, not a copy that could rot.
-if awk '/^```c$/ {on = 1; next} /^```$/ && on {exit} on' docs/c-api.md | cmp -s - tests/c/example.c; then
-  pass "docs/c-api.md shows tests/c/example.c verbatim"
+if awk '/^```c$/ {on = 1; next} /^```$/ && on {exit} on' README.md | cmp -s - tests/c/example.c; then
+  pass "README.md shows tests/c/example.c verbatim"
 else
-  fail "docs/c-api.md's example differs from tests/c/example.c"
+  fail "README.md's example differs from tests/c/example.c"
 fi
 build test_api "${shared[@]}"
 build lockctl "${shared[@]}"
