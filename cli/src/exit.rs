@@ -4,7 +4,6 @@
 //! ("someone else ran it", "the database is down") never collide with the small codes
 //! a guarded command usually returns itself.
 
-use std::error::Error as _;
 use std::process::ExitStatus;
 
 use mysqllock_core::Error;
@@ -55,22 +54,10 @@ pub fn for_child(status: ExitStatus) -> u8 {
     }
 }
 
-/// The error and its `source()` chain joined by ": ", on one line (for cron mail and
-/// syslog). A source whose text the message already quotes (the core embeds the
-/// server's message) is not repeated.
+/// The error and its `source()` chain on one line (for cron mail and syslog).
 pub fn describe(e: &Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
     // The missing-table hint carries a multi-line CREATE TABLE; it reads fine flattened.
-    text.lines().map(str::trim).collect::<Vec<_>>().join(" ")
+    e.chain().lines().map(str::trim).collect::<Vec<_>>().join(" ")
 }
 
 /// Prints `e` as one `mysqllock: ...` line on stderr and returns its exit code.

@@ -178,6 +178,23 @@ impl Error {
         matches!(self, Error::MissingTable { .. } | Error::AccessDenied { .. })
     }
 
+    /// The message followed by those parts of its `source()` chain it does not already
+    /// quote, joined by ": ": one line that keeps the server's own words, for every
+    /// boundary (PHP previous exception, C last error, CLI stderr).
+    pub fn chain(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(s) = source {
+            let part = s.to_string();
+            if !text.contains(&part) {
+                text.push_str(": ");
+                text.push_str(&part);
+            }
+            source = s.source();
+        }
+        text
+    }
+
     /// The lock name this error is about, if any.
     pub fn lock_name(&self) -> Option<&str> {
         match self {
@@ -214,3 +231,17 @@ pub(crate) fn classify(e: SessionError, name: Option<&str>, table: &crate::Table
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chain_keeps_the_servers_words_once() {
+        let source = SessionError::server(1205, "Lock wait timeout exceeded");
+        let quoted = Error::Database { name: Some("n".into()), source: source.clone() };
+        assert_eq!(quoted.chain(), "database error on lock \"n\": Lock wait timeout exceeded (mysql error 1205)");
+        let hidden = Error::TakeoverDenied { name: "n".into(), holder: 7, source };
+        assert_eq!(hidden.chain().matches("Lock wait timeout exceeded").count(), 1);
+    }
+}

@@ -52,27 +52,10 @@ pub(crate) fn call(body: impl FnOnce() -> Result<()>) -> mysqllock_status {
             mysqllock_status::OK
         }
         Err(e) => {
-            set_last_error(describe(&e));
+            set_last_error(e.chain());
             mysqllock_status::from(&e)
         }
     })
-}
-
-/// The error's message followed by its `source()` chain, joined by ": ", so the
-/// server's own words reach the caller. The core's messages usually quote their source
-/// already; a source whose text is already there is not repeated.
-fn describe(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
 }
 
 fn invalid(what: &'static str, reason: &str) -> Error {
@@ -194,28 +177,5 @@ mod tests {
         assert_eq!(buf[..3], [b'a' as c_char, b'b' as c_char, 0]);
         // SAFETY: NULL buffer with len 0 is the documented size query.
         assert_eq!(unsafe { mysqllock_last_error(std::ptr::null_mut(), 0, std::ptr::null_mut()) }, 7);
-    }
-
-    #[test]
-    fn the_source_chain_is_joined_without_repeating_itself() {
-        #[derive(Debug)]
-        struct Outer(std::io::Error, bool);
-        impl std::fmt::Display for Outer {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                if self.1 {
-                    write!(f, "outer: {}", self.0)
-                } else {
-                    f.write_str("outer")
-                }
-            }
-        }
-        impl std::error::Error for Outer {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&self.0)
-            }
-        }
-        let inner = || std::io::Error::other("server says no");
-        assert_eq!(describe(&Outer(inner(), false)), "outer: server says no");
-        assert_eq!(describe(&Outer(inner(), true)), "outer: server says no");
     }
 }

@@ -59,7 +59,7 @@ pub enum Op<'a> {
 /// user's `PDOException` when the cause is one, else a `RuntimeException` with the
 /// core's message and its `source()` chain (the server's text, hints, never a password).
 pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
-    let detail = chain(error);
+    let detail = error.chain();
     let previous = || pdo_session::take_cause(error).or_else(|| spl("RuntimeException", &detail, None));
     let built = match op {
         Op::Acquire { name, timeout } => match error {
@@ -102,22 +102,6 @@ pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
         // Only if our classes failed to register: still report the error.
         None => PhpException::from_message(detail),
     }
-}
-
-/// The core error's message followed by those parts of its `source()` chain it does
-/// not already contain, joined by ": ".
-pub fn chain(error: &Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = s.source();
-    }
-    message
 }
 
 /// The session error inside a core error, if the database reported one.
