@@ -242,7 +242,7 @@ fn bad_input_is_refused_and_changes_nothing() {
 }
 
 #[test]
-fn latin1_names_round_trip_and_map_to_one_row_each() {
+fn latin1_name_is_stored_exactly() {
     let base = unique("Größe-€");
     let mut a = locker();
     a.acquire(&base, 0.0, 30.0).unwrap();

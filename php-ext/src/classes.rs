@@ -7,9 +7,9 @@
 //! subclasses written for the original keep compiling. Values are checked here.
 
 use ext_php_rs::args::Arg;
-use ext_php_rs::builders::{ClassBuilder, ClassProperty, FunctionBuilder};
+use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
 use ext_php_rs::exception::{PhpException, PhpResult};
-use ext_php_rs::flags::{ConstantFlags, DataType, MethodFlags, PropertyFlags};
+use ext_php_rs::flags::{ConstantFlags, DataType, MethodFlags};
 use ext_php_rs::types::{ZendHashTable, Zval};
 use ext_php_rs::zend::{ClassEntry, ExecuteData};
 use mysqllock_core::{Error, QuoteStyle, Table};
@@ -77,16 +77,7 @@ pub fn register() -> ext_php_rs::error::Result<()> {
 
     let public = MethodFlags::Public;
     ClassBuilder::new(Class::Handle.name())
-        .property(ClassProperty {
-            name: "lockName".to_owned(),
-            flags: PropertyFlags::Protected,
-            default: None,
-            docs: &[],
-            ty: None,
-            nullable: false,
-            readonly: false,
-            default_stub: None,
-        })
+        .property(exceptions::protected_property("lockName"))
         .method(FunctionBuilder::new("__construct", handle_construct).arg(arg("lockName")), public)
         .method(FunctionBuilder::new("release", handle_release), public)
         .method(

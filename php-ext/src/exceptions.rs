@@ -184,16 +184,7 @@ pub fn register() -> ext_php_rs::error::Result<()> {
     for (class, parent) in classes {
         let mut builder = ClassBuilder::new(class.name()).extends(parent);
         if let Some(property) = own_property(class) {
-            builder = builder.property(ClassProperty {
-                name: property.to_owned(),
-                flags: PropertyFlags::Protected,
-                default: None,
-                docs: &[],
-                ty: None,
-                nullable: false,
-                readonly: false,
-                default_stub: None,
-            });
+            builder = builder.property(protected_property(property));
         }
         for method in methods(class) {
             builder = builder.method(method, MethodFlags::Public);
@@ -362,4 +353,19 @@ fn get_timeout_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 
 fn get_ttl_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     getter(ex, Class::RemainingTtl, "ttl")
+}
+
+/// An untyped protected property without default, as the original classes declare
+/// theirs (`$lockName`, `$timeout`, `$ttl`).
+pub(crate) fn protected_property(name: &str) -> ClassProperty {
+    ClassProperty {
+        name: name.to_owned(),
+        flags: PropertyFlags::Protected,
+        default: None,
+        docs: &[],
+        ty: None,
+        nullable: false,
+        readonly: false,
+        default_stub: None,
+    }
 }
