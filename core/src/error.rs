@@ -54,6 +54,9 @@ pub enum Loss {
     SessionLost,
     /// The GET_LOCK half of the lock was released behind this session's back.
     GetLockGone,
+    /// Its keep-alive could not renew it: the lease ran out unrenewed, or was no longer
+    /// this session's when the keep-alive tried.
+    RenewalFailed,
 }
 
 impl fmt::Display for Loss {
@@ -63,6 +66,7 @@ impl fmt::Display for Loss {
             Loss::RowGone => "its row was taken over or deleted (TTL passed?)",
             Loss::SessionLost => "the database session holding it was lost",
             Loss::GetLockGone => "its GET_LOCK is no longer held by this session",
+            Loss::RenewalFailed => "its keep-alive could not renew it (the lease ran out or was taken over)",
         })
     }
 }

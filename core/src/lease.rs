@@ -116,17 +116,21 @@ struct Attempt<'d, 'a, S: Session + ?Sized> {
     /// We own a row with `lock_acquired = 0`.
     claimed_row: bool,
     reclaimed: Vec<Reclaimed>,
+    /// The insert id of our last successful claim: the fencing token on an upgraded table.
+    token: u64,
 }
 
 /// Acquires `name` for `ttl` whole seconds, waiting until `timeout` has passed.
 /// `held_here` tells whether this session already holds a spelling (exactly as stored).
+/// Returns the fencing token on an upgraded table (the insert id of the INSERT that
+/// claimed the row), `None` on the original one.
 pub(crate) fn acquire<S: Session + ?Sized>(
     db: &mut Db<'_, S>,
     name: &str,
     timeout: Duration,
     ttl: i64,
     held_here: &dyn Fn(&str) -> bool,
-) -> Result<()> {
+) -> Result<Option<u64>> {
     let me = db.session.connection_id();
     let mut attempt = Attempt {
         db,
@@ -139,11 +143,13 @@ pub(crate) fn acquire<S: Session + ?Sized>(
         get_lock_unknown: false,
         claimed_row: false,
         reclaimed: Vec::new(),
+        token: 0,
     };
     match attempt.run(held_here) {
         Ok(()) => {
             attempt.kill_stale_spellings()?;
-            Ok(())
+            let upgraded = attempt.db.sql.upgraded;
+            Ok(Some(attempt.token).filter(|_| upgraded))
         }
         Err(e) => {
             attempt.undo();
@@ -182,7 +188,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 self.pause(&mut poll, f64::INFINITY);
                 continue;
             };
-            if row.connection_id == Some(self.me) && row.holder == Some(self.me) {
+            if row.connection_id == Some(self.me) && row.holder == Some(self.me) && row.acquired {
                 if row.name == self.name && !held_here(&row.name) {
                     // Our id on a row we never created: an earlier server life reused ids.
                     self.reclaim_reused_id(&row)?;
@@ -268,22 +274,38 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     fn claim(&mut self) -> Result<bool> {
         let sql = self.db.sql;
         let (name, ttl) = (Value::from(self.name), Value::Int(self.ttl));
+        // Who claims, on an upgraded table: for introspection only.
+        let recorded = || -> Vec<Value> {
+            if sql.upgraded {
+                vec![holder_host().into(), u64::from(std::process::id()).into()]
+            } else {
+                Vec::new()
+            }
+        };
         if self.holding_get_lock {
-            return match self.db.session.execute(&sql.claim_holding, &[name, ttl]) {
-                Ok(_) => Ok(true),
+            let params = [vec![name, ttl], recorded()].concat();
+            return match self.db.session.execute(&sql.claim_holding, &params) {
+                Ok(out) => {
+                    self.token = out.last_insert_id;
+                    Ok(true)
+                }
                 Err(SessionError { code: Some(1062), .. }) => Ok(false),
                 Err(e) => Err(classify(e, Some(self.name), self.db.table)),
             };
         }
-        match self.db.session.execute(&sql.claim_trying, &[name.clone(), ttl.clone(), name.clone()]) {
-            Ok(_) => {
+        let params = [vec![name.clone(), ttl.clone(), name.clone()], recorded()].concat();
+        match self.db.session.execute(&sql.claim_trying, &params) {
+            Ok(out) => {
+                self.token = out.last_insert_id;
                 self.holding_get_lock = true;
                 Ok(true)
             }
             // GET_LOCK was busy and the row is free: claim the row alone.
             Err(SessionError { code: Some(1048), .. }) => {
-                match self.db.session.execute(&sql.claim_pending, &[name, ttl]) {
-                    Ok(_) => {
+                let params = [vec![name, ttl], recorded()].concat();
+                match self.db.session.execute(&sql.claim_pending, &params) {
+                    Ok(out) => {
+                        self.token = out.last_insert_id;
                         self.claimed_row = true;
                         Ok(false)
                     }
@@ -495,6 +517,18 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             let _ = self.db.run(self.name, &sql.release_if_mine, &[self.name.into(), self.name.into()]);
         }
     }
+}
+
+/// This machine's host name, recorded with each claim on an upgraded table (empty when
+/// the system will not tell).
+fn holder_host() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_default()
+    })
 }
 
 /// What the re-check before a KILL found.

@@ -24,6 +24,7 @@
 
 mod config;
 mod error;
+mod keepalive;
 mod lease;
 pub mod limits;
 mod locker;
@@ -34,7 +35,7 @@ mod sql;
 
 pub use config::{Config, QuoteStyle, Table, DEFAULT_TABLE};
 pub use error::{Error, Loss, Result, SessionError};
-pub use locker::{Connector, Lease, LockStatus, Locker};
+pub use locker::{AcquireOptions, Connector, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD};
 pub use native::MysqlSession;
 pub use session::{Outcome, Session, Value};
 

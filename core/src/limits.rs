@@ -25,9 +25,14 @@ pub fn duration(what: &'static str, secs: f64) -> Result<Duration> {
 /// A TTL: positive and finite. The table stores whole seconds, so a fraction rounds up
 /// (a lease never ends earlier than asked).
 pub fn ttl_seconds(secs: f64) -> Result<i64> {
-    let d = duration("ttl", secs)?;
+    whole_seconds("ttl", secs)
+}
+
+/// A positive, finite span stored in whole seconds, rounded up.
+pub fn whole_seconds(what: &'static str, secs: f64) -> Result<i64> {
+    let d = duration(what, secs)?;
     if d.is_zero() {
-        return Err(Error::invalid("ttl", "0 would expire the lock at once; it must be positive"));
+        return Err(Error::invalid(what, "0 would expire the lock at once; it must be positive"));
     }
     Ok(secs.ceil() as i64)
 }

@@ -1,12 +1,13 @@
 //! `Locker`: the locks of one database session, and the bookkeeping around them.
 
-use crate::config::Table;
+use crate::config::{Config, Table};
 use crate::error::{classify, Error, Loss, Result};
+use crate::keepalive::{self, KeepAlive};
 use crate::lease::{self, Db};
 use crate::limits;
 use crate::name::{self, Charset};
 use crate::session::{Session, Value};
-use crate::sql::Sql;
+use crate::sql::{Sql, UPGRADE_COLUMNS};
 use std::collections::{HashMap, HashSet};
 
 /// Produces the session a [`Locker`] runs on, when it first needs one and again after
@@ -14,6 +15,33 @@ use std::collections::{HashMap, HashSet};
 pub trait Connector {
     type Session: Session;
     fn connect(&mut self) -> Result<Self::Session>;
+
+    /// Where a keep-alive thread opens its own connection to the same server and table.
+    /// `None` when sessions come from elsewhere (an application's PDO): keep-alive is
+    /// then refused.
+    fn keep_alive_config(&self) -> Option<Config> {
+        None
+    }
+}
+
+/// How long a keep-alive renews a lease when the caller sets no maximum: an hour, so a
+/// process stuck in an endless loop does not hold a lock forever.
+pub const DEFAULT_MAX_HOLD: f64 = 3600.0;
+
+/// Extras for [`Locker::acquire_with`]; the default is a plain lease.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AcquireOptions {
+    /// Renew the lease from a background thread with its own connection, every third
+    /// of the TTL, for as long as it is held, up to `max_hold`. If a renewal fails the
+    /// lease counts as lost, and the next renew/assert/release reports it.
+    pub keep_alive: bool,
+    /// Seconds after acquisition when keep-alive stops renewing (default
+    /// [`DEFAULT_MAX_HOLD`]); the lease then ends by its TTL, never later than this.
+    pub max_hold: Option<f64>,
+    /// Seconds from acquisition the lock stays taken even if released sooner ("lock at
+    /// least for"), so a node whose cron fires a little later does not run the same job
+    /// again. 0 = released at once. Rounded up to whole seconds, on the database clock.
+    pub at_least: f64,
 }
 
 /// A successful TTL-lease acquisition.
@@ -24,6 +52,25 @@ pub struct Lease {
     pub ttl: i64,
     /// `CONNECTION_ID()` of the session holding it.
     pub connection_id: u64,
+    /// The fencing token: greater than every token issued for this table before, also
+    /// across server restarts. `None` on a table without the `token` column (run
+    /// `mysqllock init --upgrade`).
+    pub token: Option<u64>,
+}
+
+/// A lease this locker holds, and what its release must do.
+struct Held {
+    token: Option<u64>,
+    /// Whole seconds from acquisition the row must outlive a release (0: none).
+    at_least: i64,
+    keep_alive: Option<KeepAlive>,
+}
+
+/// What the table looks like, looked up once per locker.
+#[derive(Debug, Clone)]
+struct Schema {
+    charset: Charset,
+    upgraded: bool,
 }
 
 /// One row of the table, for `status` and introspection.
@@ -43,6 +90,26 @@ pub struct LockStatus {
     pub acquired: bool,
     /// The holder's session still holds the GET_LOCK of the name it stored.
     pub holder_alive: bool,
+    /// The fencing token of the acquisition (upgraded tables).
+    pub token: Option<u64>,
+    /// The host name of the machine that acquired it, where recorded (upgraded tables,
+    /// mysqllock holders; the original package records none).
+    pub hostname: Option<String>,
+    /// The process id of the holder, where recorded (as `hostname`).
+    pub pid: Option<u64>,
+}
+
+impl LockStatus {
+    /// When the lock was acquired (`created`, Unix seconds, database clock). Renewals
+    /// extend the TTL and keep this.
+    pub fn acquired_at(&self) -> i64 {
+        self.created
+    }
+
+    /// When the lease ends unless renewed (Unix seconds, database clock).
+    pub fn expires_at(&self) -> i64 {
+        self.created.saturating_add(self.ttl)
+    }
 }
 
 /// The locks of one MySQL session: TTL leases on the table and plain session locks.
@@ -55,9 +122,9 @@ pub struct Locker<C: Connector> {
     session: Option<C::Session>,
     table: Table,
     sql: Sql,
-    /// The `name` column's character set, looked up once.
-    charset: Option<Charset>,
-    leases: HashSet<String>,
+    /// The table's shape, looked up once.
+    schema: Option<Schema>,
+    leases: HashMap<String, Held>,
     session_locks: HashSet<String>,
     /// Locks that were held when the session was lost: their release/assert reports why.
     lost: HashMap<String, Loss>,
@@ -69,10 +136,10 @@ impl<C: Connector> Locker<C> {
         Locker {
             connector,
             session: None,
-            sql: Sql::new(&table),
+            sql: Sql::new(&table, false),
             table,
-            charset: None,
-            leases: HashSet::new(),
+            schema: None,
+            leases: HashMap::new(),
             session_locks: HashSet::new(),
             lost: HashMap::new(),
         }
@@ -91,9 +158,9 @@ impl<C: Connector> Locker<C> {
         if !self.leases.is_empty() {
             return Err(Error::invalid("table", "cannot change the table while leases on it are held"));
         }
-        self.sql = Sql::new(&table);
+        self.sql = Sql::new(&table, false);
         self.table = table;
-        self.charset = None;
+        self.schema = None;
         Ok(())
     }
 
@@ -124,11 +191,21 @@ impl<C: Connector> Locker<C> {
 
     /// Names held as leases or session locks, as this process sees them.
     pub fn held(&self) -> impl Iterator<Item = &str> {
-        self.leases.iter().chain(self.session_locks.iter()).map(String::as_str)
+        self.leases.keys().chain(self.session_locks.iter()).map(String::as_str)
     }
 
     pub fn holds(&self, name: &str) -> bool {
-        self.leases.contains(name) || self.session_locks.contains(name)
+        self.leases.contains_key(name) || self.session_locks.contains(name)
+    }
+
+    /// The fencing token of a lease this locker holds; `Ok(None)` on a table without
+    /// the `token` column. Answered locally: check it where it matters, in the write the
+    /// lock protects (`UPDATE ... SET fence = :token WHERE fence < :token`).
+    pub fn token(&mut self, name: &str) -> Result<Option<u64>> {
+        match self.leases.get(name) {
+            Some(held) => Ok(held.token),
+            None => Err(self.not_held(name)),
+        }
     }
 
     /// Closes the session: every lock on it is lost (the server releases GET_LOCKs, and
@@ -141,6 +218,12 @@ impl<C: Connector> Locker<C> {
     /// Gives up the session without closing it: for a forked child, whose inherited
     /// connection belongs to the parent (closing it would lose the parent's locks).
     pub fn abandon(&mut self) {
+        // The keep-alive threads were not forked along; their state may be mid-use.
+        for held in self.leases.values_mut() {
+            if let Some(k) = held.keep_alive.take() {
+                k.abandon();
+            }
+        }
         self.forget_locks(Loss::SessionLost);
         if let Some(s) = self.session.take() {
             std::mem::forget(s);
@@ -148,14 +231,20 @@ impl<C: Connector> Locker<C> {
     }
 
     fn forget_locks(&mut self, loss: Loss) {
-        for n in self.leases.drain().chain(self.session_locks.drain()) {
+        for (n, held) in self.leases.drain() {
+            if let Some(k) = held.keep_alive {
+                k.stop();
+            }
+            self.lost.insert(n, loss);
+        }
+        for n in self.session_locks.drain() {
             self.lost.insert(n, loss);
         }
     }
 
     /// Runs `f` on a `Db` (and the names held as leases), dropping the session if it
     /// turned out to be lost.
-    fn with_db<T>(&mut self, f: impl FnOnce(&mut Db<'_, C::Session>, &HashSet<String>) -> Result<T>) -> Result<T> {
+    fn with_db<T>(&mut self, f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>) -> Result<T> {
         let Locker { session, connector, sql, table, leases, .. } = self;
         let session = match session {
             Some(session) => session,
@@ -170,17 +259,7 @@ impl<C: Connector> Locker<C> {
 
     fn check_name(&mut self, name: &str) -> Result<()> {
         name::validate_shape(name)?;
-        if self.charset.is_none() {
-            let Some(cs) = self.column_charset(name)? else {
-                let missing = crate::SessionError::server(
-                    1146,
-                    format!("table '{}' doesn't exist or is not visible to this user", self.table.display_name()),
-                );
-                return Err(classify(missing, Some(name), &self.table));
-            };
-            self.charset = Some(Charset::from_mysql_name(&cs));
-        }
-        let charset = self.charset.clone().unwrap_or(Charset::Latin1);
+        let charset = self.schema(name)?.charset;
         if !name::validate_for(name, &charset)? {
             // An unusual character set: let the server round-trip the name.
             let sql = format!(
@@ -195,15 +274,34 @@ impl<C: Connector> Locker<C> {
         Ok(())
     }
 
-    /// The character set of the table's `name` column; `None` if the table is missing.
-    fn column_charset(&mut self, name: &str) -> Result<Option<String>> {
-        let lookup = self.sql.column_charset.clone();
-        let mut params: Vec<Value> = Vec::new();
-        if let Some(schema) = self.table.schema() {
-            params.push(schema.into());
+    /// The table's shape, looked up on first use (and the statements built for it).
+    /// A missing table is an error naming `mysqllock init`.
+    fn schema(&mut self, name: &str) -> Result<Schema> {
+        if let Some(schema) = &self.schema {
+            return Ok(schema.clone());
         }
-        params.push(self.table.name().into());
-        Ok(self.with_db(|db, _| db.run(name, &lookup, &params))?.first(0).as_text())
+        let Some(schema) = self.look_up_schema(name)? else {
+            let missing = crate::SessionError::server(
+                1146,
+                format!("table '{}' doesn't exist or is not visible to this user", self.table.display_name()),
+            );
+            return Err(classify(missing, Some(name), &self.table));
+        };
+        Ok(schema)
+    }
+
+    /// Reads the table's shape from information_schema; `None` if the table is missing.
+    /// An upgrade only counts when all its columns are there.
+    fn look_up_schema(&mut self, name: &str) -> Result<Option<Schema>> {
+        let Some((charset, upgrade_columns)) = self.read_columns(name)? else {
+            return Ok(None);
+        };
+        let charset = charset.map_or(Charset::Latin1, |cs| Charset::from_mysql_name(&cs));
+        let upgraded = upgrade_columns == UPGRADE_COLUMNS.len() as i64;
+        let schema = Schema { charset, upgraded };
+        self.sql = Sql::new(&self.table, upgraded);
+        self.schema = Some(schema.clone());
+        Ok(Some(schema))
     }
 
     /// Acquires the TTL lease `name`, waiting up to `timeout` seconds (0 = one try,
@@ -213,22 +311,71 @@ impl<C: Connector> Locker<C> {
     /// Fails with [`Error::Timeout`] if it stays held, and at once with
     /// [`Error::AlreadyHeld`] if this session holds it already.
     pub fn acquire(&mut self, name: &str, timeout: f64, ttl: f64) -> Result<Lease> {
+        self.acquire_with(name, timeout, ttl, &AcquireOptions::default())
+    }
+
+    /// [`acquire`](Self::acquire) with keep-alive and "at least" (see [`AcquireOptions`]).
+    /// Bad options are refused before anything is locked.
+    pub fn acquire_with(&mut self, name: &str, timeout: f64, ttl: f64, options: &AcquireOptions) -> Result<Lease> {
         let timeout = limits::duration("timeout", timeout)?;
         let ttl = limits::ttl_seconds(ttl)?;
+        let at_least = limits::duration("at_least", options.at_least)?.as_secs_f64().ceil() as i64;
+        let keep_alive = match (options.keep_alive, options.max_hold) {
+            (false, Some(_)) => return Err(Error::invalid("max_hold", "only applies with keep_alive")),
+            (false, None) => None,
+            (true, max_hold) => {
+                let max_hold = limits::whole_seconds("max_hold", max_hold.unwrap_or(DEFAULT_MAX_HOLD))?;
+                let Some(config) = self.connector.keep_alive_config() else {
+                    return Err(Error::invalid(
+                        "keep_alive",
+                        "needs the library's own connection (a DSN), not an application's session",
+                    ));
+                };
+                Some((config, max_hold))
+            }
+        };
         self.check_name(name)?;
         if self.holds(name) {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: name.to_owned() });
         }
-        self.with_db(|db, leases| lease::acquire(db, name, timeout, ttl, &|n| leases.contains(n)))?;
+        let token = self.with_db(|db, leases| lease::acquire(db, name, timeout, ttl, &|n| leases.contains_key(n)))?;
         self.lost.remove(name);
-        self.leases.insert(name.to_owned());
         let connection_id = self.connection_id()?;
-        Ok(Lease { name: name.to_owned(), ttl, connection_id })
+        let keep_alive = match keep_alive {
+            None => None,
+            Some((config, max_hold)) => {
+                let plan = keepalive::Plan {
+                    config,
+                    sql: self.sql.clone(),
+                    name: name.to_owned(),
+                    owner: connection_id,
+                    ttl,
+                    max_hold,
+                };
+                match KeepAlive::start(plan) {
+                    Ok(k) => Some(k),
+                    Err(e) => {
+                        // Nobody would renew it: do not hand out a lease the caller
+                        // believes is kept alive.
+                        self.leases.insert(name.to_owned(), Held { token, at_least: 0, keep_alive: None });
+                        let _ = self.release(name);
+                        return Err(Error::invalid("keep_alive", format!("cannot start its thread: {e}")));
+                    }
+                }
+            }
+        };
+        self.leases.insert(name.to_owned(), Held { token, at_least, keep_alive });
+        Ok(Lease { name: name.to_owned(), ttl, connection_id, token })
     }
 
     /// One try: `Ok(None)` when another session holds the lock.
     pub fn try_acquire(&mut self, name: &str, ttl: f64) -> Result<Option<Lease>> {
-        match self.acquire(name, 0.0, ttl) {
+        self.try_acquire_with(name, ttl, &AcquireOptions::default())
+    }
+
+    /// One try with options: `Ok(None)` when another session holds the lock.
+    pub fn try_acquire_with(&mut self, name: &str, ttl: f64, options: &AcquireOptions) -> Result<Option<Lease>> {
+        match self.acquire_with(name, 0.0, ttl, options) {
             Ok(lease) => Ok(Some(lease)),
             Err(Error::Timeout { .. }) => Ok(None),
             Err(e) => Err(e),
@@ -243,15 +390,30 @@ impl<C: Connector> Locker<C> {
     /// Releases a lease: deletes its row, then its GET_LOCK (so a woken waiter finds the
     /// row gone). Fails with [`Error::NotHeld`] when the lease was taken over or lost;
     /// the local bookkeeping forgets it either way.
+    ///
+    /// With "at least" ([`AcquireOptions::at_least`]) the row stays until that time,
+    /// marked as no longer holding the GET_LOCK; only the GET_LOCK is released now.
     pub fn release(&mut self, name: &str) -> Result<()> {
-        if !self.leases.contains(name) {
+        let Some(held) = self.leases.get_mut(name) else {
             return Err(self.not_held(name));
-        }
+        };
+        let renewal_failed = match held.keep_alive.take() {
+            Some(k) => {
+                let failure = k.failure();
+                k.stop();
+                failure.is_some()
+            }
+            None => false,
+        };
+        let at_least = held.at_least;
         let sql = self.sql.clone();
         let result = self.with_db(|db, _| {
-            // Row first, so a waiter woken by the GET_LOCK finds it gone. If the DELETE
-            // fails the lease is still whole (row and GET_LOCK): the caller may retry.
-            let deleted = db.run(name, &sql.delete_own, &[name.into()])?.affected_rows;
+            // Row first, so a waiter woken by the GET_LOCK finds it gone (or lingering).
+            // If this fails the lease is still whole (row and GET_LOCK): the caller may
+            // retry.
+            let lingers = at_least > 0
+                && db.run(name, &sql.linger, &[at_least.into(), name.into(), at_least.into()])?.affected_rows == 1;
+            let deleted = if lingers { 1 } else { db.run(name, &sql.delete_own, &[name.into()])?.affected_rows };
             Ok((deleted, db.release_get_lock(name)))
         });
         let (deleted, released) = match result {
@@ -264,6 +426,7 @@ impl<C: Connector> Locker<C> {
         };
         self.leases.remove(name);
         match (deleted, released) {
+            (1, Ok(_)) if renewal_failed => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RenewalFailed }),
             (1, Ok(_)) => Ok(()),
             (_, Err(Error::ConnectionLost { .. })) => Err(self.not_held(name)),
             (_, Err(e)) => Err(e),
@@ -274,9 +437,7 @@ impl<C: Connector> Locker<C> {
     /// Seconds of the lease left (database clock), counted safely: another session can
     /// take it over no earlier than this, and at most a second later.
     pub fn remaining_ttl(&mut self, name: &str) -> Result<f64> {
-        if !self.leases.contains(name) {
-            return Err(self.not_held(name));
-        }
+        self.check_renewals(name)?;
         let sql = self.sql.remaining.clone();
         let result = self.with_db(|db, _| db.run(name, &sql, &[name.into()]));
         let out = match result {
@@ -291,6 +452,36 @@ impl<C: Connector> Locker<C> {
             return Err(Error::NotHeld { name: name.to_owned(), loss: Loss::GetLockGone });
         }
         Ok(row.first().and_then(Value::as_f64).unwrap_or(0.0))
+    }
+
+    /// Extends the lease to `ttl` seconds from now (database clock), while this session
+    /// still owns its row and holds its GET_LOCK; never shortens it. Fails with
+    /// [`Error::NotHeld`] when the lease was lost (it is not re-acquired).
+    pub fn renew(&mut self, name: &str, ttl: f64) -> Result<()> {
+        let ttl = limits::ttl_seconds(ttl)?;
+        self.check_renewals(name)?;
+        let sql = self.sql.renew.clone();
+        let me = self.connection_id()?;
+        let no_cap = i64::from(i32::MAX);
+        let renewed = self.with_db(|db, _| db.run(name, &sql, &[ttl.into(), no_cap.into(), name.into(), me.into()]));
+        match renewed {
+            Ok(out) if out.affected_rows == 1 => Ok(()),
+            // Unchanged (already that long) or lost: the ownership check tells which.
+            Ok(_) => self.remaining_ttl(name).map(|_| ()),
+            Err(Error::ConnectionLost { .. }) => Err(self.not_held(name)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Fails when `name` is not held here, or when its keep-alive has given up on it.
+    fn check_renewals(&mut self, name: &str) -> Result<()> {
+        match self.leases.get(name) {
+            None => Err(self.not_held(name)),
+            Some(Held { keep_alive: Some(k), .. }) if k.failure().is_some() => {
+                Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RenewalFailed })
+            }
+            Some(_) => Ok(()),
+        }
     }
 
     /// Fails unless the lease is still held with at least `min_remaining` seconds left.
@@ -346,7 +537,7 @@ impl<C: Connector> Locker<C> {
     /// failures; a lock that was already lost is not one.
     pub fn release_all(&mut self) -> Vec<Error> {
         let mut errors = Vec::new();
-        let leases: Vec<String> = self.leases.iter().cloned().collect();
+        let leases: Vec<String> = self.leases.keys().cloned().collect();
         for n in leases {
             match self.release(&n) {
                 Ok(()) | Err(Error::NotHeld { .. }) => {}
@@ -366,6 +557,7 @@ impl<C: Connector> Locker<C> {
 
     /// The table's rows (all, or the one for `name`), for introspection.
     pub fn status(&mut self, name: Option<&str>) -> Result<Vec<LockStatus>> {
+        self.schema(name.unwrap_or(""))?;
         let (sql, params): (String, Vec<Value>) = match name {
             Some(n) => (self.sql.status_one.clone(), vec![n.into()]),
             None => (self.sql.status_all.clone(), vec![]),
@@ -386,19 +578,73 @@ impl<C: Connector> Locker<C> {
                     age: r[6].as_f64().unwrap_or(0.0),
                     holder_alive: r[7].as_u64() == Some(connection_id),
                     host: r[8].as_text(),
+                    token: r[9].as_u64(),
+                    hostname: r[10].as_text().filter(|h| !h.is_empty()),
+                    pid: r[11].as_u64(),
                 }
             })
             .collect())
     }
 
+    /// Who holds `name` now (any spelling the table folds together), from its row;
+    /// `None` when there is no row.
+    pub fn holder(&mut self, name: &str) -> Result<Option<LockStatus>> {
+        Ok(self.status(Some(name))?.into_iter().next())
+    }
+
     /// Creates the table with the original package's SQL if it does not exist.
     /// Returns whether it was created.
     pub fn init_table(&mut self) -> Result<bool> {
-        let exists = self.column_charset("")?.is_some();
+        let exists = self.look_up_schema("")?.is_some();
         if !exists {
             let create = self.sql.create.clone();
             self.with_db(|db, _| db.run("", &create, &[]))?;
+            self.schema = None;
         }
         Ok(!exists)
+    }
+
+    /// Creates the table if needed and adds the columns for fencing tokens and
+    /// introspection (`token`, `holder_host`, `holder_pid`) if they are missing.
+    /// Processes running the original package keep working on the upgraded table.
+    /// Returns whether anything changed.
+    pub fn upgrade_table(&mut self) -> Result<bool> {
+        let created = self.init_table()?;
+        self.schema = None;
+        if self.schema("")?.upgraded {
+            return Ok(created);
+        }
+        let present = self.read_columns("")?.map_or(0, |(_, n)| n);
+        if present > 0 {
+            return Err(Error::invalid(
+                "table",
+                format!(
+                    "{} has {present} of the columns {} but not all: fix it by hand",
+                    self.table.display_name(),
+                    UPGRADE_COLUMNS.join(", ")
+                ),
+            ));
+        }
+        let upgrade = self.sql.upgrade.clone();
+        self.with_db(|db, _| db.run("", &upgrade, &[]))?;
+        self.schema = None;
+        self.schema("")?;
+        Ok(true)
+    }
+
+    /// The `name` column's character set and how many of the upgrade's columns exist;
+    /// `None` when the table (or its `name` column) does not.
+    fn read_columns(&mut self, name: &str) -> Result<Option<(Option<String>, i64)>> {
+        let lookup = self.sql.schema.clone();
+        let mut params: Vec<Value> = Vec::new();
+        if let Some(schema) = self.table.schema() {
+            params.push(schema.into());
+        }
+        params.push(self.table.name().into());
+        let out = self.with_db(|db, _| db.run(name, &lookup, &params))?;
+        if out.first(1).as_i64().unwrap_or(0) == 0 {
+            return Ok(None);
+        }
+        Ok(Some((out.first(0).as_text(), out.first(2).as_i64().unwrap_or(0))))
     }
 }

@@ -21,6 +21,16 @@ pub struct MysqlSession {
 
 impl MysqlSession {
     pub fn connect(config: &Config) -> Result<Self> {
+        Self::open(config, None)
+    }
+
+    /// A session whose every read and write gives up after `timeout`: for helpers (the
+    /// keep-alive thread) that must never hang their owner on a stalled server.
+    pub fn connect_with_io_timeout(config: &Config, timeout: std::time::Duration) -> Result<Self> {
+        Self::open(config, Some(timeout))
+    }
+
+    fn open(config: &Config, io_timeout: Option<std::time::Duration>) -> Result<Self> {
         config.validate()?;
         let mut opts = OptsBuilder::new()
             .user(Some(config.user.clone()))
@@ -28,6 +38,8 @@ impl MysqlSession {
             .db_name(config.database.clone())
             .tcp_connect_timeout(Some(config.connect_timeout))
             .prefer_socket(false)
+            .read_timeout(io_timeout)
+            .write_timeout(io_timeout)
             .stmt_cache_size(64);
         opts = match &config.socket {
             Some(path) => opts.socket(Some(path.clone())),
@@ -77,6 +89,10 @@ impl Connector for Config {
     type Session = MysqlSession;
     fn connect(&mut self) -> Result<MysqlSession> {
         MysqlSession::connect(self)
+    }
+
+    fn keep_alive_config(&self) -> Option<Config> {
+        Some(self.clone())
     }
 }
 

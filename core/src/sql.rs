@@ -4,15 +4,27 @@
 
 use crate::config::Table;
 
+/// The columns `mysqllock init --upgrade` adds to the original table. Each has a default,
+/// so an INSERT that names the original five columns (the original package's) still works.
+/// `token` is the fencing token: MyISAM keeps one AUTO_INCREMENT counter per table that
+/// never hands out a value twice, also across restarts, when the column is the only one
+/// in its index.
+pub(crate) const UPGRADE_COLUMNS: [&str; 3] = ["token", "holder_host", "holder_pid"];
+
 /// The statements of the TTL-lease protocol for one table.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
+    /// The table has the upgrade's columns (see [`Sql::new`]).
+    pub upgraded: bool,
     /// Claim the row and take GET_LOCK in one round trip. When GET_LOCK is busy the value
     /// is NULL, which a single-row INSERT refuses (error 1048) in every `sql_mode`, so
     /// success means "row and GET_LOCK are ours" without reading anything back (and
     /// without touching the session's `LAST_INSERT_ID()`, which a shared PDO user owns).
     /// GET_LOCK is evaluated even when the INSERT then fails on the unique key, so after
     /// a duplicate the session may hold the GET_LOCK: `inspect` tells.
+    ///
+    /// On an upgraded table the INSERT also records the holder's host name and pid, and
+    /// the OK packet's insert id is the fencing token: no extra round trip.
     pub claim_trying: String,
     /// Claim the row without the GET_LOCK (`lock_acquired = 0`), when someone else holds it.
     pub claim_pending: String,
@@ -45,35 +57,53 @@ pub(crate) struct Sql {
     /// second, so the true end may be up to a second later, never earlier. Callers
     /// asserting a minimum get the safe side.
     pub remaining: String,
-    pub column_charset: String,
+    /// Extends a lease to `now + ttl` (never shortens it, never past `created + cap`),
+    /// only while the given session owns the row and holds its GET_LOCK. Keeps `created`
+    /// as the acquisition time, so a cap counts from there.
+    pub renew: String,
+    /// After a renewal that changed nothing: is the lease still the given session's?
+    pub owns: String,
+    /// Release for "at least" leases: the row stays until `created + at_least` but no
+    /// longer claims the GET_LOCK (`lock_acquired = 0`), so no acquirer reclaims it early
+    /// as a dead holder's. Only while the lease is ours and that time is still ahead.
+    pub linger: String,
+    /// The table's shape: the `name` column's character set, whether it exists, and how
+    /// many of the upgrade's columns are there.
+    pub schema: String,
+    /// Adds the upgrade's columns (one statement: all or nothing).
+    pub upgrade: String,
     pub status_all: String,
     pub status_one: String,
     pub create: String,
 }
 
 impl Sql {
-    pub fn new(table: &Table) -> Sql {
+    /// `upgraded`: the table has [`UPGRADE_COLUMNS`]; the claims then bind two more
+    /// parameters (host name, pid) and status reads them.
+    pub fn new(table: &Table, upgraded: bool) -> Sql {
         let t = table.sql_name();
         let schema = if table.schema().is_some() { "?" } else { "DATABASE()" };
+        let recorded = if upgraded { "l.token, l.holder_host, l.holder_pid" } else { "NULL, NULL, NULL" };
         let status = format!(
             "SELECT l.name, l.connection_id, l.created, l.ttl, l.lock_acquired, \
              l.created + l.ttl - UNIX_TIMESTAMP(NOW(6)), UNIX_TIMESTAMP(NOW(6)) - l.created, \
-             IS_USED_LOCK(l.name), p.HOST \
+             IS_USED_LOCK(l.name), p.HOST, {recorded} \
              FROM {t} AS l LEFT JOIN information_schema.PROCESSLIST AS p ON p.ID = l.connection_id"
         );
+        let (columns, holder) =
+            if upgraded { (", holder_host, holder_pid", ", ?, ?") } else { ("", "") };
+        let claim = |acquired: &str| {
+            format!(
+                "INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired{columns}) \
+                 VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), ?, {acquired}{holder})"
+            )
+        };
+        let names = UPGRADE_COLUMNS.map(|c| format!("'{c}'")).join(", ");
         Sql {
-            claim_trying: format!(
-                "INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired) \
-                 VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), ?, IF(GET_LOCK(?, 0) = 1, 1, NULL))"
-            ),
-            claim_pending: format!(
-                "INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired) \
-                 VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), ?, 0)"
-            ),
-            claim_holding: format!(
-                "INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired) \
-                 VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), ?, 1)"
-            ),
+            upgraded,
+            claim_trying: claim("IF(GET_LOCK(?, 0) = 1, 1, NULL)"),
+            claim_pending: claim("0"),
+            claim_holding: claim("1"),
             inspect: format!(
                 "SELECT IS_USED_LOCK(?) <=> CONNECTION_ID(), l.name, l.connection_id, l.lock_acquired, \
                  l.created, l.ttl, l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(l.name) \
@@ -107,9 +137,28 @@ impl Sql {
                 "SELECT l.created + l.ttl - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(l.name) <=> CONNECTION_ID() \
                  FROM {t} AS l WHERE l.name = ? AND l.connection_id = CONNECTION_ID()"
             ),
-            column_charset: format!(
-                "SELECT CHARACTER_SET_NAME FROM information_schema.COLUMNS \
-                 WHERE TABLE_SCHEMA = {schema} AND TABLE_NAME = ? AND COLUMN_NAME = 'name'"
+            renew: format!(
+                "UPDATE {t} SET ttl = GREATEST(ttl, LEAST(UNIX_TIMESTAMP() - created + ?, ?)) \
+                 WHERE name = ? AND connection_id = ? AND lock_acquired = 1 AND IS_USED_LOCK(name) <=> connection_id"
+            ),
+            owns: format!(
+                "SELECT COUNT(*) FROM {t} \
+                 WHERE name = ? AND connection_id = ? AND lock_acquired = 1 AND IS_USED_LOCK(name) <=> connection_id"
+            ),
+            linger: format!(
+                "UPDATE {t} SET lock_acquired = 0, ttl = ? \
+                 WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 1 \
+                 AND IS_USED_LOCK(name) <=> CONNECTION_ID() AND created + ? > UNIX_TIMESTAMP()"
+            ),
+            schema: format!(
+                "SELECT MAX(IF(COLUMN_NAME = 'name', CHARACTER_SET_NAME, NULL)), \
+                 COALESCE(SUM(COLUMN_NAME = 'name'), 0), COALESCE(SUM(COLUMN_NAME IN ({names})), 0) \
+                 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {schema} AND TABLE_NAME = ?"
+            ),
+            upgrade: format!(
+                "ALTER TABLE {t} ADD COLUMN token BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, \
+                 ADD COLUMN holder_host VARCHAR(255) NULL DEFAULT NULL, \
+                 ADD COLUMN holder_pid BIGINT UNSIGNED NULL DEFAULT NULL, ADD KEY token (token)"
             ),
             status_one: format!("{status} WHERE l.name = ?"),
             status_all: format!("{status} ORDER BY l.name"),

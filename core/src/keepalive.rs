@@ -1,0 +1,197 @@
+//! Automatic lease renewal from a background thread with its own connection.
+//!
+//! The holder may be busy (a PHP script cannot renew while it runs its job), so a thread
+//! renews on its behalf: the renewal names the holder's session id and succeeds only
+//! while that session owns the row and holds the GET_LOCK, so the thread can extend a
+//! lease but never create or resurrect one. It stops when told (release, request end,
+//! drop), when the maximum hold time is reached, or at the first failure, which it
+//! records for the holder to report.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::native::MysqlSession;
+use crate::session::Session;
+use crate::sql::Sql;
+
+/// Renew when this fraction of the TTL has passed since the last renewal: two chances
+/// to retry before the lease would run out.
+const RENEW_FRACTION: f64 = 1.0 / 3.0;
+/// A renewal statement (or connect) may take this long before the thread gives up on
+/// its connection and retries with a new one; bounded so release never waits long.
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long dropping the handle waits for the thread to finish; it never blocks exit.
+const JOIN_WAIT: Duration = Duration::from_secs(1);
+
+/// What the thread renews, and for how long.
+pub(crate) struct Plan {
+    pub config: Config,
+    pub sql: Sql,
+    pub name: String,
+    /// The holder's `CONNECTION_ID()`.
+    pub owner: u64,
+    pub ttl: i64,
+    /// Whole seconds from acquisition after which renewals stop (the lease then ends
+    /// at most `ttl` later, and never past acquisition + `max_hold`).
+    pub max_hold: i64,
+}
+
+#[derive(Default)]
+struct State {
+    stop: bool,
+    failure: Option<String>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The holder's side of a keep-alive thread. Dropping it stops the thread.
+pub(crate) struct KeepAlive {
+    shared: Arc<Shared>,
+    finished: mpsc::Receiver<()>,
+}
+
+impl KeepAlive {
+    pub fn start(plan: Plan) -> std::io::Result<KeepAlive> {
+        let shared = Arc::new(Shared { state: Mutex::new(State::default()), wake: Condvar::new() });
+        let (done, finished) = mpsc::channel();
+        let thread_shared = Arc::clone(&shared);
+        thread::Builder::new().name(format!("mysqllock-keepalive-{}", plan.name)).spawn(move || {
+            renew_until_stopped(&thread_shared, &plan);
+            let _ = done.send(());
+        })?;
+        Ok(KeepAlive { shared, finished })
+    }
+
+    /// Why renewing failed, if it did: the lease must be treated as lost.
+    pub fn failure(&self) -> Option<String> {
+        self.shared.lock().failure.clone()
+    }
+
+    /// Stops the thread. Once this returns no renewal is in flight or will start (the
+    /// flag is set under the lock a renewal holds), so a release that follows cannot
+    /// be undone by a late renewal. Waits briefly for the thread to end.
+    pub fn stop(self) {
+        self.shared.lock().stop = true;
+        self.shared.wake.notify_all();
+        let _ = self.finished.recv_timeout(JOIN_WAIT);
+    }
+
+    /// For a forked child: the thread does not exist here, and its lock may have been
+    /// held at the fork, so touch nothing.
+    pub fn abandon(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        self.shared.lock().stop = true;
+        self.shared.wake.notify_all();
+    }
+}
+
+fn renew_until_stopped(shared: &Shared, plan: &Plan) {
+    let started = Instant::now();
+    let ttl = Duration::from_secs(u64::try_from(plan.ttl).unwrap_or(1));
+    let interval = ttl.mul_f64(RENEW_FRACTION).max(Duration::from_millis(100));
+    let max_hold = Duration::from_secs(u64::try_from(plan.max_hold).unwrap_or(0));
+    // The lease is known to last until at least this instant (the last renewal's start
+    // plus the TTL); if that passes without a renewal, it may have been taken over.
+    let mut secured_until = started + ttl;
+    let mut session: Option<MysqlSession> = None;
+    let mut next = started + interval;
+    let mut last_error = String::new();
+    loop {
+        {
+            let mut state = shared.lock();
+            loop {
+                if state.stop {
+                    return;
+                }
+                let now = Instant::now();
+                if now >= next {
+                    break;
+                }
+                state = shared.wake.wait_timeout(state, next - now).unwrap_or_else(PoisonError::into_inner).0;
+            }
+        }
+        if started.elapsed() >= max_hold {
+            return; // the lease runs out on its own: the holder asked for no more
+        }
+        if Instant::now() >= secured_until {
+            let reason = format!("the lease ran out before it could be renewed ({last_error})");
+            shared.lock().failure = Some(reason);
+            return;
+        }
+        if session.is_none() {
+            match MysqlSession::connect_with_io_timeout(&plan.config, IO_TIMEOUT) {
+                Ok(s) => session = Some(s),
+                Err(e) => {
+                    last_error = e.chain();
+                    next = Instant::now() + interval.min(Duration::from_secs(1));
+                    continue;
+                }
+            }
+        }
+        let Some(s) = session.as_mut() else { continue };
+        let attempt = Instant::now();
+        match renew_once(shared, s, plan) {
+            Renewal::Renewed => {
+                secured_until = attempt + ttl;
+                next = attempt + interval;
+            }
+            Renewal::Stopped => return,
+            Renewal::Lost => {
+                let reason = "the lease was no longer this session's when the keep-alive renewed it".to_owned();
+                shared.lock().failure = Some(reason);
+                return;
+            }
+            Renewal::Failed(e) => {
+                last_error = e;
+                session = None;
+                next = Instant::now() + interval.min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+enum Renewal {
+    Renewed,
+    Stopped,
+    Lost,
+    Failed(String),
+}
+
+/// One renewal, run while holding the state lock so `stop` cannot slip in between.
+fn renew_once(shared: &Shared, session: &mut MysqlSession, plan: &Plan) -> Renewal {
+    let state = shared.lock();
+    if state.stop {
+        return Renewal::Stopped;
+    }
+    let params = [plan.ttl.into(), plan.max_hold.into(), plan.name.as_str().into(), plan.owner.into()];
+    let changed = match session.execute(&plan.sql.renew, &params) {
+        Ok(out) => out.affected_rows == 1,
+        Err(e) => return Renewal::Failed(e.to_string()),
+    };
+    if changed {
+        return Renewal::Renewed;
+    }
+    // Nothing changed: either the lease is already as long as allowed, or not ours.
+    match session.execute(&plan.sql.owns, &[plan.name.as_str().into(), plan.owner.into()]) {
+        Ok(out) if out.first(0).as_i64() == Some(1) => Renewal::Renewed,
+        Ok(_) => Renewal::Lost,
+        Err(e) => Renewal::Failed(e.to_string()),
+    }
+}
