@@ -244,7 +244,10 @@ impl<C: Connector> Locker<C> {
 
     /// Runs `f` on a `Db` (and the names held as leases), dropping the session if it
     /// turned out to be lost.
-    fn with_db<T>(&mut self, f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>) -> Result<T> {
+    fn with_db<T>(
+        &mut self,
+        f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>,
+    ) -> Result<T> {
         let Locker { session, connector, sql, table, leases, .. } = self;
         let session = match session {
             Some(session) => session,
@@ -626,10 +629,15 @@ impl<C: Connector> Locker<C> {
             ));
         }
         let upgrade = self.sql.upgrade.clone();
-        self.with_db(|db, _| db.run("", &upgrade, &[]))?;
+        let altered = self.with_db(|db, _| db.run("", &upgrade, &[]));
         self.schema = None;
-        self.schema("")?;
-        Ok(true)
+        let upgraded = self.schema("")?.upgraded;
+        match altered {
+            Ok(_) => Ok(true),
+            // Another process upgraded it at the same moment (duplicate column or key).
+            Err(Error::Database { source, .. }) if upgraded && matches!(source.code, Some(1060 | 1061)) => Ok(created),
+            Err(e) => Err(e),
+        }
     }
 
     /// The `name` column's character set and how many of the upgrade's columns exist;

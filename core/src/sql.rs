@@ -90,8 +90,7 @@ impl Sql {
              IS_USED_LOCK(l.name), p.HOST, {recorded} \
              FROM {t} AS l LEFT JOIN information_schema.PROCESSLIST AS p ON p.ID = l.connection_id"
         );
-        let (columns, holder) =
-            if upgraded { (", holder_host, holder_pid", ", ?, ?") } else { ("", "") };
+        let (columns, holder) = if upgraded { (", holder_host, holder_pid", ", ?, ?") } else { ("", "") };
         let claim = |acquired: &str| {
             format!(
                 "INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired{columns}) \

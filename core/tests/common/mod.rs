@@ -47,3 +47,18 @@ pub fn rows(name: &str) -> Vec<(String, u64, i64)> {
         .map(|r| (r[0].as_text().unwrap_or_default(), r[1].as_u64().unwrap_or(0), r[2].as_i64().unwrap_or(-1)))
         .collect()
 }
+
+/// The upgraded table the fencing tests share (the original `shared_locks` stays as the
+/// original package creates it).
+pub const FENCED_TABLE: &str = "shared_locks_fenced";
+
+pub fn fenced_config() -> Config {
+    Config::from_url(&format!("{}?table={FENCED_TABLE}", dsn())).expect("the fenced table's URL")
+}
+
+/// A locker on its own session over the upgraded table.
+pub fn fenced_locker() -> NativeLocker {
+    let mut l = NativeLocker::from_config(fenced_config());
+    l.upgrade_table().expect("upgrading the table");
+    l
+}
