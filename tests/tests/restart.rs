@@ -70,3 +70,30 @@ fn lock_held_across_a_server_restart_is_free_at_once_and_its_holder_learns_the_l
     let again = a.ask(&format!("acquire {name} 0.3 60"));
     assert!(again.starts_with("err timeout"), "{again}");
 }
+
+#[test]
+fn tokens_keep_growing_across_a_restart_and_a_server_crash() {
+    let server = OwnServer::start();
+    let config = mysqllock_core::Config::from_url(&server.dsn).unwrap();
+    mysqllock_core::NativeLocker::from_config(config.clone()).upgrade_table().unwrap();
+    let name = unique("token-restart");
+    // Released rows are deleted: only the table's counter remembers the last token.
+    let cycle = || {
+        let mut l = mysqllock_core::NativeLocker::from_config(config.clone());
+        let token = l.acquire(&name, 5.0, 60.0).unwrap().token.expect("a token");
+        l.release(&name).unwrap();
+        token
+    };
+    let first = cycle();
+
+    server.script("restart");
+    let after_restart = cycle();
+    assert!(after_restart > first, "{after_restart} after {first}");
+
+    let pid = std::fs::read_to_string(server.dir.join("mysqld.pid")).unwrap();
+    let killed = Command::new("kill").args(["-9", pid.trim()]).status().unwrap();
+    assert!(killed.success());
+    server.script("restart");
+    let after_crash = cycle();
+    assert!(after_crash > after_restart, "{after_crash} after {after_restart}");
+}
