@@ -87,6 +87,16 @@ impl Row {
     }
 }
 
+/// What a claiming INSERT found.
+enum Claim {
+    /// Row and GET_LOCK are ours.
+    Acquired,
+    /// Someone holds our spelling's GET_LOCK.
+    GetLockBusy,
+    /// The row exists (under some spelling).
+    RowTaken,
+}
+
 /// What `take_get_lock` ended with.
 enum Takeover {
     Held,
@@ -162,6 +172,8 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     fn run(&mut self, held_here: &dyn Fn(&str) -> bool) -> Result<()> {
         let sql = self.db.sql;
         let mut poll = POLL_MIN;
+        // Since when our spelling's GET_LOCK has been busy with no row of ours.
+        let mut busy_since: Option<Instant> = None;
         // Claims still allowed once the deadline has passed (the first try always runs).
         let mut claims_left = 1;
         loop {
@@ -171,8 +183,15 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 }
                 claims_left -= 1;
             }
-            if self.claim()? {
-                return Ok(());
+            match self.claim()? {
+                Claim::Acquired => return Ok(()),
+                Claim::GetLockBusy => {
+                    if self.queue_for_get_lock(&mut busy_since)? {
+                        continue;
+                    }
+                    self.claim_pending()?;
+                }
+                Claim::RowTaken => {}
             }
             if self.claimed_row {
                 match self.take_get_lock()? {
@@ -270,55 +289,88 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         Ok((got, out.first(1).as_u64()))
     }
 
-    /// Step 1: INSERT the row. Returns true when the lock is fully ours.
-    fn claim(&mut self) -> Result<bool> {
+    /// GET_LOCK is busy: most likely the owner holds it, or a waiter it woke is about
+    /// to claim the row. Queue for it on the server (GET_LOCK waiters are served in
+    /// order) instead of claiming the row ahead of that waiter. Returns true when the
+    /// GET_LOCK is ours (or worth another claim). After `WAITER_GRACE` of waiting with no
+    /// luck, returns false: the caller claims the row and inspects (the holder may be
+    /// stale, or own the row under a TTL that ends sooner).
+    fn queue_for_get_lock(&mut self, busy_since: &mut Option<Instant>) -> Result<bool> {
         let sql = self.db.sql;
-        let (name, ttl) = (Value::from(self.name), Value::Int(self.ttl));
-        // Who claims, on an upgraded table: for introspection only.
-        let recorded = || -> Vec<Value> {
-            if sql.upgraded {
-                vec![holder_host().into(), u64::from(std::process::id()).into()]
-            } else {
-                Vec::new()
-            }
-        };
+        let now = Instant::now();
+        let since = *busy_since.get_or_insert(now);
+        let wait = WAITER_GRACE.saturating_sub(now - since).min(self.deadline.saturating_duration_since(now));
+        if wait.is_zero() {
+            *busy_since = None;
+            return Ok(false);
+        }
+        let (got, _) = self.get_lock(&sql.wait_get_lock, self.name, wait, false)?;
+        if got {
+            self.holding_get_lock = true;
+            *busy_since = None;
+        }
+        Ok(true)
+    }
+
+    /// Step 1: INSERT the row (and take the GET_LOCK in the same statement).
+    fn claim(&mut self) -> Result<Claim> {
+        let sql = self.db.sql;
         if self.holding_get_lock {
-            let params = [vec![name, ttl], recorded()].concat();
+            let params = self.claim_params(false);
             return match self.db.session.execute(&sql.claim_holding, &params) {
                 Ok(out) => {
                     self.token = out.last_insert_id;
-                    Ok(true)
+                    Ok(Claim::Acquired)
                 }
-                Err(SessionError { code: Some(1062), .. }) => Ok(false),
+                Err(SessionError { code: Some(1062), .. }) => Ok(Claim::RowTaken),
                 Err(e) => Err(classify(e, Some(self.name), self.db.table)),
             };
         }
-        let params = [vec![name.clone(), ttl.clone(), name.clone()], recorded()].concat();
+        let params = self.claim_params(true);
         match self.db.session.execute(&sql.claim_trying, &params) {
             Ok(out) => {
                 self.token = out.last_insert_id;
                 self.holding_get_lock = true;
-                Ok(true)
+                Ok(Claim::Acquired)
             }
-            // GET_LOCK was busy and the row is free: claim the row alone.
-            Err(SessionError { code: Some(1048), .. }) => {
-                let params = [vec![name, ttl], recorded()].concat();
-                match self.db.session.execute(&sql.claim_pending, &params) {
-                    Ok(out) => {
-                        self.token = out.last_insert_id;
-                        self.claimed_row = true;
-                        Ok(false)
-                    }
-                    Err(SessionError { code: Some(1062), .. }) => Ok(false),
-                    Err(e) => Err(classify(e, Some(self.name), self.db.table)),
-                }
-            }
-            Err(SessionError { code: Some(1062), .. }) => Ok(false),
+            // GET_LOCK was busy (the NOT NULL check comes before the unique key's, so
+            // the row may or may not exist).
+            Err(SessionError { code: Some(1048), .. }) => Ok(Claim::GetLockBusy),
+            Err(SessionError { code: Some(1062), .. }) => Ok(Claim::RowTaken),
             Err(e) => {
                 // GET_LOCK ran before the INSERT failed: it may be ours now.
                 self.get_lock_unknown = true;
                 Err(classify(e, Some(self.name), self.db.table))
             }
+        }
+    }
+
+    /// The claims' parameters: name, TTL, the name again for the GET_LOCK (`trying`),
+    /// and on an upgraded table who claims (for introspection only).
+    fn claim_params(&self, trying: bool) -> Vec<Value> {
+        let mut params = vec![Value::from(self.name), Value::Int(self.ttl)];
+        if trying {
+            params.push(self.name.into());
+        }
+        if self.db.sql.upgraded {
+            params.extend([holder_host().into(), u64::from(std::process::id()).into()]);
+        }
+        params
+    }
+
+    /// Claims the row without the GET_LOCK (someone else has it): then either the row
+    /// was free and is ours while we get the GET_LOCK, or it was taken.
+    fn claim_pending(&mut self) -> Result<()> {
+        let sql = self.db.sql;
+        let params = self.claim_params(false);
+        match self.db.session.execute(&sql.claim_pending, &params) {
+            Ok(out) => {
+                self.token = out.last_insert_id;
+                self.claimed_row = true;
+                Ok(())
+            }
+            Err(SessionError { code: Some(1062), .. }) => Ok(()),
+            Err(e) => Err(classify(e, Some(self.name), self.db.table)),
         }
     }
 

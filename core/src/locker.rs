@@ -411,12 +411,15 @@ impl<C: Connector> Locker<C> {
         let at_least = held.at_least;
         let sql = self.sql.clone();
         let result = self.with_db(|db, _| {
-            // Row first, so a waiter woken by the GET_LOCK finds it gone (or lingering).
-            // If this fails the lease is still whole (row and GET_LOCK): the caller may
-            // retry.
-            let lingers = at_least > 0
+            // Row and GET_LOCK in one statement when both are ours (the usual case).
+            let lingered = at_least > 0
                 && db.run(name, &sql.linger, &[at_least.into(), name.into(), at_least.into()])?.affected_rows == 1;
-            let deleted = if lingers { 1 } else { db.run(name, &sql.delete_own, &[name.into()])?.affected_rows };
+            if lingered || db.run(name, &sql.release, &[name.into()])?.affected_rows == 1 {
+                return Ok((1, Ok(true)));
+            }
+            // Something is off: clean up what is still ours, row first (so a waiter
+            // woken by the GET_LOCK finds it gone), and find out what was lost.
+            let deleted = db.run(name, &sql.delete_own, &[name.into()])?.affected_rows;
             Ok((deleted, db.release_get_lock(name)))
         });
         let (deleted, released) = match result {
@@ -430,7 +433,8 @@ impl<C: Connector> Locker<C> {
         self.leases.remove(name);
         match (deleted, released) {
             (1, Ok(_)) if renewal_failed => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RenewalFailed }),
-            (1, Ok(_)) => Ok(()),
+            (1, Ok(true)) => Ok(()),
+            (1, Ok(false)) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::GetLockGone }),
             (_, Err(Error::ConnectionLost { .. })) => Err(self.not_held(name)),
             (_, Err(e)) => Err(e),
             (_, Ok(_)) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RowGone }),

@@ -53,6 +53,11 @@ pub(crate) struct Sql {
     /// Releases once if this session holds it: cleanup when we cannot know.
     pub release_if_mine: String,
     pub delete_own: String,
+    /// Release in one round trip: delete our row and, in the same statement, release its
+    /// GET_LOCK. The statement keeps the table locked until the row is gone, so a waiter
+    /// woken by the release finds it gone. Matches nothing (and releases nothing) unless
+    /// both halves are ours: the caller then sorts out what is left.
+    pub release: String,
     /// The lease's remaining time, counted to `created + ttl`: `created` is a whole
     /// second, so the true end may be up to a second later, never earlier. Callers
     /// asserting a minimum get the safe side.
@@ -65,7 +70,8 @@ pub(crate) struct Sql {
     pub owns: String,
     /// Release for "at least" leases: the row stays until `created + at_least` but no
     /// longer claims the GET_LOCK (`lock_acquired = 0`), so no acquirer reclaims it early
-    /// as a dead holder's. Only while the lease is ours and that time is still ahead.
+    /// as a dead holder's; the GET_LOCK is released in the same statement. Only while the
+    /// lease is ours and that time is still ahead.
     pub linger: String,
     /// The table's shape: the `name` column's character set, whether it exists, and how
     /// many of the upgrade's columns are there.
@@ -132,6 +138,9 @@ impl Sql {
             release_get_lock: "SELECT RELEASE_LOCK(?)".to_owned(),
             release_if_mine: "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), RELEASE_LOCK(?), 0)".to_owned(),
             delete_own: format!("DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID()"),
+            release: format!(
+                "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND RELEASE_LOCK(name) = 1"
+            ),
             remaining: format!(
                 "SELECT l.created + l.ttl - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(l.name) <=> CONNECTION_ID() \
                  FROM {t} AS l WHERE l.name = ? AND l.connection_id = CONNECTION_ID()"
@@ -147,7 +156,7 @@ impl Sql {
             linger: format!(
                 "UPDATE {t} SET lock_acquired = 0, ttl = ? \
                  WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 1 \
-                 AND IS_USED_LOCK(name) <=> CONNECTION_ID() AND created + ? > UNIX_TIMESTAMP()"
+                 AND created + ? > UNIX_TIMESTAMP() AND RELEASE_LOCK(name) = 1"
             ),
             schema: format!(
                 "SELECT MAX(IF(COLUMN_NAME = 'name', CHARACTER_SET_NAME, NULL)), \

@@ -352,3 +352,26 @@ fn acquire_leaves_the_sessions_last_insert_id_alone() {
     let out = a.session().unwrap().execute("SELECT LAST_INSERT_ID()", &[]).unwrap();
     assert_eq!(out.first(0).as_i64(), Some(4242), "a shared session's LAST_INSERT_ID() changed");
 }
+
+#[test]
+fn a_releaser_acquiring_again_at_once_queues_behind_the_waiter_it_woke() {
+    let name = unique("fair");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    let n = name.clone();
+    let waiter = std::thread::spawn(move || {
+        let mut b = locker();
+        b.acquire(&n, 20.0, 30.0).unwrap();
+        let got = Instant::now();
+        std::thread::sleep(Duration::from_millis(400));
+        b.release(&n).unwrap();
+        got
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    a.release(&name).unwrap();
+    a.acquire(&name, 20.0, 30.0).unwrap();
+    let again = Instant::now();
+    let waiter_got = waiter.join().unwrap();
+    assert!(waiter_got < again, "the releaser barged ahead of the waiter it had woken");
+    assert!(again - waiter_got >= Duration::from_millis(350), "acquired while the waiter still held it");
+}
