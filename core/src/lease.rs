@@ -432,16 +432,24 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     /// killing a stale holder if it keeps it.
     fn take_get_lock(&mut self) -> Result<Takeover> {
         let sql = self.db.sql;
+        // A takeover that has begun gets the time to tell a waiter passing through from
+        // a stale holder (two grace periods), even past the caller's deadline: giving up
+        // sooner would leave a hung holder blocking every short try for as long as it
+        // lives.
+        let deadline = self.deadline.max(Instant::now() + 2 * WAITER_GRACE + POLL_MAX);
         // The session currently seen holding the GET_LOCK, and since when.
         let mut seen: Option<(u64, Instant)> = None;
         let mut killed: Option<(u64, Instant)> = None;
+        let mut kills = 0;
         loop {
             let now = Instant::now();
-            let left = self.deadline.saturating_duration_since(now);
+            let left = deadline.saturating_duration_since(now);
             let wait = match (killed, seen) {
                 (Some((_, at)), _) => KILL_SETTLE.saturating_sub(now - at),
                 (None, Some((h, _))) if self.is_reclaimed(h) => Duration::ZERO,
                 (None, Some((_, since))) => left.min(WAITER_GRACE.saturating_sub(now - since)),
+                // Whose row we just reclaimed is likely who keeps the GET_LOCK: look first.
+                (None, None) if !self.reclaimed.is_empty() => Duration::ZERO,
                 (None, None) => left.min(WAITER_GRACE),
             };
             let (got, holder) = self.get_lock(&sql.get_lock_or_holder, self.name, wait, true)?;
@@ -461,22 +469,26 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 }
                 killed = None;
             }
-            if now >= self.deadline {
-                return Err(self.timeout_error());
-            }
             let Some(h) = holder else {
                 seen = None;
+                if now >= deadline {
+                    return Err(self.timeout_error());
+                }
                 continue;
             };
             if seen.map(|(id, _)| id) != Some(h) {
                 seen = Some((h, now));
             }
             let since = seen.map_or(now, |(_, s)| s);
-            if self.is_reclaimed(h) || now - since >= WAITER_GRACE {
+            // Past the deadline only the first KILL may still happen (then its settling).
+            let may_kill = now < deadline || kills == 0;
+            if may_kill && (self.is_reclaimed(h) || now - since >= WAITER_GRACE) {
                 match self.stale_holder_check(h)? {
                     StaleCheck::Kill => {
                         self.kill(h)?;
+                        kills += 1;
                         killed = Some((h, Instant::now()));
+                        continue;
                     }
                     StaleCheck::RowLost => {
                         self.abandon_claim()?;
@@ -484,6 +496,9 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                     }
                     StaleCheck::Moved => seen = None,
                 }
+            }
+            if now >= deadline {
+                return Err(self.timeout_error());
             }
         }
     }

@@ -375,3 +375,29 @@ fn a_releaser_acquiring_again_at_once_queues_behind_the_waiter_it_woke() {
     assert!(waiter_got < again, "the releaser barged ahead of the waiter it had woken");
     assert!(again - waiter_got >= Duration::from_millis(350), "acquired while the waiter still held it");
 }
+
+#[test]
+fn one_try_takes_over_from_a_live_holder_whose_ttl_passed() {
+    let name = unique("try-stale");
+    let (mut hung, mut next) = (locker(), locker());
+    hung.acquire(&name, 0.0, 1.0).unwrap();
+    std::thread::sleep(Duration::from_millis(2100));
+    let start = Instant::now();
+    assert!(next.try_acquire(&name, 30.0).unwrap().is_some(), "the hung holder kept the lock past its TTL");
+    assert!(start.elapsed() < Duration::from_secs(4), "took {:?}", start.elapsed());
+    assert!(matches!(hung.release(&name), Err(Error::NotHeld { .. })));
+}
+
+#[test]
+fn one_try_takes_over_from_a_session_keeping_the_get_lock_without_a_row() {
+    // Left by an earlier attempt (or another tool) that removed the stale holder's row
+    // but did not get rid of the holder.
+    let name = unique("try-rowless");
+    let (mut hung, mut next) = (locker(), locker());
+    hung.acquire(&name, 0.0, 60.0).unwrap();
+    query(&mut raw(), "DELETE FROM shared_locks WHERE name = ?", &[name.as_str().into()]);
+    let start = Instant::now();
+    assert!(next.try_acquire(&name, 30.0).unwrap().is_some(), "the row-less GET_LOCK holder blocked the try");
+    assert!(start.elapsed() < Duration::from_secs(4), "took {:?}", start.elapsed());
+    assert!(matches!(hung.release(&name), Err(Error::NotHeld { .. })));
+}
