@@ -26,6 +26,37 @@ namespace ItsMieger\MySqlSharedLocks {
     /**
      * MySQL-backed named locks with acquire timeout and TTL, shared by every process
      * that uses the same table (also processes still running the original package).
+     *
+     * Beyond the original, lock(), tryLock() and synchronized() take an array of options:
+     *
+     * - `keepAlive` (bool): renew the lock from a background thread with its own
+     *   connection every third of the TTL while it is held, so a long job needs no
+     *   renew() calls. Needs the extension's own connection (configureConnection() or
+     *   mysqllock.dsn), not a PDO. Stops at release/unlock, at the end of the request,
+     *   and after `maxHold`; never runs in a pcntl_fork() child. If a renewal fails, the
+     *   lock counts as lost: assertTTL(), getRemainingTTL() and renew() throw
+     *   SharedLockRemainingTTLException, release()/unlock() SharedLockReleaseException.
+     * - `maxHold` (int|float seconds, only with keepAlive; default 3600): when keep-alive
+     *   stops renewing; the lock then ends by its TTL, never after acquisition + maxHold.
+     * - `atLeast` (int|float seconds): the lock stays taken for at least this long after
+     *   acquisition even if released sooner (nobody, this process included, acquires it
+     *   before), so a node whose cron fires a little later does not run the job again.
+     *
+     * Fencing tokens: on a table upgraded with `mysqllock init --upgrade`, every
+     * acquisition gets a token greater than all before it (SharedLockHandle::getToken()).
+     * A lock can be lost (TTL passed, another process took over) while its holder still
+     * works; check the token in the write the lock protects, so a stale holder's write
+     * changes nothing (`:t` twice needs PDO's emulated prepares, its MySQL default):
+     *
+     * ```php
+     * $lock = SharedLock::lock('invoice-42', 5, 60);
+     * $update = $pdo->prepare('UPDATE invoices SET total = :total, fence = :t WHERE id = :id AND fence < :t');
+     * $update->execute(['total' => $total, 't' => $lock->getToken(), 'id' => 42]);
+     * if ($update->rowCount() === 0) {
+     *     throw new RuntimeException('a newer lock holder has written: abort');
+     * }
+     * $lock->release();
+     * ```
      */
     class SharedLock
     {
@@ -103,24 +134,29 @@ namespace ItsMieger\MySqlSharedLocks {
          * @param string $name lock name: 1 to 64 characters the table can store
          * @param int|float $timeout seconds to wait while another process holds it; 0 = one try
          * @param int|float $ttl seconds the lock lives at most (rounded up to whole seconds)
+         * @param array{keepAlive?: bool, maxHold?: int|float, atLeast?: int|float} $options
+         *        see the class description (not part of the original package)
          * @return SharedLockHandle
          * @throws SharedLockTimeoutException if it is still held elsewhere after $timeout
          *         seconds, and at once if this process already holds it
          * @throws SharedLockAcquireException on any other failure (bad input, connection,
-         *         missing table); getPrevious() tells the cause
-         * @throws \TypeError if $timeout or $ttl is not a number
+         *         missing table); getPrevious() tells the cause (an
+         *         \InvalidArgumentException for bad input, e.g. an unknown option key, a
+         *         wrong option type, or keepAlive on a PDO connection)
+         * @throws \TypeError if $timeout or $ttl is not a number, or $options not an array
          */
-        public static function lock($name, $timeout, $ttl) {}
+        public static function lock($name, $timeout, $ttl, $options = []) {}
 
         /**
          * One try without waiting (not part of the original package).
          *
          * @param string $name
          * @param int|float $ttl seconds the lock lives at most
+         * @param array{keepAlive?: bool, maxHold?: int|float, atLeast?: int|float} $options as lock()
          * @return SharedLockHandle|null null while another process (or this one) holds it
          * @throws SharedLockAcquireException on any failure other than contention
          */
-        public static function tryLock($name, $ttl) {}
+        public static function tryLock($name, $ttl, $options = []) {}
 
         /**
          * Runs $callback($handle) under the lock and returns its value; the lock is
@@ -132,11 +168,12 @@ namespace ItsMieger\MySqlSharedLocks {
          * @param int|float $timeout
          * @param int|float $ttl
          * @param callable(SharedLockHandle): T $callback
+         * @param array{keepAlive?: bool, maxHold?: int|float, atLeast?: int|float} $options as lock()
          * @return T
          * @throws SharedLockTimeoutException|SharedLockAcquireException as lock()
          * @throws SharedLockReleaseException if the lock was lost while $callback ran
          */
-        public static function synchronized($name, $timeout, $ttl, callable $callback) {}
+        public static function synchronized($name, $timeout, $ttl, callable $callback, $options = []) {}
 
         /**
          * @param string $name
@@ -144,6 +181,20 @@ namespace ItsMieger\MySqlSharedLocks {
          * @throws SharedLockReleaseException if this process does not hold the lock (any more)
          */
         public static function unlock($name) {}
+
+        /**
+         * Extends a lock this process holds to $ttl seconds from now (database clock);
+         * never shortens it. Not part of the original package.
+         *
+         * @param string $name
+         * @param int|float $ttl seconds from now
+         * @return void
+         * @throws SharedLockRemainingTTLException if the lock is not held any more (taken
+         *         over, session lost, keep-alive failed) or $ttl is invalid; the message
+         *         names the lock and the cause, getPrevious() the underlying error
+         * @throws \TypeError if $ttl is not a number
+         */
+        public static function renew($name, $ttl) {}
 
         /**
          * @param string $name
@@ -174,10 +225,14 @@ namespace ItsMieger\MySqlSharedLocks {
 
         /**
          * Who holds the lock, from its table row (database clock); null when nobody
-         * does. Not part of the original package.
+         * does. Not part of the original package. `host` is the holder's client address
+         * as the server sees it; `token`, `hostname` (the holder machine's name) and `pid`
+         * are recorded on tables upgraded with `mysqllock init --upgrade` by mysqllock
+         * holders, null otherwise. `acquiredAt` and `expiresAt` are Unix seconds on the
+         * database clock; `acquired` is false while the row only lingers for `atLeast`.
          *
          * @param string $name
-         * @return array{connectionId: int, host: ?string, ttl: int, remainingTTL: float, age: float, acquired: bool, alive: bool, mine: bool}|null
+         * @return array{connectionId: int, host: ?string, ttl: int, remainingTTL: float, age: float, acquired: bool, alive: bool, mine: bool, token: ?int, hostname: ?string, pid: ?int, acquiredAt: int, expiresAt: int}|null
          * @throws SharedLockException if the table cannot be read
          */
         public static function holder($name) {}
@@ -224,6 +279,28 @@ namespace ItsMieger\MySqlSharedLocks {
          * @throws SharedLockRemainingTTLException if the lock is not held any more
          */
         public function getRemainingTTL() {}
+
+        /**
+         * The fencing token of this acquisition: greater than every token issued before
+         * on the table, also across server restarts. Check it in the write the lock
+         * protects (see SharedLock). Not part of the original package.
+         *
+         * @return int
+         * @throws SharedLockException if the table has no token column (run
+         *         `mysqllock init --upgrade`)
+         * @throws SharedLockRemainingTTLException if this process does not hold the lock
+         *         (any more)
+         */
+        public function getToken() {}
+
+        /**
+         * SharedLock::renew() for this lock. Not part of the original package.
+         *
+         * @param int|float $ttl seconds from now
+         * @return static
+         * @throws SharedLockRemainingTTLException if the lock is not held any more
+         */
+        public function renew($ttl) {}
     }
 }
 

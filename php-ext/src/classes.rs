@@ -18,9 +18,15 @@ use crate::args::{self, Args, Name};
 use crate::connection::{self, Settings};
 use crate::exceptions::{self, to_php, Op};
 use crate::handler::{self, handlers};
+use crate::options;
 use crate::php::{self, CallError};
 use crate::registry::Class;
 use crate::state;
+
+/// `$options = []` of the acquiring methods (see `options`).
+fn options_arg() -> Arg<'static> {
+    Arg::new("options", DataType::Mixed).default("[]")
+}
 
 /// Registers `SharedLock` and `SharedLockHandle`; module startup only.
 pub fn register() -> ext_php_rs::error::Result<()> {
@@ -52,13 +58,20 @@ pub fn register() -> ext_php_rs::error::Result<()> {
         static_method("setQuoteStyle", set_quote_style, &["style"]),
         static_method("getTable", get_table, &[]),
         static_method("setTable", set_table, &["table"]),
-        static_method("lock", lock, &["name", "timeout", "ttl"]),
-        static_method("tryLock", try_lock, &["name", "ttl"]),
+        {
+            let (f, flags) = static_method("lock", lock, &["name", "timeout", "ttl"]);
+            (f.not_required().arg(options_arg()), flags)
+        },
+        {
+            let (f, flags) = static_method("tryLock", try_lock, &["name", "ttl"]);
+            (f.not_required().arg(options_arg()), flags)
+        },
         {
             let (f, flags) = static_method("synchronized", synchronized, &["name", "timeout", "ttl"]);
-            (f.arg(Arg::new("callback", DataType::Callable)), flags)
+            (f.arg(Arg::new("callback", DataType::Callable)).not_required().arg(options_arg()), flags)
         },
         static_method("unlock", unlock, &["name"]),
+        static_method("renew", renew, &["name", "ttl"]),
         {
             let (f, flags) = static_method("assertTTL", assert_ttl, &["name"]);
             (f.not_required().arg(arg("minRemainingTTL").default("1")), flags)
@@ -86,6 +99,8 @@ pub fn register() -> ext_php_rs::error::Result<()> {
         )
         .method(FunctionBuilder::new("getName", handle_get_name), public)
         .method(FunctionBuilder::new("getRemainingTTL", handle_get_remaining_ttl), public)
+        .method(FunctionBuilder::new("getToken", handle_get_token), public)
+        .method(FunctionBuilder::new("renew", handle_renew).arg(arg("ttl")), public)
         .registration(Class::Handle.registration())
         .register()
 }
@@ -101,6 +116,7 @@ handlers! {
     try_lock => try_lock_body,
     synchronized => synchronized_body,
     unlock => unlock_body,
+    renew => renew_body,
     assert_ttl => assert_ttl_body,
     try_repair_table => try_repair_table_body,
     is_locked => is_locked_body,
@@ -110,6 +126,8 @@ handlers! {
     handle_assert_ttl => handle_assert_ttl_body,
     handle_get_name => handle_get_name_body,
     handle_get_remaining_ttl => handle_get_remaining_ttl_body,
+    handle_get_token => handle_get_token_body,
+    handle_renew => handle_renew_body,
 }
 
 // ---------------------------------------------------------------------------------
@@ -235,21 +253,23 @@ fn name_arg(value: &Zval, position: u32, fail: impl FnOnce(&str, &Error) -> PhpE
 }
 
 fn lock_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
-    let a = Args::fetch(ex, &["name", "timeout", "ttl"], 3)?;
+    let a = Args::fetch(ex, &["name", "timeout", "ttl", "options"], 3)?;
     let timeout = a.value(1);
     let name = name_arg(&a.value(0), 1, |name, e| to_php(Op::Acquire { name, timeout: &timeout }, e))?;
     let (seconds, ttl) = (args::seconds(&timeout, 2)?, args::seconds(&a.value(2), 3)?);
-    state::with(|s| s.lock(&name, seconds, ttl))
+    let options = options::parse(a.get(3), 4)?;
+    state::with(|s| s.lock(&name, seconds, ttl, &options?))
         .map_err(|e| to_php(Op::Acquire { name: &name, timeout: &timeout }, &e))?;
     new_handle(&name)
 }
 
 fn try_lock_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
-    let a = Args::fetch(ex, &["name", "ttl"], 2)?;
+    let a = Args::fetch(ex, &["name", "ttl", "options"], 2)?;
     let timeout = int(0);
     let name = name_arg(&a.value(0), 1, |name, e| to_php(Op::Acquire { name, timeout: &timeout }, e))?;
     let ttl = args::seconds(&a.value(1), 2)?;
-    let lease = state::with(|s| s.try_lock(&name, ttl))
+    let options = options::parse(a.get(2), 3)?;
+    let lease = state::with(|s| s.try_lock(&name, ttl, &options?))
         .map_err(|e| to_php(Op::Acquire { name: &name, timeout: &timeout }, &e))?;
     match lease {
         Some(_) => new_handle(&name),
@@ -262,7 +282,7 @@ fn try_lock_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 /// (a failed release then goes unreported: the callback's failure matters more).
 /// After `exit()` or a fatal error in the callback, request shutdown releases it.
 fn synchronized_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
-    let a = Args::fetch(ex, &["name", "timeout", "ttl", "callback"], 4)?;
+    let a = Args::fetch(ex, &["name", "timeout", "ttl", "callback", "options"], 4)?;
     let timeout = a.value(1);
     let callback = a.value(3);
     let name = name_arg(&a.value(0), 1, |name, e| to_php(Op::Acquire { name, timeout: &timeout }, e))?;
@@ -270,7 +290,8 @@ fn synchronized_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     if !callback.is_callable() {
         return Err(args::type_error(4, "callable", &callback));
     }
-    state::with(|s| s.lock(&name, seconds, ttl))
+    let options = options::parse(a.get(4), 5)?;
+    state::with(|s| s.lock(&name, seconds, ttl, &options?))
         .map_err(|e| to_php(Op::Acquire { name: &name, timeout: &timeout }, &e))?;
     let handle = new_handle(&name);
     let result = match &handle {
@@ -301,6 +322,20 @@ fn unlock_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 fn release(name: &Zval, position: u32) -> PhpResult<()> {
     let name = name_arg(name, position, |name, e| to_php(Op::Release { name }, e))?;
     state::with(|s| s.release(&name)).map_err(|e| to_php(Op::Release { name: &name }, &e))
+}
+
+fn renew_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["name", "ttl"], 2)?;
+    renew_lock(&a.value(0), 1, &a.value(1), 2)?;
+    Ok(handler::null())
+}
+
+/// Extends the lease to `$ttl` seconds from now; every failure (lost, bad TTL) means the
+/// lock will not live that long: `SharedLockRemainingTTLException` naming the cause.
+fn renew_lock(name: &Zval, name_position: u32, ttl: &Zval, ttl_position: u32) -> PhpResult<()> {
+    let name = name_arg(name, name_position, |name, e| to_php(Op::Renew { name, ttl }, e))?;
+    let seconds = args::seconds(ttl, ttl_position)?;
+    state::with(|s| s.renew(&name, seconds)).map_err(|e| to_php(Op::Renew { name: &name, ttl }, &e))
 }
 
 fn assert_ttl_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
@@ -338,14 +373,17 @@ fn is_locked_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 
 /// Who holds `$name`: `null` when nobody does, else `['connectionId' => int, 'host' =>
 /// ?string, 'ttl' => int, 'remainingTTL' => float, 'age' => float, 'acquired' => bool,
-/// 'alive' => bool, 'mine' => bool]` from the table row (database clock).
+/// 'alive' => bool, 'mine' => bool, 'token' => ?int, 'hostname' => ?string, 'pid' =>
+/// ?int, 'acquiredAt' => int, 'expiresAt' => int]` from the table row (database clock;
+/// token, hostname and pid only on an upgraded table).
 fn holder_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let a = Args::fetch(ex, &["name"], 1)?;
     let name = name_arg(&a.value(0), 1, |name, e| to_php(Op::Inspect { name }, e))?;
     let (row, mine) = state::with(|s| s.status(&name)).map_err(|e| to_php(Op::Inspect { name: &name }, &e))?;
     let Some(row) = row else { return Ok(handler::null()) };
+    let (acquired_at, expires_at) = (row.acquired_at(), row.expires_at());
     let mut info = ZendHashTable::new();
-    info.insert("connectionId", i64::try_from(row.connection_id).unwrap_or(i64::MAX))?;
+    info.insert("connectionId", php_int(row.connection_id))?;
     info.insert("host", row.host)?;
     info.insert("ttl", row.ttl)?;
     info.insert("remainingTTL", row.remaining)?;
@@ -353,6 +391,11 @@ fn holder_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     info.insert("acquired", row.acquired)?;
     info.insert("alive", row.holder_alive)?;
     info.insert("mine", mine)?;
+    info.insert("token", row.token.map(php_int))?;
+    info.insert("hostname", row.hostname)?;
+    info.insert("pid", row.pid.map(php_int))?;
+    info.insert("acquiredAt", acquired_at)?;
+    info.insert("expiresAt", expires_at)?;
     let mut z = Zval::new();
     z.set_hashtable(info);
     Ok(z)
@@ -417,6 +460,25 @@ fn handle_get_remaining_ttl_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     Ok(z)
 }
 
+/// The fencing token of this acquisition (see `SharedLock` in the stub for its use).
+fn handle_get_token_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let (_, name) = handle_name(ex)?;
+    Args::fetch(ex, &[], 0)?;
+    let name = name_arg(&name, 1, |name, e| to_php(Op::Token { name }, e))?;
+    let (token, table) = state::with(|s| s.token(&name)).map_err(|e| to_php(Op::Token { name: &name }, &e))?;
+    match token {
+        Some(token) => Ok(int(php_int(token))),
+        None => Err(exceptions::no_token(&name, &table)),
+    }
+}
+
+fn handle_renew_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let (this, name) = handle_name(ex)?;
+    let a = Args::fetch(ex, &["ttl"], 1)?;
+    renew_lock(&name, 1, &a.value(0), 1)?;
+    Ok(this)
+}
+
 // ---------------------------------------------------------------------------------
 
 /// Lets what a PHP call threw propagate unchanged (or a bailout / `exit()` continue).
@@ -428,6 +490,11 @@ fn rethrow(error: CallError) -> PhpException {
         CallError::Bailout | CallError::Exiting => handler::pending(),
         CallError::Failed(why) => PhpException::from_message(why),
     }
+}
+
+/// An unsigned number from the database as a PHP int (they never reach `i64::MAX`).
+fn php_int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 fn int(value: i64) -> Zval {

@@ -208,4 +208,14 @@ impl Connector for PhpConnector {
             },
         }
     }
+
+    /// A keep-alive thread opens its own connection with the native parameters. A PDO
+    /// session cannot be shared with a thread (PHP values stay on PHP's thread), so
+    /// keep-alive is refused there.
+    fn keep_alive_config(&self) -> Option<Config> {
+        match &self.target {
+            Target::Native(config) => Some(config.clone()),
+            Target::Pdo { .. } => None,
+        }
+    }
 }

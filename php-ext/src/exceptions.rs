@@ -44,6 +44,15 @@ pub enum Op<'a> {
     RemainingTtl {
         name: &'a str,
     },
+    /// `renew()`; `ttl` is the caller's value, for the message.
+    Renew {
+        name: &'a str,
+        ttl: &'a Zval,
+    },
+    /// `getToken()` of a handle.
+    Token {
+        name: &'a str,
+    },
     /// `isLocked()` / `holder()`.
     Inspect {
         name: &'a str,
@@ -56,11 +65,13 @@ pub enum Op<'a> {
 /// The single translation of a core error into the PHP exception the original package
 /// would throw for `op`. Expected outcomes (held elsewhere, lost, too little TTL) keep
 /// the original message; other failures append the cause. `getPrevious()` carries the
-/// user's `PDOException` when the cause is one, else a `RuntimeException` with the
-/// core's message and its `source()` chain (the server's text, hints, never a password).
+/// user's `PDOException` when the cause is one, else the core's message and its
+/// `source()` chain (the server's text, hints, never a password): as an
+/// `InvalidArgumentException` for bad input, a `RuntimeException` otherwise.
 pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
     let detail = error.chain();
-    let previous = || pdo_session::take_cause(error).or_else(|| spl("RuntimeException", &detail, None));
+    let cause_class = if error.is_invalid_argument() { "InvalidArgumentException" } else { "RuntimeException" };
+    let previous = || pdo_session::take_cause(error).or_else(|| spl(cause_class, &detail, None));
     let built = match op {
         Op::Acquire { name, timeout } => match error {
             Error::Timeout { .. } => lock_exception(Class::Timeout, name, Some(timeout), None, None),
@@ -86,6 +97,18 @@ pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
             let message = format!("Lock \"{name}\" has no remaining TTL: {detail}");
             lock_exception(Class::RemainingTtl, name, Some(&zero()), Some(&message), previous())
         }
+        Op::Renew { name, ttl } => {
+            let message = format!("Renewing lock \"{name}\" for {} seconds failed: {detail}", php::to_php_string(ttl));
+            lock_exception(Class::RemainingTtl, name, Some(ttl), Some(&message), previous())
+        }
+        Op::Token { name } => {
+            let message = format!("Lock \"{name}\" has no fencing token: {detail}");
+            if error.is_not_held() {
+                lock_exception(Class::RemainingTtl, name, Some(&zero()), Some(&message), previous())
+            } else {
+                lock_exception(Class::SharedLockException, name, None, Some(&message), previous())
+            }
+        }
         Op::Inspect { name } => {
             let message = format!("Inspecting lock \"{name}\" failed: {detail}");
             lock_exception(Class::SharedLockException, name, None, Some(&message), previous())
@@ -101,6 +124,19 @@ pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
         Some(object) => PhpException::from_message(detail).with_object(object),
         // Only if our classes failed to register: still report the error.
         None => PhpException::from_message(detail),
+    }
+}
+
+/// `getToken()` on a table without the `token` column: a `SharedLockException` that
+/// says how to add it.
+pub fn no_token(name: &str, table: &str) -> PhpException {
+    let message = format!(
+        "Lock \"{name}\" has no fencing token: the lock table {table} has no token column; \
+         run `mysqllock init --upgrade` on that table to add it"
+    );
+    match lock_exception(Class::SharedLockException, name, None, Some(&message), None) {
+        Some(object) => PhpException::from_message(message).with_object(object),
+        None => PhpException::from_message(message),
     }
 }
 

@@ -4,8 +4,8 @@
 //!
 //! The glue is thin: `classes` converts arguments and calls `state`, which owns the
 //! core `Locker`s; `exceptions::to_php` maps every core error; `pdo_session` lets the
-//! core run on a user's PDO; `ini` holds the php.ini settings. All lock decisions are
-//! the core's.
+//! core run on a user's PDO; `options` reads the `$options` array of the acquiring
+//! methods; `ini` holds the php.ini settings. All lock decisions are the core's.
 
 #![cfg_attr(windows, feature(abi_vectorcall))]
 
@@ -15,6 +15,7 @@ mod connection;
 mod exceptions;
 mod handler;
 mod ini;
+mod options;
 mod pdo_session;
 mod php;
 mod registry;

@@ -19,17 +19,21 @@
 use std::cell::RefCell;
 
 use ext_php_rs::types::Zval;
-use mysqllock_core::{Error, Lease, LockStatus, Locker, Loss, QuoteStyle, Table, Value};
+use mysqllock_core::{AcquireOptions, Error, Lease, LockStatus, Locker, Loss, QuoteStyle, Table, Value};
 
 use crate::connection::{PhpConnector, Settings, Target};
 use crate::exceptions::session_error;
 use crate::ini;
+use crate::options;
 use crate::pdo_session;
 
 type PhpLocker = Locker<PhpConnector>;
 
 const NOT_CONFIGURED: &str = "no connection is configured: call SharedLock::configureConnection() or \
                               SharedLock::setConnection(), or set mysqllock.dsn in php.ini";
+const KEEP_ALIVE_ON_PDO: &str = "keep-alive needs the extension's own connection (SharedLock::configureConnection() \
+                                 or mysqllock.dsn): locks here run on a PDO (setConnection()/getConnection()), whose \
+                                 session a background thread cannot use";
 const PDO_OF_PARENT: &str = "the PDO given to setConnection() belongs to the parent of this forked process; \
                              call setConnection() with a PDO opened in this process, or configureConnection()";
 
@@ -201,16 +205,43 @@ impl State {
         }
     }
 
-    pub fn lock(&mut self, name: &str, timeout: f64, ttl: f64) -> Result<Lease, Error> {
-        self.acquire(name, |l| l.acquire(name, timeout, ttl))
+    pub fn lock(&mut self, name: &str, timeout: f64, ttl: f64, options: &AcquireOptions) -> Result<Lease, Error> {
+        self.check_keep_alive(options)?;
+        self.acquire(name, |l| l.acquire_with(name, timeout, ttl, options))
     }
 
-    pub fn try_lock(&mut self, name: &str, ttl: f64) -> Result<Option<Lease>, Error> {
-        match self.acquire(name, |l| l.try_acquire(name, ttl)) {
+    pub fn try_lock(&mut self, name: &str, ttl: f64, options: &AcquireOptions) -> Result<Option<Lease>, Error> {
+        self.check_keep_alive(options)?;
+        match self.acquire(name, |l| l.try_acquire_with(name, ttl, options)) {
             // Held by this very process: as contended as it gets.
             Err(Error::AlreadyHeld { .. }) => Ok(None),
             other => other,
         }
+    }
+
+    /// Keep-alive renews from a thread with its own native connection; locks taken on a
+    /// PDO session cannot have one. Refused before anything is locked, in PHP's words.
+    fn check_keep_alive(&mut self, options: &AcquireOptions) -> Result<(), Error> {
+        if options.keep_alive && self.current()?.connector().pdo().is_some() {
+            return Err(Error::InvalidArgument {
+                what: options::KEEP_ALIVE_OPTION,
+                reason: KEEP_ALIVE_ON_PDO.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The fencing token of a lock this process holds (`None`: the table has no token
+    /// column), and the table the lock lives in, for the hint.
+    pub fn token(&mut self, name: &str) -> Result<(Option<u64>, String), Error> {
+        let locker = self.locker_for(name).ok_or_else(|| never_held(name))?;
+        let token = locker.token(name)?;
+        Ok((token, locker.table().display_name()))
+    }
+
+    /// Extends a held lock to `ttl` seconds from now.
+    pub fn renew(&mut self, name: &str, ttl: f64) -> Result<(), Error> {
+        self.locker_for(name).map_or_else(|| Err(never_held(name)), |l| l.renew(name, ttl))
     }
 
     pub fn release(&mut self, name: &str) -> Result<(), Error> {

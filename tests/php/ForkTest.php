@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace MySqlLockTest;
 
+use ItsMieger\MySqlSharedLocks\Exception\SharedLockRemainingTTLException;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use ItsMieger\MySqlSharedLocks\SharedLockHandle;
@@ -104,6 +105,45 @@ final class ForkTest extends TestCase
         SharedLock::lock($this->lockName(), 0, 30);
         $this->inForkedChild(fn () => self::lockAndReportSession($this->lockName('child')));
         $this->assertInstanceOf(SharedLockHandle::class, SharedLock::lock($this->lockName('child'), 0, 10));
+    }
+
+    /** @test */
+    public function forkedChildOfAKeepAliveHolderRunsNoKeepAliveThread(): void
+    {
+        SharedLock::lock($this->lockName(), 0, 30, ['keepAlive' => true]);
+        [, $threads] = $this->inForkedChild(function () {
+            SharedLock::isLocked($this->lockName('other')); // the child's first SharedLock call
+            return self::keepAliveThreads();
+        });
+        $this->assertSame(0, $threads);
+    }
+
+    /** @test */
+    public function forkedChildDoesNotHoldItsParentsKeptAliveLock(): void
+    {
+        $name = $this->lockName();
+        SharedLock::lock($name, 0, 30, ['keepAlive' => true]);
+        [, $thrown] = $this->inForkedChild(function () use ($name) {
+            try {
+                SharedLock::renew($name, 30);
+                return null;
+            } catch (\Throwable $e) {
+                return get_class($e);
+            }
+        });
+        $this->assertSame(SharedLockRemainingTTLException::class, $thrown);
+    }
+
+    /** @test */
+    public function parentsKeptAliveLockOutlivesItsTtlAfterAForkedChildExited(): void
+    {
+        $name = $this->lockName();
+        $start = microtime(true);
+        SharedLock::lock($name, 0, 2, ['keepAlive' => true]);
+        $this->inForkedChild(fn () => SharedLock::isLocked($name));
+        usleep((int) max(0, ($start + 4.5 - microtime(true)) * 1e6)); // two TTLs
+        SharedLock::assertTTL($name, 0.1);
+        $this->assertTrue(self::takenFor($this->startChild(), $name), 'another process took the parent\'s lock');
     }
 
     /** @test */

@@ -5,6 +5,7 @@ declare(strict_types=1);
 
 namespace MySqlLockTest;
 
+use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use PHPUnit\Framework\TestCase as PHPUnitTestCase;
 
@@ -33,10 +34,35 @@ const CREATE_TABLE = 'CREATE TABLE IF NOT EXISTS `shared_locks` (
 /** An InnoDB table the setConnection scenario writes to inside a transaction. */
 const TX_TABLE = 'phpt_tx';
 
+/**
+ * A second locks table, upgraded as `mysqllock init --upgrade` does (fencing tokens,
+ * holder host name and pid), for the tests of what only an upgraded table offers.
+ */
+const FENCED_TABLE = 'phpt_fenced_locks';
+
+/** What `mysqllock init --upgrade` (core: Locker::upgrade_table) adds to the original table. */
+const UPGRADE_TABLE = 'ALTER TABLE `' . FENCED_TABLE . '`
+  ADD COLUMN token BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  ADD COLUMN holder_host VARCHAR(255) NULL DEFAULT NULL,
+  ADD COLUMN holder_pid BIGINT UNSIGNED NULL DEFAULT NULL,
+  ADD KEY token (token)';
+
+/** Creates the upgraded table (the original package's SQL, then the upgrade) once. */
+function createFencedTable(\PDO $pdo): void
+{
+    $pdo->exec(str_replace('`shared_locks`', '`' . FENCED_TABLE . '`', CREATE_TABLE));
+    $st = $pdo->prepare("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'token'");
+    $st->execute([FENCED_TABLE]);
+    if ((int) $st->fetchColumn() === 0) {
+        $pdo->exec(UPGRADE_TABLE);
+    }
+}
+
 try {
     $pdo = connect();
     $pdo->exec(CREATE_TABLE);
     $pdo->exec('CREATE TABLE IF NOT EXISTS `' . TX_TABLE . '` (tag varchar(100) NOT NULL) ENGINE=InnoDB');
+    createFencedTable($pdo);
     $pdo = null;
 } catch (\PDOException $e) {
     fwrite(STDERR, 'cannot prepare the test database: ' . $e->getMessage() . "\n");
@@ -184,7 +210,9 @@ abstract class TestCase extends PHPUnitTestCase
             configure(); // drops this process's session and with it every lock of the test
         }
         if ($this->prefix !== null) {
-            self::db()->prepare('DELETE FROM shared_locks WHERE name LIKE ?')->execute([$this->prefix . '%']);
+            foreach (['shared_locks', FENCED_TABLE] as $table) {
+                self::db()->prepare("DELETE FROM `$table` WHERE name LIKE ?")->execute([$this->prefix . '%']);
+            }
             $this->prefix = null;
         }
     }
@@ -205,6 +233,14 @@ abstract class TestCase extends PHPUnitTestCase
     protected static function rows(string $name): array
     {
         $st = self::db()->prepare('SELECT name, connection_id, created, ttl, lock_acquired FROM shared_locks WHERE name = ? ORDER BY name');
+        $st->execute([$name]);
+        return $st->fetchAll(\PDO::FETCH_ASSOC);
+    }
+
+    /** The rows for one name in the upgraded table, with the upgrade's columns. */
+    protected static function fencedRows(string $name): array
+    {
+        $st = self::db()->prepare('SELECT name, connection_id, created, ttl, lock_acquired, token, holder_host, holder_pid FROM `' . FENCED_TABLE . '` WHERE name = ?');
         $st->execute([$name]);
         return $st->fetchAll(\PDO::FETCH_ASSOC);
     }
@@ -235,12 +271,74 @@ abstract class TestCase extends PHPUnitTestCase
         return $this->children[] = new Child($script);
     }
 
-    /** A child that holds $name (ttl seconds). */
-    protected function startHolder(string $name, float $ttl = 30): Child
+    /** A child that holds $name (ttl seconds, lock()'s $options). */
+    protected function startHolder(string $name, float $ttl = 30, array $options = []): Child
     {
         $child = $this->startChild();
-        $this->assertReply('locked', $child->call(['lock', $name, 0, $ttl]));
+        $this->assertReply('locked', $child->call(['lock', $name, 0, $ttl, (object) $options]));
         return $child;
+    }
+
+    /** A child whose locks live in the upgraded table. */
+    protected function startFencedChild(): Child
+    {
+        $child = $this->startChild();
+        $this->assertReply('ok', $child->call(['table', FENCED_TABLE]));
+        return $child;
+    }
+
+    /**
+     * Whether $name is taken for another process: its lock($name) with a 3 s timeout
+     * times out (the child keeps the lock if not). Not tryLock(): the core takes a lease
+     * whose TTL passed over from a holder that still lives (by KILLing its session) only
+     * after waiting out grace periods of about 1.5 s, never in a single try.
+     */
+    protected static function takenFor(Child $other, string $name): bool
+    {
+        $reply = $other->call(['lock', $name, 3, 10]);
+        if (($reply['result'] ?? null) === 'locked') {
+            return false;
+        }
+        if (($reply['class'] ?? null) !== SharedLockTimeoutException::class) {
+            self::fail('lock() in the other process failed: ' . json_encode($reply));
+        }
+        return true;
+    }
+
+    /** As takenFor(), from this process (which then holds the lock if it was free). */
+    protected static function taken(string $name): bool
+    {
+        try {
+            SharedLock::lock($name, 3, 10);
+            return false;
+        } catch (SharedLockTimeoutException $e) {
+            return true;
+        }
+    }
+
+    /** Keep-alive threads of this process (Linux shows their name, cut to 15 bytes). */
+    protected static function keepAliveThreads(): int
+    {
+        $names = array_map(fn ($f) => trim((string) @file_get_contents($f)), glob('/proc/self/task/*/comm') ?: []);
+        self::assertNotEmpty($names, 'cannot read /proc/self/task/*/comm');
+        return count(array_filter($names, fn ($n) => strpos($n, 'mysqllock-keep') === 0));
+    }
+
+    /** The database clock (UNIX_TIMESTAMP()). */
+    protected static function dbNow(): int
+    {
+        return (int) self::db()->query('SELECT UNIX_TIMESTAMP()')->fetchColumn();
+    }
+
+    /** Waits until $name's lease has expired on the database clock, so another process may take it over. */
+    protected static function waitUntilExpired(string $name, string $table = 'shared_locks'): void
+    {
+        $st = self::db()->prepare("SELECT COUNT(*) FROM `$table` WHERE name = ? AND created + ttl < UNIX_TIMESTAMP()");
+        $expired = self::waitUntil(function () use ($st, $name) {
+            $st->execute([$name]);
+            return (int) $st->fetchColumn() === 1;
+        }, 15, 0.1);
+        self::assertTrue($expired, "the lease of $name did not expire");
     }
 
     /** Asserts a child's reply is the given result. */

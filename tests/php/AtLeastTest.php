@@ -1,0 +1,114 @@
+<?php
+// "Lock at least for" (issue 5): with ['atLeast' => S] the lock stays taken until S
+// seconds after its acquisition even if it is released sooner.
+declare(strict_types=1);
+
+namespace MySqlLockTest;
+
+use ItsMieger\MySqlSharedLocks\SharedLock;
+
+final class AtLeastTest extends TestCase
+{
+    /** Sleeps until $seconds after $start (microtime). */
+    private static function sleepUntil(float $start, float $seconds): void
+    {
+        $left = $start + $seconds - microtime(true);
+        if ($left > 0) {
+            usleep((int) ($left * 1e6));
+        }
+    }
+
+    /** @test */
+    public function unlockWithAtLeastKeepsTheLockTakenForAnotherProcess(): void
+    {
+        $name = $this->lockName();
+        $child = $this->startChild();
+        $start = microtime(true);
+        SharedLock::lock($name, 0, 30, ['atLeast' => 3]);
+        SharedLock::unlock($name);
+        self::sleepUntil($start, 1.0);
+        $this->assertReply('busy', $child->call(['trylock', $name, 10]));
+    }
+
+    /** @test */
+    public function unlockWithAtLeastFreesTheLockOnceItsTimeHasPassed(): void
+    {
+        $name = $this->lockName();
+        $child = $this->startChild();
+        $start = microtime(true);
+        SharedLock::lock($name, 0, 30, ['atLeast' => 3]);
+        SharedLock::unlock($name);
+        // stored in whole seconds: free at most 4 s after the acquisition
+        self::sleepUntil($start, 4.5);
+        $this->assertReply('locked', $child->call(['trylock', $name, 10]));
+    }
+
+    /** @test */
+    public function unlockWithAtLeastKeepsTheLockFromThisProcessToo(): void
+    {
+        $name = $this->lockName();
+        $start = microtime(true);
+        SharedLock::lock($name, 0, 30, ['atLeast' => 3]);
+        SharedLock::unlock($name);
+        self::sleepUntil($start, 1.0);
+        $this->assertNull(SharedLock::tryLock($name, 10));
+    }
+
+    /** @test */
+    public function unlockWithoutAtLeastFreesTheLockAtOnce(): void
+    {
+        $name = $this->lockName();
+        $child = $this->startChild();
+        SharedLock::lock($name, 0, 30);
+        SharedLock::unlock($name);
+        $this->assertReply('locked', $child->call(['trylock', $name, 10]));
+    }
+
+    /** @test */
+    public function unlockAfterTheAtLeastTimeFreesTheLockAtOnce(): void
+    {
+        $name = $this->lockName();
+        $child = $this->startChild();
+        $start = microtime(true);
+        SharedLock::lock($name, 0, 30, ['atLeast' => 1]);
+        self::sleepUntil($start, 2.2);
+        SharedLock::unlock($name);
+        $this->assertReply('locked', $child->call(['trylock', $name, 10]));
+    }
+
+    /** @test */
+    public function handleReleaseWithAtLeastKeepsTheLockTaken(): void
+    {
+        $name = $this->lockName();
+        $child = $this->startChild();
+        SharedLock::lock($name, 0, 30, ['atLeast' => 3])->release();
+        $this->assertReply('busy', $child->call(['trylock', $name, 10]));
+    }
+
+    /** @test */
+    public function synchronizedWithAtLeastKeepsTheLockTakenAfterItReturns(): void
+    {
+        $name = $this->lockName();
+        $child = $this->startChild();
+        SharedLock::synchronized($name, 0, 30, fn () => null, ['atLeast' => 3]);
+        $this->assertReply('busy', $child->call(['trylock', $name, 10]));
+    }
+
+    /** @test */
+    public function isLockedIsTrueWhileAReleasedLockLingersForAtLeast(): void
+    {
+        $name = $this->lockName();
+        SharedLock::lock($name, 0, 30, ['atLeast' => 3])->release();
+        $this->assertTrue(SharedLock::isLocked($name));
+    }
+
+    /** @test */
+    public function holderShowsAReleasedLockLingeringForAtLeastAsNotAcquired(): void
+    {
+        $name = $this->lockName();
+        SharedLock::lock($name, 0, 30, ['atLeast' => 3])->release();
+        $holder = SharedLock::holder($name);
+        $this->assertNotNull($holder, 'the lingering row is gone');
+        $this->assertFalse($holder['acquired']);
+    }
+}
