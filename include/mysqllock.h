@@ -4,7 +4,7 @@
  * GENERATED FILE, DO NOT EDIT: produced by cbindgen from the Rust sources in ffi/
  * (configuration: ffi/cbindgen.toml). Regenerate with: bash scripts/gen-header.sh
  *
- * Link with -lmysqllock; see docs/c-api.md.
+ * Link with -lmysqllock; see the "C" section of README.md.
  */
 
 #ifndef MYSQLLOCK_H
@@ -55,8 +55,9 @@ typedef enum {
      */
     MYSQLLOCK_CONNECTION = 6,
     /**
-     * The lock table is missing (the message has the CREATE TABLE statement) or the
-     * server refused access to it.
+     * The lock table is missing (the message has the CREATE TABLE statement), the
+     * server refused access to it, or it lacks the token column that
+     * `mysqllock_token()` needs (the message says to run `mysqllock init --upgrade`).
      */
     MYSQLLOCK_TABLE = 7,
     /**
@@ -70,6 +71,22 @@ typedef enum {
 } mysqllock_status;
 
 /**
+ * Flags for `mysqllock_options.flags`, combined with `|`. An enum rather than
+ * `#define`s so that PHP's `FFI::cdef` sees them too.
+ */
+typedef enum {
+    /**
+     * Renew the lease from a background thread with its own connection, every third of
+     * its TTL, while it is held, up to `max_hold` seconds after acquisition. If a
+     * renewal fails, the lock counts as lost: the next `mysqllock_renew()`,
+     * `mysqllock_assert_ttl()`, `mysqllock_remaining_ttl()` or `mysqllock_release()`
+     * returns `MYSQLLOCK_NOT_HELD`. The thread stops at release and at
+     * `mysqllock_client_free()`; a forked child never has it.
+     */
+    MYSQLLOCK_KEEP_ALIVE = 1,
+} mysqllock_option_flag;
+
+/**
  * A connection to the lock server: one MySQL session and the locks held on it.
  *
  * Opaque: create with `mysqllock_client_open_url()` or `mysqllock_client_open()`,
@@ -81,11 +98,108 @@ typedef enum {
  * per thread for independent waits. Locks belong to the client's database session,
  * not to a thread: any thread may release a lock taken through the same client.
  *
- * Not fork-safe: after `fork()`, the child must neither use nor free a client created
- * before the fork (that would act on, or close, the parent's session and its locks);
- * it opens its own client instead.
+ * Keep-alive (`MYSQLLOCK_KEEP_ALIVE`) renews from a background thread with its own
+ * connection; it never takes the client's mutex, so a long call on the client does not
+ * delay a renewal. It stops when the lock is released and when the client is freed
+ * (waiting at most about a second for the thread).
+ *
+ * Fork: a client belongs to the process that opened it. In a forked child every call
+ * on an inherited client returns `MYSQLLOCK_INVALID_ARGUMENT` (it would act on the
+ * parent's session and locks), and `mysqllock_client_free()` of it releases and closes
+ * nothing. The child has no keep-alive threads (threads are not forked) and never
+ * stops, joins or renews the parent's; the parent keeps its session, locks and
+ * keep-alive. A child that needs locks opens its own client.
  */
 typedef struct mysqllock_client mysqllock_client;
+
+/**
+ * Extras for `mysqllock_acquire_ex()` and `mysqllock_try_acquire_ex()`. All fields zero
+ * (`mysqllock_options opts = {0};`), like a NULL pointer, mean a plain lease, the
+ * same as `mysqllock_acquire()`. Read during the call only.
+ */
+typedef struct {
+    /**
+     * `MYSQLLOCK_KEEP_ALIVE` or 0. Unknown bits are `MYSQLLOCK_INVALID_ARGUMENT`.
+     */
+    uint32_t flags;
+    /**
+     * With `MYSQLLOCK_KEEP_ALIVE`: seconds after acquisition when the renewals stop, so
+     * a process stuck in an endless loop loses the lock then (rounded up to whole
+     * seconds, database clock). 0 or less means the default, 3600. A positive value
+     * without `MYSQLLOCK_KEEP_ALIVE`, NaN or infinity is `MYSQLLOCK_INVALID_ARGUMENT`.
+     */
+    double max_hold;
+    /**
+     * Seconds from acquisition the lock stays taken even when released sooner, so a
+     * node whose cron fires a little later does not run the same job again ("at least";
+     * rounded up to whole seconds, database clock). 0 = off. Negative, NaN or infinite
+     * is `MYSQLLOCK_INVALID_ARGUMENT`.
+     */
+    double at_least;
+} mysqllock_options;
+
+/**
+ * Who holds a lock, as `mysqllock_holder()` reads it from the lock's row. A plain
+ * struct owned by the caller (stack or heap): its strings are fixed arrays, always
+ * NUL-terminated and valid UTF-8 (cut at a character boundary if too long), so
+ * nothing needs freeing. Times are Unix seconds on the database clock.
+ */
+typedef struct {
+    /**
+     * The `CONNECTION_ID()` of the holder's session.
+     */
+    uint64_t connection_id;
+    /**
+     * The fencing token of the acquisition; 0 when unknown (`has_token` false: the table
+     * has no token column).
+     */
+    uint64_t token;
+    bool has_token;
+    /**
+     * The holder's process id on its machine; 0 when not recorded (`has_pid` false: the
+     * table is not upgraded, or the holder is not mysqllock, e.g. the original package).
+     */
+    uint64_t pid;
+    bool has_pid;
+    /**
+     * When the lock was acquired (renewals keep it).
+     */
+    int64_t acquired_at;
+    /**
+     * When the lease ends unless renewed or released.
+     */
+    int64_t expires_at;
+    /**
+     * Seconds until then; negative once expired.
+     */
+    double remaining;
+    /**
+     * The holder's session still holds the lock's GET_LOCK. False for a dead holder
+     * (the next acquirer reclaims the row at once) and for a row kept by "at least"
+     * after its release.
+     */
+    bool alive;
+    /**
+     * The holder had taken the GET_LOCK when it last wrote the row; false while an
+     * acquisition is in progress and for a row kept by "at least" after its release.
+     */
+    bool acquired;
+    /**
+     * The name as its holder spelled it (the table treats names that differ only in
+     * case or trailing spaces as one lock).
+     */
+    char name[257];
+    /**
+     * The host name of the holder's machine; "" when not recorded (as `pid`).
+     */
+    char hostname[256];
+    /**
+     * The client address of the holder's session from the server's process list
+     * ("10.0.0.12:50480", "localhost"); "" when not visible (the holder's session is gone,
+     * or this user lacks the PROCESS privilege to see other users' sessions).
+     */
+    char client_address[256];
+} mysqllock_holder_info;
 
 /**
  * Opens a client from a URL and connects it:
@@ -140,13 +254,18 @@ mysqllock_status mysqllock_client_set_table(mysqllock_client *client,
                                             int quote_style);
 
 /**
- * Releases every lock the client still holds, closes its connection and frees it.
- * NULL is allowed and does nothing.
+ * Releases every lock the client still holds, stops their keep-alive threads, closes
+ * its connection and frees it. NULL is allowed and does nothing.
  *
  * Takes ownership: `client` must not be used afterwards, nor freed twice. Call it from
  * any thread, but only once no other thread is using the client. Failures while
  * releasing are ignored (the server frees a closed session's locks anyway), and the
- * last error is left untouched.
+ * last error is left untouched. Does not hang: each keep-alive thread is waited for at
+ * most about a second (longer only while a renewal it already sent is in flight,
+ * bounded by its 5 s I/O timeout).
+ *
+ * In a forked child, freeing a client the parent opened releases, stops and closes
+ * nothing: the child only forgets it, and the parent keeps its session and locks.
  *
  * # Safety
  * `client` is NULL or a live client that no other thread is using.
@@ -292,6 +411,113 @@ const char *mysqllock_version(void);
 size_t mysqllock_last_error(char *buf, size_t len, size_t *out_n);
 
 /**
+ * `mysqllock_acquire()` with options (keep-alive, maximum hold, "at least"; see
+ * `mysqllock_options`, NULL = none) that also hands out the fencing token.
+ *
+ * On `MYSQLLOCK_OK`, `*token_out` (if `token_out` is not NULL) receives the lease's
+ * fencing token: greater than every token issued before on the table, so the protected
+ * resource can refuse the writes of an older holder
+ * (`UPDATE ... SET fence = :token WHERE ... AND fence < :token`). It is 0 when the
+ * table has no token column (upgrade it with `mysqllock init --upgrade` or
+ * `mysqllock_upgrade_table()`). On any other status nothing is written.
+ *
+ * Bad options are `MYSQLLOCK_INVALID_ARGUMENT`, before anything is locked. If the
+ * keep-alive thread cannot be started, the lock is released again and the call
+ * returns `MYSQLLOCK_INVALID_ARGUMENT` too.
+ * `client` stays owned by the caller; any thread may call this (it blocks other calls
+ * on the same client while it waits). The keep-alive thread belongs to the client: it
+ * stops at `mysqllock_release()` and `mysqllock_client_free()`.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `name` is NULL or a NUL-terminated string;
+ * `options` is NULL or points to a readable `mysqllock_options`; `token_out` is NULL
+ * or points to a writable `uint64_t`.
+ */
+mysqllock_status mysqllock_acquire_ex(mysqllock_client *client,
+                                      const char *name,
+                                      double timeout,
+                                      double ttl,
+                                      const mysqllock_options *options,
+                                      uint64_t *token_out);
+
+/**
+ * One try at the TTL lease `name` with options (see `mysqllock_acquire_ex()`): on
+ * `MYSQLLOCK_OK`, `*acquired_out` is true if this client now holds it and false if
+ * another session does, and `*token_out` (if not NULL) receives its fencing token, or
+ * 0 when it was not acquired or the table has no token column. Any other status
+ * leaves both unwritten.
+ *
+ * `client` stays owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `name` is NULL or a NUL-terminated string;
+ * `options` is NULL or points to a readable `mysqllock_options`; `acquired_out` is
+ * NULL or points to a writable `bool`; `token_out` is NULL or points to a writable
+ * `uint64_t`.
+ */
+mysqllock_status mysqllock_try_acquire_ex(mysqllock_client *client,
+                                          const char *name,
+                                          double ttl,
+                                          const mysqllock_options *options,
+                                          bool *acquired_out,
+                                          uint64_t *token_out);
+
+/**
+ * Writes to `*out` the fencing token of the TTL lease `name` that this client holds
+ * (the one `mysqllock_acquire_ex()` returned). Answered without a round trip, so it
+ * does not tell whether the lease is still held: the protected resource's fence check
+ * does (`mysqllock_assert_ttl()` asks the server).
+ *
+ * Returns `MYSQLLOCK_NOT_HELD` if this client does not hold it, and `MYSQLLOCK_TABLE`
+ * if the lease has no token because the table has no token column: the message says
+ * to run `mysqllock init --upgrade` (or `mysqllock_upgrade_table()`). A client that
+ * used the table before it was upgraded keeps taking leases without tokens; open a
+ * new client after the upgrade. `client` stays owned by the caller; any thread may
+ * call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `name` is NULL or a NUL-terminated string;
+ * `out` is NULL or points to a writable `uint64_t`.
+ */
+mysqllock_status mysqllock_token(mysqllock_client *client, const char *name, uint64_t *out);
+
+/**
+ * Extends the TTL lease `name` to `ttl` seconds from now (database clock; never
+ * shortens it), while this client's session still owns its row and holds its
+ * GET_LOCK. The acquisition time stays, so "at least" and keep-alive's maximum hold
+ * still count from the acquisition.
+ *
+ * Returns `MYSQLLOCK_NOT_HELD` when the lease is gone, with the loss in the message
+ * (taken over after its TTL, its session killed or lost, its keep-alive failed); a lost
+ * lease is not acquired again. `client` stays owned by the caller; any thread may call
+ * this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `name` is NULL or a NUL-terminated string.
+ */
+mysqllock_status mysqllock_renew(mysqllock_client *client, const char *name, double ttl);
+
+/**
+ * Looks up who holds the lock `name` (under any spelling the table folds together),
+ * whichever session or process that is: on `MYSQLLOCK_OK`, `*found` is true and `*out`
+ * is filled in when the lock has a row, and `*found` is false (with `*out` left
+ * unwritten) when nobody holds it. Any other status writes neither.
+ *
+ * One query; the answer may be out of date by the time it is read, so use it to show
+ * or log, not to decide who may write (fencing tokens are for that). `client` stays
+ * owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `name` is NULL or a NUL-terminated string; `out`
+ * is NULL or points to a writable `mysqllock_holder_info`; `found` is NULL or points
+ * to a writable `bool`.
+ */
+mysqllock_status mysqllock_holder(mysqllock_client *client,
+                                  const char *name,
+                                  mysqllock_holder_info *out,
+                                  bool *found);
+
+/**
  * The name of a status as a static, NUL-terminated string ("MYSQLLOCK_TIMEOUT"), or
  * "MYSQLLOCK_UNKNOWN_STATUS" for a number that is not a `mysqllock_status`.
  *
@@ -300,5 +526,36 @@ size_t mysqllock_last_error(char *buf, size_t len, size_t *out_n);
  * this at any time; it does not touch the last error.
  */
 const char *mysqllock_status_name(int status);
+
+/**
+ * Creates the client's lock table with the original PHP package's exact
+ * `CREATE TABLE` (MyISAM, latin1) unless it exists, as `mysqllock init` does. On
+ * `MYSQLLOCK_OK`, `*created` (if not NULL) tells whether it was created now.
+ *
+ * Needs the CREATE privilege (`MYSQLLOCK_TABLE` without it). Safe to run on several
+ * nodes at once. `client` stays owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `created` is NULL or points to a writable `bool`.
+ */
+mysqllock_status mysqllock_init_table(mysqllock_client *client, bool *created);
+
+/**
+ * Creates the client's lock table if it is missing and adds the columns for fencing
+ * tokens and introspection (`token`, `holder_host`, `holder_pid`), as
+ * `mysqllock init --upgrade` does. On `MYSQLLOCK_OK`, `*changed` (if not NULL) tells
+ * whether anything was created or added.
+ *
+ * Processes running the original PHP package keep working on the upgraded table. This
+ * client uses the new columns from its next lock on; other clients that used the table
+ * before the upgrade keep taking leases without tokens until they are opened again.
+ * Safe to run on several nodes at once. Needs the ALTER (and CREATE) privilege. A table
+ * with only some of the columns is `MYSQLLOCK_INVALID_ARGUMENT` (fix it by hand).
+ * `client` stays owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `changed` is NULL or points to a writable `bool`.
+ */
+mysqllock_status mysqllock_upgrade_table(mysqllock_client *client, bool *changed);
 
 #endif  /* MYSQLLOCK_H */

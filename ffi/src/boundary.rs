@@ -43,23 +43,73 @@ pub(crate) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
     }
 }
 
+/// Why a call failed: an error of the core (its status comes from the one mapping in
+/// `status.rs`), or a refusal decided at this boundary, where a result of the core is
+/// not what the C function promises (`mysqllock_token()` on a table without tokens).
+pub(crate) enum Failure {
+    Core(Error),
+    Refused { status: mysqllock_status, message: String },
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Core(e)
+    }
+}
+
 /// Runs the body of an export that returns a status, inside the panic boundary, and
 /// records the outcome as this thread's last error (cleared on success).
 pub(crate) fn call(body: impl FnOnce() -> Result<()>) -> mysqllock_status {
-    guard(mysqllock_status::INTERNAL, || match body() {
-        Ok(()) => {
-            set_last_error(String::new());
-            mysqllock_status::OK
-        }
-        Err(e) => {
-            set_last_error(e.chain());
-            mysqllock_status::from(&e)
-        }
+    call_or_refuse(|| body().map_err(Failure::Core))
+}
+
+/// [`call`] for a body that may also refuse with a status and message of its own.
+pub(crate) fn call_or_refuse(body: impl FnOnce() -> std::result::Result<(), Failure>) -> mysqllock_status {
+    guard(mysqllock_status::INTERNAL, || {
+        let (status, message) = match body() {
+            Ok(()) => (mysqllock_status::OK, String::new()),
+            Err(Failure::Core(e)) => (mysqllock_status::from(&e), e.chain()),
+            Err(Failure::Refused { status, message }) => (status, message),
+        };
+        set_last_error(message);
+        status
     })
 }
 
-fn invalid(what: &'static str, reason: &str) -> Error {
+pub(crate) fn invalid(what: &'static str, reason: &str) -> Error {
     Error::InvalidArgument { what, reason: reason.to_owned() }
+}
+
+/// Writes `value` to an optional out-parameter: NULL means the caller does not want it.
+///
+/// # Safety
+/// `out` is NULL or points to a writable `T`.
+pub(crate) unsafe fn write_if_wanted<T>(out: *mut T, value: T) {
+    if !out.is_null() {
+        // SAFETY: non-NULL; the caller guarantees it points to a writable T.
+        unsafe { out.write(value) };
+    }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary,
+/// so that a truncated copy is still valid UTF-8.
+fn truncated(s: &str, max: usize) -> &str {
+    let mut n = s.len().min(max);
+    while !s.is_char_boundary(n) {
+        n -= 1;
+    }
+    &s[..n]
+}
+
+/// `s` as a NUL-terminated string in a fixed-size C array (struct fields that need no
+/// freeing): cut at a character boundary to fit, the rest of the array zeroed.
+pub(crate) fn fixed_text<const N: usize>(s: &str) -> [c_char; N] {
+    let mut out = [0 as c_char; N];
+    let kept = truncated(s, N.saturating_sub(1));
+    for (dst, src) in out.iter_mut().zip(kept.bytes()) {
+        *dst = src as c_char;
+    }
+    out
 }
 
 /// The one NULL check every pointer argument passes. `what` names the argument in the
@@ -116,10 +166,7 @@ pub unsafe extern "C" fn mysqllock_last_error(buf: *mut c_char, len: usize, out_
             let message = e.borrow();
             let mut n = 0;
             if !buf.is_null() && len > 0 {
-                n = message.len().min(len - 1);
-                while !message.is_char_boundary(n) {
-                    n -= 1;
-                }
+                n = truncated(&message, len - 1).len();
                 // SAFETY: the caller guarantees `buf` has room for `len` bytes, and
                 // n + 1 <= len; the message is a separate Rust allocation.
                 unsafe {
@@ -164,6 +211,15 @@ mod tests {
         assert_eq!(last_error(), "invalid lock name: it is empty");
         assert_eq!(call(|| Ok(())), mysqllock_status::OK);
         assert_eq!(last_error(), "");
+    }
+
+    #[test]
+    fn fixed_text_is_cut_at_a_character_boundary_and_nul_terminated() {
+        let cut: [c_char; 5] = fixed_text("ab€cd"); // '€' would need bytes 2..5, NUL the 5th
+        assert_eq!(cut, [b'a' as c_char, b'b' as c_char, 0, 0, 0]);
+        let whole: [c_char; 8] = fixed_text("host");
+        // SAFETY: fixed_text NUL-terminates.
+        assert_eq!(unsafe { CStr::from_ptr(whole.as_ptr()) }, c"host");
     }
 
     #[test]

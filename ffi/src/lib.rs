@@ -11,22 +11,35 @@
 //! - out-parameters come last and are written only on success;
 //! - NULL pointers are reported as `MYSQLLOCK_INVALID_ARGUMENT`, never dereferenced;
 //! - strings are NUL-terminated UTF-8, borrowed for the duration of the call only;
-//! - no panic crosses the boundary: a bug returns `MYSQLLOCK_INTERNAL`.
+//! - no panic crosses the boundary: a bug returns `MYSQLLOCK_INTERNAL`;
+//! - a client belongs to the process that opened it: in a forked child every call on it
+//!   is refused, and freeing it touches nothing of the parent's (see `mysqllock_client`).
 
 // C names (`mysqllock_client`) are the point of this crate.
 #![allow(non_camel_case_types)]
 
 mod boundary;
+mod extended;
+mod fork;
+mod holder;
+mod options;
 mod status;
+mod table;
 
 use std::ffi::{c_char, c_int};
+use std::ptr::null_mut;
+use std::sync::atomic::AtomicPtr;
 
 use mysqllock_core::{Config, NativeLocker, QuoteStyle, Table};
 use parking_lot::Mutex;
 
 pub use boundary::mysqllock_last_error;
 use boundary::{call, non_null, optional_text, text, Result};
+pub use extended::{mysqllock_acquire_ex, mysqllock_renew, mysqllock_token, mysqllock_try_acquire_ex};
+pub use holder::{mysqllock_holder, mysqllock_holder_info};
+pub use options::{mysqllock_option_flag, mysqllock_options};
 pub use status::{mysqllock_status, mysqllock_status_name};
+pub use table::{mysqllock_init_table, mysqllock_upgrade_table};
 
 /// A connection to the lock server: one MySQL session and the locks held on it.
 ///
@@ -39,11 +52,23 @@ pub use status::{mysqllock_status, mysqllock_status_name};
 /// per thread for independent waits. Locks belong to the client's database session,
 /// not to a thread: any thread may release a lock taken through the same client.
 ///
-/// Not fork-safe: after `fork()`, the child must neither use nor free a client created
-/// before the fork (that would act on, or close, the parent's session and its locks);
-/// it opens its own client instead.
+/// Keep-alive (`MYSQLLOCK_KEEP_ALIVE`) renews from a background thread with its own
+/// connection; it never takes the client's mutex, so a long call on the client does not
+/// delay a renewal. It stops when the lock is released and when the client is freed
+/// (waiting at most about a second for the thread).
+///
+/// Fork: a client belongs to the process that opened it. In a forked child every call
+/// on an inherited client returns `MYSQLLOCK_INVALID_ARGUMENT` (it would act on the
+/// parent's session and locks), and `mysqllock_client_free()` of it releases and closes
+/// nothing. The child has no keep-alive threads (threads are not forked) and never
+/// stops, joins or renews the parent's; the parent keeps its session, locks and
+/// keep-alive. A child that needs locks opens its own client.
 pub struct mysqllock_client {
     locker: Mutex<NativeLocker>,
+    /// The process that opened the client, the only one that may use its session.
+    owner_pid: u32,
+    /// Links the inherited clients a forked child freed (see [`fork::abandon`]).
+    next_abandoned: AtomicPtr<mysqllock_client>,
 }
 
 /// The thread-safety promised above, checked by the compiler.
@@ -53,13 +78,17 @@ fn client_is_send_and_sync() {
     assert_send_sync::<mysqllock_client>();
 }
 
-/// The client behind a handle argument.
+/// The client behind a handle argument, refused in a forked child (see
+/// [`mysqllock_client`]): checked before its mutex is touched, which a parent thread may
+/// have held at the moment of the fork.
 ///
 /// # Safety
 /// `client` is NULL or a live handle from `mysqllock_client_open*`.
 unsafe fn client<'a>(client: *mut mysqllock_client) -> Result<&'a mysqllock_client> {
     // SAFETY: non-NULL, and live by the caller's contract.
-    Ok(unsafe { non_null(client, "client")?.as_ref() })
+    let client = unsafe { non_null(client, "client")?.as_ref() };
+    fork::check_owner(client.owner_pid)?;
+    Ok(client)
 }
 
 /// Connects now, so that a wrong address or password is reported by the open call
@@ -71,7 +100,11 @@ unsafe fn connect(config: Config, out: *mut *mut mysqllock_client) -> Result<()>
     let out = non_null(out, "out pointer")?;
     let mut locker = NativeLocker::from_config(config);
     locker.connection_id()?;
-    let handle = Box::new(mysqllock_client { locker: Mutex::new(locker) });
+    let handle = Box::new(mysqllock_client {
+        locker: Mutex::new(locker),
+        owner_pid: std::process::id(),
+        next_abandoned: AtomicPtr::new(null_mut()),
+    });
     // SAFETY: non-NULL; the caller guarantees it points to a writable pointer.
     unsafe { out.as_ptr().write(Box::into_raw(handle)) };
     Ok(())
@@ -160,13 +193,18 @@ pub unsafe extern "C" fn mysqllock_client_set_table(
     })
 }
 
-/// Releases every lock the client still holds, closes its connection and frees it.
-/// NULL is allowed and does nothing.
+/// Releases every lock the client still holds, stops their keep-alive threads, closes
+/// its connection and frees it. NULL is allowed and does nothing.
 ///
 /// Takes ownership: `client` must not be used afterwards, nor freed twice. Call it from
 /// any thread, but only once no other thread is using the client. Failures while
 /// releasing are ignored (the server frees a closed session's locks anyway), and the
-/// last error is left untouched.
+/// last error is left untouched. Does not hang: each keep-alive thread is waited for at
+/// most about a second (longer only while a renewal it already sent is in flight,
+/// bounded by its 5 s I/O timeout).
+///
+/// In a forked child, freeing a client the parent opened releases, stops and closes
+/// nothing: the child only forgets it, and the parent keeps its session and locks.
 ///
 /// # Safety
 /// `client` is NULL or a live client that no other thread is using.
@@ -176,6 +214,12 @@ pub unsafe extern "C" fn mysqllock_client_free(client: *mut mysqllock_client) {
         return;
     }
     boundary::guard((), || {
+        // SAFETY: a live handle from `mysqllock_client_open*`.
+        if fork::check_owner(unsafe { (*client).owner_pid }).is_err() {
+            // SAFETY: live, and the caller gives it up.
+            unsafe { fork::abandon(client) };
+            return;
+        }
         // SAFETY: a live handle from `mysqllock_client_open*`, owned by us from now on.
         let client = unsafe { Box::from_raw(client) };
         // Deleting the rows now spares the next acquirer from reclaiming them.

@@ -33,8 +33,9 @@ pub enum mysqllock_status {
     /// Connecting failed (unreachable server, wrong password, unknown database) or the
     /// connection was lost; every lock of the lost session is gone.
     CONNECTION = 6,
-    /// The lock table is missing (the message has the CREATE TABLE statement) or the
-    /// server refused access to it.
+    /// The lock table is missing (the message has the CREATE TABLE statement), the
+    /// server refused access to it, or it lacks the token column that
+    /// `mysqllock_token()` needs (the message says to run `mysqllock init --upgrade`).
     TABLE = 7,
     /// Any other error the database server reported.
     DATABASE = 8,

@@ -1,12 +1,14 @@
 /*
  * Two processes contending for one lock through the C API (linked statically in the
- * suite). Each child opens its own client after fork(): a client is never shared
- * across fork.
+ * suite). Each child opens its own client after fork(); a client inherited from the
+ * parent refuses every call in the child, and freeing it there touches nothing of the
+ * parent's (also while the parent's keep-alive renews its lease).
  *
  * Usage: MYSQLLOCK_TEST_DSN=mysql://user:pass@host:port/db test_fork
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dirent.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,6 +88,76 @@ static void hold_and_die(mysqllock_client *c, const char *name, int fd)
     _exit(tap_failures == 0 ? 0 : 1);
 }
 
+/* Threads of this process: a forked child has only the one that called fork(). */
+static int thread_count(void)
+{
+    int n = 0;
+    DIR *tasks = opendir("/proc/self/task");
+    if (tasks == NULL) {
+        return -1;
+    }
+    for (struct dirent *e; (e = readdir(tasks)) != NULL;) {
+        n += e->d_name[0] != '.';
+    }
+    closedir(tasks);
+    return n;
+}
+
+/*
+ * The child of a keep-alive holder: the inherited client refuses every call and its free
+ * closes nothing; the child stays alive past the lease's TTL, then exits normally (exit,
+ * not _exit: nothing at exit may touch the parent's session either).
+ */
+static void child_of_keep_alive_holder(mysqllock_client *inherited, const char *name)
+{
+    uint64_t token = 0;
+    check(thread_count() == 1, "child: no keep-alive thread runs here (%d threads)",
+          thread_count());
+    expect(mysqllock_renew(inherited, name, 60), MYSQLLOCK_INVALID_ARGUMENT, "forked child",
+           "child: renew on the inherited client is refused");
+    expect(mysqllock_release(inherited, name), MYSQLLOCK_INVALID_ARGUMENT, "open a new client",
+           "child: release on the inherited client is refused");
+    expect(mysqllock_token(inherited, name, &token), MYSQLLOCK_INVALID_ARGUMENT, "forked child",
+           "child: any call on the inherited client is refused");
+    mysqllock_client_free(inherited);
+    check(1, "child: frees the inherited client");
+    mysqllock_client *mine = open_client();
+    bool acquired = true;
+    expect(mysqllock_try_acquire(mine, name, 10, &acquired), MYSQLLOCK_OK, NULL,
+           "child: try_acquire on its own client");
+    check(!acquired, "child: the parent's kept-alive lease is held");
+    mysqllock_client_free(mine);
+    sleep(3); /* past the 2 s TTL: only the parent's keep-alive holds the lease now */
+    fflush(stdout);
+    exit(tap_failures == 0 ? 0 : 1);
+}
+
+static void test_fork_of_a_keep_alive_holder(mysqllock_client *parent)
+{
+    const mysqllock_options keep_alive = {MYSQLLOCK_KEEP_ALIVE, 0, 0};
+    char name[96];
+    snprintf(name, sizeof name, "c-%ld-fork-keep-alive", (long)getpid());
+    expect(mysqllock_acquire_ex(parent, name, 0, 2, &keep_alive, NULL), MYSQLLOCK_OK, NULL,
+           "parent: acquire with keep-alive and a 2 s TTL");
+    sleep(1); /* the keep-alive thread has connected and renewed: its socket is inherited too */
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        tap_failures = 0;
+        child_of_keep_alive_holder(parent, name);
+    }
+    check(child_succeeded(pid), "the child of a keep-alive holder touched nothing of the parent's");
+    mysqllock_client *other = open_client();
+    bool acquired = true;
+    mysqllock_try_acquire(other, name, 10, &acquired);
+    check(!acquired, "after the child exited, the parent's lease is still held");
+    expect(mysqllock_assert_ttl(parent, name, 0.1), MYSQLLOCK_OK, NULL,
+           "parent: its session and keep-alive survived the child");
+    expect(mysqllock_release(parent, name), MYSQLLOCK_OK, NULL,
+           "parent: releases the lease it never lost");
+    mysqllock_client_free(other);
+}
+
 int main(void)
 {
     char name[96], buf[1];
@@ -116,6 +188,8 @@ int main(void)
            "a lease whose holder died is acquired");
     check(now() - start < 5, "without waiting for its 600 s TTL (%.3f s)", now() - start);
     mysqllock_release(parent, name);
+
+    test_fork_of_a_keep_alive_holder(parent);
 
     mysqllock_client_free(parent);
     printf("# test_fork: %d failed in the parent\n", tap_failures);
