@@ -1,6 +1,7 @@
 //! `mysqllock`: a cluster-wide `flock(1)` for crontab lines, backed by the MySQL server
 //! the nodes already share.
 
+mod duration;
 mod exit;
 mod run;
 mod signals;
@@ -10,7 +11,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use mysqllock_core::{Config, NativeLocker};
+use mysqllock_core::{AcquireOptions, Config, NativeLocker};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -20,9 +21,10 @@ Exit codes:
   70    any other database error
   75    run: another node holds the lock; the command was NOT run
   76    run: the command succeeded, but the lock was lost while it ran
-        (its TTL passed and another node took it over): the run may have overlapped
+        (its TTL passed and another node took it over, or its keep-alive could not
+        renew it): the run may have overlapped
   77    the database user lacks a privilege
-  78    the lock table does not exist: run `mysqllock init`
+  78    the lock table does not exist: run `mysqllock init` (or `init --upgrade`)
   126   run: the command could not be executed
   127   run: the command was not found
   128+N run: the command was killed by signal N
@@ -46,34 +48,78 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Creates the lock table (the PHP package's exact schema) unless it exists.
-    Init,
+    ///
+    /// With --upgrade, also adds the columns for fencing tokens and for recording who
+    /// holds a lock (token, holder_host, holder_pid). Processes running the PHP package
+    /// keep working on the upgraded table. Running it again is harmless.
+    Init {
+        /// Also add the token, holder_host and holder_pid columns if they are missing.
+        #[arg(long)]
+        upgrade: bool,
+    },
 
     /// Runs COMMAND only if the lock NAME is acquired, then releases it.
     ///
-    /// The command gets MYSQLLOCK_NAME and MYSQLLOCK_CONNECTION_ID in its environment.
+    /// The command gets in its environment: MYSQLLOCK_NAME, MYSQLLOCK_CONNECTION_ID, and
+    /// MYSQLLOCK_TOKEN, the fencing token of this acquisition, greater than that of every
+    /// earlier one. Make the write the lock protects check it, so that a run that lost
+    /// the lock unawares cannot overwrite a newer one's work:
+    ///
+    ///   UPDATE t SET ..., fence = $MYSQLLOCK_TOKEN WHERE id = ... AND fence < $MYSQLLOCK_TOKEN
+    ///
+    /// MYSQLLOCK_TOKEN is unset while the table has no token column: run
+    /// `mysqllock init --upgrade` once.
+    ///
     /// SIGHUP, SIGINT, SIGQUIT and SIGTERM sent to mysqllock are forwarded to it; the
     /// lock is released when it ends, however it ends.
+    ///
+    /// DURATION: seconds (90, 1.5) or a number with a unit: 500ms, 90s, 5m, 2h, 1d.
     #[command(after_help = EXIT_CODES)]
     Run {
         /// The lock name (1 to 64 characters).
         name: String,
-        /// Seconds to wait for the lock (fractions allowed); 0 = one try.
-        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_name = "SECONDS")]
+        /// How long to wait for the lock; 0 = one try.
+        #[arg(long, default_value = "0", value_parser = duration::seconds, allow_negative_numbers = true, value_name = "DURATION")]
         timeout: f64,
-        /// Seconds the lock lives at most; after that another node may take it over.
-        /// Choose it longer than the command can ever run.
-        #[arg(long, default_value_t = 3600.0, allow_negative_numbers = true, value_name = "SECONDS")]
+        /// How long the lock lives at most; after that another node may take it over.
+        /// Without --keep-alive, choose it longer than the command can ever run.
+        #[arg(long, default_value = "3600", value_parser = duration::seconds, allow_negative_numbers = true, value_name = "DURATION")]
         ttl: f64,
+        /// Renew the lock in the background (every third of --ttl) while the command
+        /// runs, up to --max-hold. Use a short --ttl with it (e.g. 60): a node that
+        /// crashes or freezes then blocks the others for --ttl only. If a renewal fails,
+        /// the lock counts as lost (exit 76 if the command succeeds).
+        #[arg(long)]
+        keep_alive: bool,
+        /// With --keep-alive: stop renewing this long after acquisition [default: 1h].
+        /// The lock then runs out (at --max-hold or --ttl after acquisition, whichever
+        /// is later), and a command still running at that moment gets SIGTERM.
+        #[arg(long, requires = "keep_alive", value_parser = duration::seconds, allow_negative_numbers = true, value_name = "DURATION")]
+        max_hold: Option<f64>,
+        /// Keep the lock taken until this long after acquisition, even if the command
+        /// ends sooner, so a node whose cron fires a little later skips the job (exit
+        /// 75) instead of running it again. 0 = released when the command ends.
+        #[arg(long, default_value = "0", value_parser = duration::seconds, allow_negative_numbers = true, value_name = "DURATION")]
+        at_least: f64,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<OsString>,
     },
 
-    /// Lists the locks in the table: holder, age, remaining TTL, state.
+    /// Lists the locks in the table: holder, token, host, times, state.
     ///
-    /// STATE is "alive" (the holder's session is up), "dead" (it is gone; the next
-    /// acquirer reclaims the row) or "pending" (acquisition in progress). A negative
-    /// TTL_LEFT_S means the lease expired and may be taken over.
+    /// HOLDER is the MySQL connection id holding the lock (MYSQLLOCK_CONNECTION_ID),
+    /// TOKEN its fencing token, HOST the holder's machine name (recorded on an upgraded
+    /// table) or else its client address from the process list ("-" if not visible:
+    /// needs PROCESS), PID the holder's process id (for `run`: mysqllock's own).
+    /// ACQUIRED and EXPIRES are UTC times from the database clock; a negative
+    /// TTL_LEFT_S means the lease expired and may be taken over. "-" = unknown
+    /// (the table is not upgraded, or the holder does not record it).
+    ///
+    /// STATE is "alive" (the holder's session holds the lock), "dead" (the session is
+    /// gone; the next acquirer reclaims the row) or "pending" (the row is taken but its
+    /// holder does not hold the GET_LOCK: an acquisition in progress, or a finished
+    /// `run --at-least` whose lock stays taken until EXPIRES).
     Status {
         /// Only this lock.
         name: Option<String>,
@@ -106,20 +152,31 @@ fn main() -> ExitCode {
 /// Runs one subcommand and returns its exit code.
 fn dispatch(locker: &mut NativeLocker, command: &Cmd) -> u8 {
     match command {
-        Cmd::Init => init(locker),
-        Cmd::Run { name, timeout, ttl, command } => {
-            run::run(locker, &run::Job { name, timeout: *timeout, ttl: *ttl, command })
+        Cmd::Init { upgrade } => init(locker, *upgrade),
+        Cmd::Run { name, timeout, ttl, keep_alive, max_hold, at_least, command } => {
+            let options = AcquireOptions { keep_alive: *keep_alive, max_hold: *max_hold, at_least: *at_least };
+            run::run(locker, &run::Job { name, timeout: *timeout, ttl: *ttl, options, command })
         }
         Cmd::Status { name, json } => status(locker, name.as_deref(), *json),
     }
 }
 
-fn init(locker: &mut NativeLocker) -> u8 {
+/// Creates the table if it is missing and, with `upgrade`, adds the upgrade's columns;
+/// says what it did in one line per step.
+fn init(locker: &mut NativeLocker, upgrade: bool) -> u8 {
     let table = locker.table().display_name();
     match locker.init_table() {
         Ok(true) => println!("created table {table}"),
-        Ok(false) => println!("table {table} already exists"),
+        Ok(false) if !upgrade => println!("table {table} already exists"),
+        Ok(false) => {}
         Err(e) => return exit::report(&e),
+    }
+    if upgrade {
+        match locker.upgrade_table() {
+            Ok(true) => println!("upgraded table {table}: added token, holder_host, holder_pid"),
+            Ok(false) => println!("table {table} is already upgraded"),
+            Err(e) => return exit::report(&e),
+        }
     }
     0
 }

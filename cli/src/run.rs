@@ -3,16 +3,23 @@
 use std::ffi::OsString;
 use std::io;
 use std::process::{Command, ExitStatus};
+use std::time::{Duration, Instant};
 
-use mysqllock_core::{Error, Lease, NativeLocker};
+use mysqllock_core::{AcquireOptions, Error, Lease, NativeLocker, DEFAULT_MAX_HOLD};
 
 use crate::{exit, signals};
+
+/// How often a kept-alive run checks whether its lock has run out: a clock read, so
+/// it can be frequent; the command's own end is noticed at once regardless.
+const WATCH_INTERVAL: Duration = Duration::from_millis(200);
 
 /// What to run under which lock.
 pub struct Job<'a> {
     pub name: &'a str,
     pub timeout: f64,
     pub ttl: f64,
+    /// Keep-alive, its maximum hold, and "at least".
+    pub options: AcquireOptions,
     /// The program and its arguments; never empty (clap requires one).
     pub command: &'a [OsString],
 }
@@ -20,7 +27,7 @@ pub struct Job<'a> {
 /// Acquires the lease, runs the command, releases, and returns the exit code.
 pub fn run(locker: &mut NativeLocker, job: &Job<'_>) -> u8 {
     let program = job.command[0].to_string_lossy();
-    let lease = match locker.acquire(job.name, job.timeout, job.ttl) {
+    let lease = match locker.acquire_with(job.name, job.timeout, job.ttl, &job.options) {
         Ok(lease) => lease,
         Err(e) if e.is_timeout() => {
             let waited = if job.timeout > 0.0 { format!(" (waited {} s)", job.timeout) } else { String::new() };
@@ -29,8 +36,9 @@ pub fn run(locker: &mut NativeLocker, job: &Job<'_>) -> u8 {
         }
         Err(e) => return exit::report(&e),
     };
+    let runs_out = job.options.keep_alive.then(|| RunsOut::after(&lease, &job.options));
 
-    let code = match execute(job.command, &lease) {
+    let code = match execute(job.command, &lease, runs_out.as_ref()) {
         Ok(status) => exit::for_child(status),
         Err(e) => {
             eprintln!("mysqllock: cannot run {program}: {e}");
@@ -62,12 +70,61 @@ pub fn run(locker: &mut NativeLocker, job: &Job<'_>) -> u8 {
     }
 }
 
-/// Runs the command to its end with the lease's details in its environment.
-fn execute(command: &[OsString], lease: &Lease) -> io::Result<ExitStatus> {
+/// When a kept-alive lease ends for good: the keep-alive stops renewing at max-hold
+/// after acquisition, and each renewal is capped there, so the lease lasts until then,
+/// or until its first TTL if that is longer. A command still running at that moment
+/// would go on unguarded (another node may take the lock over), so it is terminated.
+struct RunsOut {
+    at: Instant,
+    /// Whole seconds from acquisition, as the core stores them.
+    after: i64,
+    max_hold: i64,
+}
+
+impl RunsOut {
+    /// Counted from now, right after the acquisition: the lease was claimed a moment
+    /// ago on the database clock, so this is at most that moment (milliseconds) late.
+    fn after(lease: &Lease, options: &AcquireOptions) -> RunsOut {
+        // Validated by the core's acquire; rounded up as the core rounds it.
+        let max_hold = options.max_hold.unwrap_or(DEFAULT_MAX_HOLD).ceil() as i64;
+        let after = lease.ttl.max(max_hold);
+        let at = Instant::now() + Duration::from_secs(after.unsigned_abs());
+        RunsOut { at, after, max_hold }
+    }
+
+    fn has_passed(&self) -> bool {
+        Instant::now() >= self.at
+    }
+}
+
+/// Runs the command to its end with the lease's details in its environment; a command
+/// that outlives a kept-alive lease gets SIGTERM.
+fn execute(command: &[OsString], lease: &Lease, runs_out: Option<&RunsOut>) -> io::Result<ExitStatus> {
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..])
         .env("MYSQLLOCK_NAME", &lease.name)
         .env("MYSQLLOCK_CONNECTION_ID", lease.connection_id.to_string());
+    // Never an inherited one (a nested run): no token is better than a wrong one.
+    match lease.token {
+        Some(token) => cmd.env("MYSQLLOCK_TOKEN", token.to_string()),
+        None => cmd.env_remove("MYSQLLOCK_TOKEN"),
+    };
     let mut child = signals::spawn(&mut cmd)?;
-    signals::wait(&mut child)
+    let Some(runs_out) = runs_out else {
+        return signals::wait(&mut child);
+    };
+    signals::wait_watching(&mut child, WATCH_INTERVAL, || {
+        if !runs_out.has_passed() {
+            return false;
+        }
+        eprintln!(
+            "mysqllock: lock \"{}\" runs out: held for {} s, and its keep-alive stopped at --max-hold {} s; \
+             sending SIGTERM to {}",
+            lease.name,
+            runs_out.after,
+            runs_out.max_hold,
+            command[0].to_string_lossy()
+        );
+        true
+    })
 }

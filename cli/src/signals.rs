@@ -6,11 +6,17 @@
 //!
 //! The handler itself does the forwarding (`kill(2)` is async-signal-safe); the only
 //! state it needs, the command's pid, lives in an atomic.
+//!
+//! `mysqllock` may also end the command itself ([`wait_watching`]): a command that
+//! outlives its lock would go on unguarded.
 
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
 
 /// The signals passed on to the command.
 const FORWARDED: [libc::c_int; 4] = [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM];
@@ -65,25 +71,76 @@ pub fn spawn(command: &mut Command) -> io::Result<Child> {
 }
 
 /// Waits for `child` to end and reaps it.
-///
-/// Forwarding stops before the child is reaped: once reaped, its pid could be reused
-/// by an unrelated process that a late signal must not hit.
 pub fn wait(child: &mut Child) -> io::Result<ExitStatus> {
+    wait_for_exit(child.id())?;
+    reap(child)
+}
+
+/// Waits for `child` to end and reaps it, asking `must_stop` every `every` in the
+/// meantime; the first time it answers yes, the child gets SIGTERM (once), and waiting
+/// goes on until it has ended.
+///
+/// A helper thread waits for the exit, so the command's end is seen at once, not at
+/// the next tick. Should no thread be available, this waits without watching, as for a
+/// run without `--keep-alive`.
+pub fn wait_watching(
+    child: &mut Child,
+    every: Duration,
+    mut must_stop: impl FnMut() -> bool,
+) -> io::Result<ExitStatus> {
     let pid = child.id();
+    let (exit_seen, exited) = mpsc::channel();
+    let waiter = thread::Builder::new().name("mysqllock-wait".to_owned()).spawn(move || {
+        let _ = exit_seen.send(wait_for_exit(pid));
+    });
+    if waiter.is_err() {
+        return wait(child);
+    }
+    let mut terminated = false;
+    loop {
+        match exited.recv_timeout(every) {
+            Ok(seen) => {
+                seen?;
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if !terminated && must_stop() {
+                    terminated = true;
+                    // Lossless: the standard library got this id from a pid_t.
+                    // SAFETY: plain kill(2); the child is not reaped yet (only `reap`
+                    // below does that), so the pid still names it.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(io::Error::other("the thread waiting for the command ended without a word"));
+            }
+        }
+    }
+    reap(child)
+}
+
+/// Blocks until the process `pid` (our child) has exited, without reaping it: as a
+/// zombie its pid stays ours, so forwarding a signal to it cannot hit another process.
+fn wait_for_exit(pid: u32) -> io::Result<()> {
     loop {
         // SAFETY: siginfo_t is plain data; zeroed is a valid value to be overwritten.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // WNOWAIT: learn that it exited but leave it a zombie, so the pid stays ours.
         // SAFETY: `info` is a valid, writable siginfo_t.
         let rc = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
         if rc == 0 {
-            break;
+            return Ok(());
         }
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::Interrupted {
             return Err(err);
         }
     }
+}
+
+/// Stops forwarding, then reaps the exited child: once reaped, its pid could be reused
+/// by an unrelated process that a late signal must not hit.
+fn reap(child: &mut Child) -> io::Result<ExitStatus> {
     CHILD.store(0, Ordering::SeqCst);
     child.wait()
 }

@@ -4,11 +4,16 @@ use mysqllock_core::LockStatus;
 use serde_json::json;
 
 /// The column titles of the human-readable table.
-const HEADER: [&str; 6] = ["NAME", "HOLDER", "HOST", "AGE_S", "TTL_LEFT_S", "STATE"];
+const HEADER: [&str; COLUMNS] =
+    ["NAME", "HOLDER", "TOKEN", "HOST", "PID", "ACQUIRED", "EXPIRES", "TTL_LEFT_S", "STATE"];
+const COLUMNS: usize = 9;
+
+/// What the table shows where the row does not tell.
+const UNKNOWN: &str = "-";
 
 /// Whether the row's holder still holds it: "alive" (its session holds the GET_LOCK),
 /// "dead" (it does not: the next acquirer will reclaim the row), or "pending" (the row
-/// was written but its GET_LOCK not taken yet).
+/// is taken without the GET_LOCK: being acquired, or kept by "at least" after release).
 fn state(row: &LockStatus) -> &'static str {
     match (row.acquired, row.holder_alive) {
         (false, _) => "pending",
@@ -22,33 +27,66 @@ fn seconds(s: f64) -> i64 {
     s.floor() as i64
 }
 
+/// The holder's machine: the host name it recorded, else its client address.
+fn host(row: &LockStatus) -> String {
+    row.hostname.clone().or_else(|| row.host.clone()).unwrap_or_else(|| UNKNOWN.to_owned())
+}
+
+fn or_unknown(value: Option<u64>) -> String {
+    value.map_or_else(|| UNKNOWN.to_owned(), |v| v.to_string())
+}
+
+/// Unix seconds as a UTC time in one cell, `2025-01-31T02:00:00Z` (the seconds
+/// themselves if the system cannot convert them).
+fn utc(unix: i64) -> String {
+    // 64 bits on every platform this runs on (Linux, 64-bit).
+    let time = unix as libc::time_t;
+    // SAFETY: a zeroed tm is valid plain data, overwritten by gmtime_r.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call; gmtime_r is thread-safe.
+    if unsafe { libc::gmtime_r(&time, &mut tm) }.is_null() {
+        return unix.to_string();
+    }
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        i64::from(tm.tm_year) + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+fn cells(r: &LockStatus) -> [String; COLUMNS] {
+    [
+        r.name.clone(),
+        r.connection_id.to_string(),
+        or_unknown(r.token),
+        host(r),
+        or_unknown(r.pid),
+        utc(r.acquired_at()),
+        utc(r.expires_at()),
+        seconds(r.remaining).to_string(),
+        state(r).to_owned(),
+    ]
+}
+
 /// Aligned columns under a header line, or "no locks held".
 pub fn table(rows: &[LockStatus]) -> String {
     if rows.is_empty() {
         return "no locks held\n".to_owned();
     }
-    let cells: Vec<[String; 6]> = rows
-        .iter()
-        .map(|r| {
-            [
-                r.name.clone(),
-                r.connection_id.to_string(),
-                r.host.clone().unwrap_or_else(|| "-".to_owned()),
-                seconds(r.age).to_string(),
-                seconds(r.remaining).to_string(),
-                state(r).to_owned(),
-            ]
-        })
-        .collect();
     let header = HEADER.map(str::to_owned);
-    let mut widths = [0; 6];
-    for line in std::iter::once(&header).chain(&cells) {
+    let lines: Vec<[String; COLUMNS]> = std::iter::once(header).chain(rows.iter().map(cells)).collect();
+    let mut widths = [0; COLUMNS];
+    for line in &lines {
         for (w, cell) in widths.iter_mut().zip(line) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    for line in std::iter::once(&header).chain(&cells) {
+    for line in &lines {
         let padded: Vec<String> = line.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
         out.push_str(padded.join("  ").trim_end());
         out.push('\n');
@@ -56,7 +94,8 @@ pub fn table(rows: &[LockStatus]) -> String {
     out
 }
 
-/// A JSON array with one object per row; times in seconds as the database reports them.
+/// A JSON array with one object per row; times in seconds as the database reports
+/// them (`created`, `acquired_at`, `expires_at`: Unix seconds), `null` where unknown.
 pub fn json(rows: &[LockStatus]) -> String {
     let rows: Vec<_> = rows
         .iter()
@@ -70,6 +109,11 @@ pub fn json(rows: &[LockStatus]) -> String {
                 "age": r.age,
                 "remaining_ttl": r.remaining,
                 "state": state(r),
+                "token": r.token,
+                "hostname": r.hostname,
+                "pid": r.pid,
+                "acquired_at": r.acquired_at(),
+                "expires_at": r.expires_at(),
             })
         })
         .collect();
@@ -80,6 +124,7 @@ pub fn json(rows: &[LockStatus]) -> String {
 mod tests {
     use super::*;
 
+    /// A row on the original table: no token, host name or pid recorded.
     fn row(remaining: f64, acquired: bool, holder_alive: bool) -> LockStatus {
         LockStatus {
             name: "nightly".into(),
@@ -91,14 +136,49 @@ mod tests {
             remaining,
             acquired,
             holder_alive,
+            token: None,
+            hostname: None,
+            pid: None,
         }
+    }
+
+    fn upgraded_row() -> LockStatus {
+        LockStatus {
+            host: Some("10.0.0.12:50480".into()),
+            token: Some(7),
+            hostname: Some("web-01".into()),
+            pid: Some(4242),
+            ..row(5.0, true, true)
+        }
+    }
+
+    fn second_line(text: &str) -> Vec<&str> {
+        text.lines().nth(1).unwrap_or_default().split_whitespace().collect()
     }
 
     #[test]
     fn expired_lease_of_a_dead_holder_shows_negative_ttl() {
         let text = table(&[row(-0.3, true, false)]);
-        let cells: Vec<&str> = text.lines().nth(1).unwrap_or_default().split_whitespace().collect();
-        assert_eq!(cells, ["nightly", "42", "-", "60", "-1", "dead"]);
+        assert_eq!(
+            second_line(&text),
+            ["nightly", "42", "-", "-", "-", "2023-11-14T22:13:20Z", "2023-11-14T22:14:20Z", "-1", "dead"]
+        );
+    }
+
+    #[test]
+    fn recorded_host_name_wins_over_the_client_address() {
+        let text = table(&[upgraded_row()]);
+        assert_eq!(second_line(&text)[..5], ["nightly", "42", "7", "web-01", "4242"]);
+        let anonymous = LockStatus { hostname: None, ..upgraded_row() };
+        assert_eq!(second_line(&table(&[anonymous]))[3], "10.0.0.12:50480");
+    }
+
+    #[test]
+    fn columns_line_up_under_the_header() {
+        let text = table(&[row(5.0, true, true), upgraded_row()]);
+        let lines: Vec<&str> = text.lines().collect();
+        let column = lines[0].find("ACQUIRED");
+        assert!(lines[1..].iter().all(|l| l.find("2023-") == column), "ACQUIRED not aligned:\n{text}");
     }
 
     #[test]
@@ -108,10 +188,16 @@ mod tests {
     }
 
     #[test]
-    fn json_shows_an_invisible_host_as_null() {
+    fn json_shows_what_is_unknown_as_null() {
         let parsed: serde_json::Value = serde_json::from_str(&json(&[row(5.0, true, true)])).expect("valid JSON");
-        assert_eq!(parsed[0]["host"], serde_json::Value::Null);
+        for key in ["host", "token", "hostname", "pid"] {
+            assert_eq!(parsed[0][key], serde_json::Value::Null, "{key}");
+        }
         assert_eq!(parsed[0]["state"], "alive");
+        assert_eq!(
+            (parsed[0]["acquired_at"].as_i64(), parsed[0]["expires_at"].as_i64()),
+            (Some(1_700_000_000), Some(1_700_000_060))
+        );
         assert_eq!(table(&[]), "no locks held\n");
         assert_eq!(json(&[]), "[]\n");
     }

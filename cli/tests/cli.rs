@@ -36,8 +36,13 @@ fn unique(tag: &str) -> String {
 
 /// `mysqllock ARGS` connected to the test server through the environment.
 fn mysqllock(args: &[&str]) -> Command {
+    mysqllock_on(&dsn(), args)
+}
+
+/// `mysqllock ARGS` with `dsn` (another table) in the environment.
+fn mysqllock_on(dsn: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
-    cmd.args(args).env("MYSQLLOCK_DSN", dsn()).stdin(Stdio::null());
+    cmd.args(args).env("MYSQLLOCK_DSN", dsn).stdin(Stdio::null());
     cmd
 }
 
@@ -69,21 +74,86 @@ fn init() {
 }
 
 fn status_json(name: &str) -> Vec<serde_json::Value> {
-    let out = run(&["status", name, "--json"]);
+    status_json_on(&dsn(), name)
+}
+
+fn status_json_on(dsn: &str, name: &str) -> Vec<serde_json::Value> {
+    let out: Ran = mysqllock_on(dsn, &["status", name, "--json"]).output().expect("status runs").into();
     assert_eq!(out.code, Some(0), "status failed: {}", out.stderr);
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("status --json is not JSON ({e}): {}", out.stdout))
 }
 
 /// Polls `status NAME` until the lock is held by a live session.
 fn wait_until_held(name: &str) {
+    wait_until_held_on(&dsn(), name);
+}
+
+fn wait_until_held_on(dsn: &str, name: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
-        if status_json(name).iter().any(|row| row["state"] == "alive") {
+        if status_json_on(dsn, name).iter().any(|row| row["state"] == "alive") {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     panic!("lock {name:?} never showed up as held");
+}
+
+/// A lock table of its own, so tests can upgrade it (or keep it original) whatever
+/// other tests and suites do to the default one. Dropped at the end.
+struct ScratchTable {
+    name: String,
+    dsn: String,
+}
+
+impl ScratchTable {
+    /// A name for a table that does not exist yet.
+    fn missing(tag: &str) -> Self {
+        let name = unique(tag).replace('-', "_");
+        let dsn = dsn_with(&format!("table={name}"));
+        ScratchTable { name, dsn }
+    }
+
+    /// A table made by `mysqllock INIT_ARGS` (`init`, or `init --upgrade`).
+    fn created(tag: &str, init_args: &[&str]) -> Self {
+        let table = Self::missing(tag);
+        let out = table.run(init_args);
+        assert_eq!(out.code, Some(0), "{init_args:?} failed: {}", out.stderr);
+        table
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        mysqllock_on(&self.dsn, args)
+    }
+
+    fn run(&self, args: &[&str]) -> Ran {
+        self.command(args).output().expect("mysqllock starts").into()
+    }
+
+    /// The table's columns, in order, from information_schema.
+    fn columns(&self) -> Vec<String> {
+        let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS \
+                   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION";
+        let out = test_session().execute(sql, &[self.name.as_str().into()]).expect("reads information_schema");
+        out.rows.iter().map(|row| row[0].as_text().expect("a column name")).collect()
+    }
+}
+
+impl Drop for ScratchTable {
+    fn drop(&mut self) {
+        let _ = test_session().execute(&format!("DROP TABLE IF EXISTS `{}`", self.name), &[]);
+    }
+}
+
+/// A session of the test's own on the test server, to look at what mysqllock did.
+fn test_session() -> MysqlSession {
+    let config = Config::from_url(&dsn()).expect("test DSN parses");
+    MysqlSession::connect(&config).expect("connects")
+}
+
+/// The host name mysqllock records for its locks on an upgraded table.
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").expect("host name").trim().to_owned()
 }
 
 fn wait_for_file(path: &Path) {
@@ -128,13 +198,24 @@ struct Holder {
 
 impl Holder {
     fn start(name: &str, extra: &[&str], scratch: &Scratch) -> Self {
+        Self::start_on(&dsn(), name, extra, "", scratch)
+    }
+
+    /// `mysqllock run NAME EXTRA -- sh -c 'PRELUDE wait-for-the-stop-file'` on `dsn`.
+    fn start_on(dsn: &str, name: &str, extra: &[&str], prelude: &str, scratch: &Scratch) -> Self {
         let stop = scratch.path(&format!("stop-{name}"));
-        let script = format!("while [ ! -e '{}' ]; do sleep 0.05; done", stop.display());
+        let script = format!("{prelude} while [ ! -e '{}' ]; do sleep 0.05; done", stop.display());
         let mut args = vec!["run", name];
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--", "sh", "-c", &script]);
-        let child = mysqllock(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("holder starts");
+        let child =
+            mysqllock_on(dsn, &args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("holder starts");
         Holder { child: Some(child), stop }
+    }
+
+    /// The process id of the `mysqllock run` process.
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("not finished yet").id()
     }
 
     /// Lets the command end and returns how mysqllock ended.
@@ -449,4 +530,250 @@ fn command_sees_its_lock_name_and_connection_id() {
     let (seen_name, id) = out.stdout.split_once(' ').expect("two words");
     assert_eq!(seen_name, name);
     assert!(id.parse::<u64>().is_ok_and(|id| id > 0), "connection id {id:?}");
+}
+
+const UPGRADE_COLUMNS: [&str; 3] = ["token", "holder_host", "holder_pid"];
+const ORIGINAL_COLUMNS: [&str; 5] = ["name", "connection_id", "created", "ttl", "lock_acquired"];
+
+#[test]
+fn init_upgrade_adds_the_token_and_holder_columns_once() {
+    let table = ScratchTable::created("upgrade", &["init"]);
+    assert_eq!(table.columns(), ORIGINAL_COLUMNS);
+
+    let first = table.run(&["init", "--upgrade"]);
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    assert_eq!(first.stdout.trim(), format!("upgraded table {}: added token, holder_host, holder_pid", table.name));
+    let upgraded: Vec<&str> = ORIGINAL_COLUMNS.iter().chain(&UPGRADE_COLUMNS).copied().collect();
+    assert_eq!(table.columns(), upgraded);
+
+    let second = table.run(&["init", "--upgrade"]);
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    assert_eq!(second.stdout.trim(), format!("table {} is already upgraded", table.name));
+    assert_eq!(table.columns(), upgraded);
+}
+
+#[test]
+fn init_upgrade_creates_a_missing_table_upgraded() {
+    let table = ScratchTable::missing("upgradenew");
+    let out = table.run(&["init", "--upgrade"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let expected =
+        format!("created table {t}\nupgraded table {t}: added token, holder_host, holder_pid", t = table.name);
+    assert_eq!(out.stdout.trim(), expected);
+    assert_eq!(table.columns()[5..], UPGRADE_COLUMNS);
+}
+
+#[test]
+fn command_gets_a_fencing_token_that_grows_with_every_run() {
+    let table = ScratchTable::created("tokens", &["init", "--upgrade"]);
+    let name = unique("token");
+    let token = || {
+        let out = table.run(&["run", &name, "--", "sh", "-c", "printf %s \"$MYSQLLOCK_TOKEN\""]);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        out.stdout.parse::<u64>().unwrap_or_else(|_| panic!("MYSQLLOCK_TOKEN is not a number: {:?}", out.stdout))
+    };
+    let first = token();
+    let second = token();
+    assert!(second > first, "the second run's token {second} is not greater than the first's {first}");
+}
+
+#[test]
+fn command_gets_no_token_on_a_table_that_is_not_upgraded() {
+    let table = ScratchTable::created("notoken", &["init"]);
+    // An inherited token (a nested run) must not pass for this lock's.
+    let out: Ran = table
+        .command(&["run", &unique("notoken"), "--", "sh", "-c", "printf %s \"${MYSQLLOCK_TOKEN-unset}\""])
+        .env("MYSQLLOCK_TOKEN", "999")
+        .output()
+        .expect("runs")
+        .into();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout, "unset");
+}
+
+#[test]
+fn keep_alive_holds_the_lock_past_its_ttl_while_the_command_runs() {
+    init();
+    let name = unique("keepalive");
+    let started = Instant::now();
+    // The command runs 5 s, well past the 2 s TTL: only renewals keep the lock.
+    let holder = mysqllock(&["run", &name, "--keep-alive", "--ttl", "2", "--", "sleep", "5"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("holder starts");
+    wait_until_held(&name);
+
+    let mut last_try = Duration::ZERO;
+    // The command cannot end before `started` + 5 s, so every try here meets it running.
+    while started.elapsed() < Duration::from_millis(4500) {
+        last_try = started.elapsed();
+        let out = run(&["run", &name, "--timeout", "0", "--", "true"]);
+        assert_eq!(out.code, Some(75), "another run got the lock after {last_try:?}: {}", out.stderr);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(last_try > Duration::from_millis(3500), "no try after the TTL had passed ({last_try:?})");
+    let out: Ran = holder.wait_with_output().expect("holder ends").into();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+}
+
+#[test]
+fn at_least_keeps_the_lock_taken_after_a_short_command() {
+    init();
+    let scratch = Scratch::new();
+    let name = unique("atleast");
+    let started = Instant::now();
+    assert_eq!(run(&["run", &name, "--at-least", "3", "--", "true"]).code, Some(0));
+
+    let ran = scratch.file("ran");
+    let right_after = run(&["run", &name, "--timeout", "0", "--", "touch", &ran]);
+    assert_eq!(right_after.code, Some(75), "{}", right_after.stderr);
+    assert!(!Path::new(&ran).exists(), "the job ran twice within --at-least");
+
+    // The lease is whole seconds on the database clock: it ends between 3 and 4 s in.
+    std::thread::sleep(Duration::from_millis(3500).saturating_sub(started.elapsed()));
+    let later = run(&["run", &name, "--timeout", "1.5", "--", "touch", &ran]);
+    assert_eq!(later.code, Some(0), "{}", later.stderr);
+    assert!(Path::new(&ran).exists(), "the job did not run once --at-least had passed");
+}
+
+#[test]
+fn max_hold_stops_the_renewal_so_another_run_takes_over() {
+    init();
+    let scratch = Scratch::new();
+    let name = unique("maxhold");
+    // The command ignores the SIGTERM it gets at max-hold, and runs on.
+    let extra = ["--keep-alive", "--ttl", "1", "--max-hold", "2"];
+    let holder = Holder::start_on(&dsn(), &name, &extra, "trap '' TERM;", &scratch);
+    wait_until_held(&name);
+    let started = Instant::now();
+
+    let taker = run(&["run", &name, "--timeout", "20", "--", "true"]);
+    assert_eq!(taker.code, Some(0), "{}", taker.stderr);
+    assert!(started.elapsed() > Duration::from_millis(1500), "taken over before max-hold: {:?}", started.elapsed());
+
+    // The holder's command only ends now (stop file): the takeover happened under it.
+    let out = holder.finish();
+    assert_eq!(out.code, Some(76), "{}", out.stderr);
+    assert!(out.stderr.contains(&format!("lock \"{name}\" runs out")), "{}", out.stderr);
+    assert!(out.stderr.contains(&format!("lock \"{name}\" was lost while the command ran")), "{}", out.stderr);
+}
+
+#[test]
+fn command_still_running_at_max_hold_gets_sigterm() {
+    init();
+    let name = unique("maxholdterm");
+    let started = Instant::now();
+    let out = run(&["run", &name, "--keep-alive", "--ttl", "1", "--max-hold", "2", "--", "sleep", "30"]);
+    assert_eq!(out.code, Some(128 + 15), "{}", out.stderr);
+    assert!(started.elapsed() < Duration::from_secs(15), "the command ran on for {:?}", started.elapsed());
+    assert!(
+        out.stderr.contains(&format!("lock \"{name}\" runs out")) && out.stderr.contains("SIGTERM"),
+        "{}",
+        out.stderr
+    );
+    assert!(status_json(&name).is_empty(), "the lock was not released");
+}
+
+/// A holder on an upgraded table that wrote its token to a file, and that token.
+fn upgraded_holder(table: &ScratchTable, name: &str, scratch: &Scratch) -> (Holder, String) {
+    let token_file = scratch.file("token");
+    let prelude = format!("echo $MYSQLLOCK_TOKEN > '{token_file}';");
+    let holder = Holder::start_on(&table.dsn, name, &["--ttl", "120"], &prelude, scratch);
+    wait_until_held_on(&table.dsn, name);
+    wait_for_file(Path::new(&token_file));
+    let token = std::fs::read_to_string(&token_file).expect("token file").trim().to_owned();
+    assert!(token.parse::<u64>().is_ok(), "no token: {token:?}");
+    (holder, token)
+}
+
+#[test]
+fn status_shows_the_token_host_name_and_pid_of_the_holder() {
+    let table = ScratchTable::created("statusup", &["init", "--upgrade"]);
+    let scratch = Scratch::new();
+    let name = unique("statusup");
+    let (holder, token) = upgraded_holder(&table, &name, &scratch);
+
+    let out = table.run(&["status", &name]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(header, ["NAME", "HOLDER", "TOKEN", "HOST", "PID", "ACQUIRED", "EXPIRES", "TTL_LEFT_S", "STATE"]);
+    let cells: Vec<&str> = lines[1].split_whitespace().collect();
+    let pid = holder.pid().to_string();
+    assert_eq!((cells[2], cells[3], cells[4]), (token.as_str(), this_host().as_str(), pid.as_str()), "{}", out.stdout);
+    assert_eq!(holder.finish().code, Some(0));
+}
+
+#[test]
+fn status_json_has_token_host_name_pid_and_times() {
+    let table = ScratchTable::created("statusjson", &["init", "--upgrade"]);
+    let scratch = Scratch::new();
+    let name = unique("statusjson");
+    let (holder, token) = upgraded_holder(&table, &name, &scratch);
+
+    let rows = status_json_on(&table.dsn, &name);
+    let row = &rows[0];
+    assert_eq!(row["token"].to_string(), token, "{row}");
+    assert_eq!(row["hostname"], this_host().as_str(), "{row}");
+    assert_eq!(row["pid"], holder.pid(), "{row}");
+    let (acquired_at, expires_at) = (row["acquired_at"].as_i64(), row["expires_at"].as_i64());
+    assert_eq!(acquired_at, row["created"].as_i64(), "{row}");
+    assert_eq!(expires_at, acquired_at.map(|t| t + 120), "{row}");
+    assert_eq!(holder.finish().code, Some(0));
+}
+
+#[test]
+fn ttl_with_a_unit_is_understood() {
+    init();
+    let scratch = Scratch::new();
+    let name = unique("ttlunit");
+    let holder = Holder::start(&name, &["--ttl", "2m"], &scratch);
+    wait_until_held(&name);
+    assert_eq!(status_json(&name)[0]["ttl"], 120);
+    assert_eq!(holder.finish().code, Some(0));
+}
+
+#[test]
+fn malformed_duration_is_refused() {
+    assert_refused(&unique("baddur"), &["--at-least", "5x"], "\"5x\" is not a duration");
+}
+
+#[test]
+fn negative_at_least_is_refused() {
+    assert_refused(&unique("negatleast"), &["--at-least", "-1"], "invalid at_least: -1 is negative");
+}
+
+#[test]
+fn zero_max_hold_is_refused() {
+    assert_refused(&unique("zeromaxhold"), &["--keep-alive", "--max-hold", "0"], "invalid max_hold");
+}
+
+#[test]
+fn max_hold_without_keep_alive_is_refused() {
+    assert_refused(&unique("maxholdalone"), &["--max-hold", "1h"], "--keep-alive");
+}
+
+#[test]
+fn failed_renewal_is_reported_as_a_lost_lock_and_exits_76() {
+    let table = ScratchTable::created("renewfail", &["init"]);
+    let scratch = Scratch::new();
+    let name = unique("renewfail");
+    let holder = Holder::start_on(&table.dsn, &name, &["--keep-alive", "--ttl", "2"], "", &scratch);
+    wait_until_held_on(&table.dsn, &name);
+
+    // Table locked: every renewal waits until the keep-alive gives up on it (5 s), by
+    // which time the 2 s lease has run out unrenewed.
+    let mut blocker = test_session();
+    blocker.execute(&format!("LOCK TABLES `{}` WRITE", table.name), &[]).expect("locks the table");
+    std::thread::sleep(Duration::from_secs(8));
+    blocker.execute("UNLOCK TABLES", &[]).expect("unlocks the table");
+
+    let out = holder.finish();
+    assert_eq!(out.code, Some(76), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(&format!("lock \"{name}\" was lost while the command ran (its keep-alive could not renew it")),
+        "{}",
+        out.stderr
+    );
 }
