@@ -88,7 +88,8 @@ enum Cmd {
         /// Renew the lock in the background (every third of --ttl) while the command
         /// runs, up to --max-hold. Use a short --ttl with it (e.g. 60): a node that
         /// crashes or freezes then blocks the others for --ttl only. If a renewal fails,
-        /// the lock counts as lost (exit 76 if the command succeeds).
+        /// the lock counts as lost: the command gets SIGTERM (it would run unguarded),
+        /// and the run ends with its exit code, or 76 if it still succeeds.
         #[arg(long)]
         keep_alive: bool,
         /// With --keep-alive: stop renewing this long after acquisition [default: 1h].

@@ -38,7 +38,7 @@ pub fn run(locker: &mut NativeLocker, job: &Job<'_>) -> u8 {
     };
     let runs_out = job.options.keep_alive.then(|| RunsOut::after(&lease, &job.options));
 
-    let code = match execute(job.command, &lease, runs_out.as_ref()) {
+    let code = match execute(job.command, &lease, runs_out.as_ref(), locker) {
         Ok(status) => exit::for_child(status),
         Err(e) => {
             eprintln!("mysqllock: cannot run {program}: {e}");
@@ -98,8 +98,13 @@ impl RunsOut {
 }
 
 /// Runs the command to its end with the lease's details in its environment; a command
-/// that outlives a kept-alive lease gets SIGTERM.
-fn execute(command: &[OsString], lease: &Lease, runs_out: Option<&RunsOut>) -> io::Result<ExitStatus> {
+/// that outlives a kept-alive lease, or whose keep-alive failed, gets SIGTERM.
+fn execute(
+    command: &[OsString],
+    lease: &Lease,
+    runs_out: Option<&RunsOut>,
+    locker: &NativeLocker,
+) -> io::Result<ExitStatus> {
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..])
         .env("MYSQLLOCK_NAME", &lease.name)
@@ -113,17 +118,23 @@ fn execute(command: &[OsString], lease: &Lease, runs_out: Option<&RunsOut>) -> i
     let Some(runs_out) = runs_out else {
         return signals::wait(&mut child);
     };
+    let program = command[0].to_string_lossy();
     signals::wait_watching(&mut child, WATCH_INTERVAL, || {
+        // Local state only: no statement per poll.
+        if locker.renewal_failed(&lease.name) {
+            eprintln!(
+                "mysqllock: lock \"{}\" is lost: its keep-alive could not renew it; sending SIGTERM to {program}",
+                lease.name
+            );
+            return true;
+        }
         if !runs_out.has_passed() {
             return false;
         }
         eprintln!(
             "mysqllock: lock \"{}\" runs out: held for {} s, and its keep-alive stopped at --max-hold {} s; \
              sending SIGTERM to {}",
-            lease.name,
-            runs_out.after,
-            runs_out.max_hold,
-            command[0].to_string_lossy()
+            lease.name, runs_out.after, runs_out.max_hold, program
         );
         true
     })

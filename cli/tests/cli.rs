@@ -754,7 +754,7 @@ fn max_hold_without_keep_alive_is_refused() {
 }
 
 #[test]
-fn failed_renewal_is_reported_as_a_lost_lock_and_exits_76() {
+fn failed_renewal_terminates_the_command_and_reports_the_lost_lock() {
     let table = ScratchTable::created("renewfail", &["init"]);
     let scratch = Scratch::new();
     let name = unique("renewfail");
@@ -769,7 +769,8 @@ fn failed_renewal_is_reported_as_a_lost_lock_and_exits_76() {
     blocker.execute("UNLOCK TABLES", &[]).expect("unlocks the table");
 
     let out = holder.finish();
-    assert_eq!(out.code, Some(76), "{}", out.stderr);
+    assert_eq!(out.code, Some(128 + 15), "the command must get SIGTERM: {}", out.stderr);
+    assert!(out.stderr.contains("its keep-alive could not renew it; sending SIGTERM to sh"), "{}", out.stderr);
     assert!(
         out.stderr
             .contains(&format!("lock \"{name}\" was lost while the command ran (its keep-alive could not renew it")),

@@ -480,6 +480,13 @@ impl<C: Connector> Locker<C> {
         }
     }
 
+    /// Whether the keep-alive of lease `name` has given up on it: the lease must then
+    /// be treated as lost. Answered locally, without a statement, so a caller can poll
+    /// it while its job runs. False when not held or held without keep-alive.
+    pub fn renewal_failed(&self, name: &str) -> bool {
+        self.leases.get(name).and_then(|h| h.keep_alive.as_ref()).is_some_and(|k| k.failure().is_some())
+    }
+
     /// Fails when `name` is not held here, or when its keep-alive has given up on it.
     fn check_renewals(&mut self, name: &str) -> Result<()> {
         match self.leases.get(name) {
