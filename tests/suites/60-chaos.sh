@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The chaos test (issue 5): mutual exclusion holds under faults, with CLI, PHP and C
+# callers contending for the same locks.
+#
+# Starts its own MariaDB (the driver restarts and crashes it), creates an upgraded lock
+# table, builds the C worker, and runs `chaos drive` for CHAOS_SECONDS (default 60):
+# six workers (mysqllock run, SharedLock::lock, mysqllock_acquire_ex; with and without
+# keep-alive) on two names, TTL 2 s, while the driver kills holders (-9), stops them past
+# their TTL, KILLs their sessions and restarts the server. Every holder writes to a
+# fenced resource (`chaos guard`); `chaos check` then proves from its journal that no
+# holder whose release reported OK ever shared the resource, and that the run made
+# progress. Prints the seed; CHAOS_SEED=N replays the same fault schedule.
+#
+# Environment: MYSQLLOCK_ROOT, MYSQLLOCK_BIN (set by scripts/test.sh); optional
+# CHAOS_SECONDS, CHAOS_SEED, CHAOS_RESTARTS (default 2: one clean, one crash),
+# CHAOS_FLOOR (acquisitions per second, default 1), CHAOS_FAULT_GAP (seconds between
+# faults, default 1,3), CHAOS_KEEP=1 keeps the run's files.
+set -uo pipefail
+root=${MYSQLLOCK_ROOT:?MYSQLLOCK_ROOT is not set (the repository root)}
+bin=${MYSQLLOCK_BIN:?MYSQLLOCK_BIN is not set (the target/release directory)}
+cd "$root"
+
+seconds=${CHAOS_SECONDS:-60}
+seed=${CHAOS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+restarts=${CHAOS_RESTARTS:-2}
+floor=${CHAOS_FLOOR:-1}
+fault_gap=${CHAOS_FAULT_GAP:-1,3}
+
+fail() {
+  echo "60-chaos: $*" >&2
+  exit 1
+}
+
+# Missing tools are failures, never skips: a green suite must mean "tested".
+for tool in gcc php mariadb mariadbd python3; do
+  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] \
+    || fail "$tool is not installed (scripts/install-deps.sh installs it)"
+done
+for file in chaos mysqllock libmysqllock.so libmysqllock_php.so; do
+  [ -f "$bin/$file" ] || fail "$bin/$file is missing (run cargo build --release --workspace)"
+done
+so=$bin/libmysqllock_php.so
+php -d "extension=$so" -r 'exit(method_exists("ItsMieger\\MySqlSharedLocks\\SharedLockHandle", "getToken") ? 0 : 1);' \
+  || fail "PHP cannot load $so, or it has no SharedLockHandle::getToken()"
+grep -q mysqllock_acquire_ex include/mysqllock.h || fail "include/mysqllock.h has no mysqllock_acquire_ex()"
+"$bin/mysqllock" run --help | grep -q -- --keep-alive || fail "mysqllock run has no --keep-alive"
+php -l tests/chaos/worker.php >/dev/null || fail "tests/chaos/worker.php does not parse"
+
+work=$(mktemp -d /tmp/mysqllock-chaos.XXXXXX)
+run=$work/run
+finish() {
+  local rc=$?
+  touch "$run/stop" 2>/dev/null # any worker still looping ends its loop
+  bash scripts/mariadb.sh stop "$work/db" >/dev/null 2>&1
+  if [ "$rc" = 0 ] && [ "${CHAOS_KEEP:-0}" != 1 ]; then
+    rm -rf "$work"
+  else
+    echo "60-chaos: the run's files are kept in $work (guard journal: $run/guard.log)"
+  fi
+}
+trap finish EXIT
+
+bash scripts/mariadb.sh start "$work/db" >/dev/null || fail "the chaos server did not start"
+dsn=$(sed -n 's/^MYSQLLOCK_TEST_DSN=//p' "$work/db/env")
+MYSQLLOCK_DSN=$dsn "$bin/mysqllock" init --upgrade >/dev/null || fail "mysqllock init --upgrade failed"
+
+worker_c=$work/chaos-worker-c
+gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -I include -o "$worker_c" tests/chaos/worker.c \
+  -L "$bin" -lmysqllock -Wl,-rpath,"$bin" -lm -pthread || fail "tests/chaos/worker.c does not compile"
+
+cli=(bash "$root/tests/chaos/worker-cli.sh" "$bin/mysqllock")
+php=(php -d "extension=$so" "$root/tests/chaos/worker.php")
+echo "60-chaos: seed $seed (CHAOS_SEED=$seed replays it), $seconds s of chaos, $restarts server restarts"
+start=$SECONDS
+"$bin/chaos" drive --dir "$run" --db-dir "$work/db" --mariadb-script "$root/scripts/mariadb.sh" --dsn "$dsn" \
+  --seconds "$seconds" --seed "$seed" --restarts "$restarts" --fault-gap "$fault_gap" \
+  --worker "cli chaos-a keep-alive ${cli[*]}" \
+  --worker "php chaos-a plain ${php[*]}" \
+  --worker "c chaos-a keep-alive $worker_c" \
+  --worker "cli chaos-b plain ${cli[*]}" \
+  --worker "php chaos-b keep-alive ${php[*]}" \
+  --worker "c chaos-b plain $worker_c" \
+  || fail "the driver failed (see $run/driver.log)"
+
+"$bin/chaos" check --dir "$run" --seed "$seed" --kinds cli,php,c --floor "$floor"
+verdict=$?
+echo "60-chaos: $((SECONDS - start)) s for the run and the check"
+if [ "$verdict" != 0 ]; then
+  echo "60-chaos: FAILED (replay with CHAOS_SEED=$seed); last lines of each worker's log:"
+  for log in "$run"/workers/*.log; do
+    echo "--- $(basename "$log")"
+    tail -5 "$log"
+  done
+  exit 1
+fi
+echo "60-chaos: mutual exclusion held under faults for CLI, PHP and C callers"
