@@ -63,9 +63,14 @@ pub fn run(locker: &mut NativeLocker, job: &Job<'_>) -> u8 {
             }
         }
         Err(e) => {
-            // The lease was still ours; it ends when this process closes its session.
+            // Whether the lease stayed ours to the end is unknown; it ends when this
+            // process closes its session. A success must not hide that.
             eprintln!("mysqllock: warning: releasing lock \"{}\" failed: {}", job.name, exit::describe(&e));
-            code
+            if code == 0 {
+                exit::for_error(&e)
+            } else {
+                code
+            }
         }
     }
 }

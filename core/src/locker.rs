@@ -64,6 +64,19 @@ struct Held {
     /// Whole seconds from acquisition the row must outlive a release (0: none).
     at_least: i64,
     keep_alive: Option<KeepAlive>,
+    /// The keep-alive gave up on it; kept after the thread is stopped, so a release that
+    /// failed and is retried still reports the loss.
+    renewal_failed: bool,
+}
+
+impl Held {
+    fn new(token: Option<u64>, at_least: i64, keep_alive: Option<KeepAlive>) -> Held {
+        Held { token, at_least, keep_alive, renewal_failed: false }
+    }
+
+    fn renewal_failed(&self) -> bool {
+        self.renewal_failed || self.keep_alive.as_ref().is_some_and(|k| k.failure().is_some())
+    }
 }
 
 /// What the table looks like, looked up once per locker.
@@ -360,14 +373,14 @@ impl<C: Connector> Locker<C> {
                     Err(e) => {
                         // Nobody would renew it: do not hand out a lease the caller
                         // believes is kept alive.
-                        self.leases.insert(name.to_owned(), Held { token, at_least: 0, keep_alive: None });
+                        self.leases.insert(name.to_owned(), Held::new(token, 0, None));
                         let _ = self.release(name);
                         return Err(Error::invalid("keep_alive", format!("cannot start its thread: {e}")));
                     }
                 }
             }
         };
-        self.leases.insert(name.to_owned(), Held { token, at_least, keep_alive });
+        self.leases.insert(name.to_owned(), Held::new(token, at_least, keep_alive));
         Ok(Lease { name: name.to_owned(), ttl, connection_id, token })
     }
 
@@ -394,20 +407,20 @@ impl<C: Connector> Locker<C> {
     /// row gone). Fails with [`Error::NotHeld`] when the lease was taken over or lost;
     /// the local bookkeeping forgets it either way.
     ///
+    /// If the statement fails for another reason than a lost session, the lease stays
+    /// registered and whole (without its keep-alive, which is stopped first): retry.
+    ///
     /// With "at least" ([`AcquireOptions::at_least`]) the row stays until that time,
     /// marked as no longer holding the GET_LOCK; only the GET_LOCK is released now.
     pub fn release(&mut self, name: &str) -> Result<()> {
         let Some(held) = self.leases.get_mut(name) else {
             return Err(self.not_held(name));
         };
-        let renewal_failed = match held.keep_alive.take() {
-            Some(k) => {
-                let failure = k.failure();
-                k.stop();
-                failure.is_some()
-            }
-            None => false,
-        };
+        if let Some(k) = held.keep_alive.take() {
+            held.renewal_failed |= k.failure().is_some();
+            k.stop();
+        }
+        let renewal_failed = held.renewal_failed;
         let at_least = held.at_least;
         let sql = self.sql.clone();
         let result = self.with_db(|db, _| {
@@ -484,14 +497,14 @@ impl<C: Connector> Locker<C> {
     /// be treated as lost. Answered locally, without a statement, so a caller can poll
     /// it while its job runs. False when not held or held without keep-alive.
     pub fn renewal_failed(&self, name: &str) -> bool {
-        self.leases.get(name).and_then(|h| h.keep_alive.as_ref()).is_some_and(|k| k.failure().is_some())
+        self.leases.get(name).is_some_and(Held::renewal_failed)
     }
 
     /// Fails when `name` is not held here, or when its keep-alive has given up on it.
     fn check_renewals(&mut self, name: &str) -> Result<()> {
         match self.leases.get(name) {
             None => Err(self.not_held(name)),
-            Some(Held { keep_alive: Some(k), .. }) if k.failure().is_some() => {
+            Some(held) if held.renewal_failed() => {
                 Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RenewalFailed })
             }
             Some(_) => Ok(()),
