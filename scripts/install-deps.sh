@@ -20,7 +20,9 @@ for probe in "${!need[@]}"; do
 done
 # PDO MySQL and libclang have no binary to probe.
 php -m 2>/dev/null | grep -qx pdo_mysql || missing+=(php8.2-mysql)
-ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
+# bindgen loads libclang.so (the -dev symlink); libclang-cpp.so, which other packages
+# bring along, is not it.
+ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)
 
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
