@@ -28,7 +28,7 @@ launch() {
   # --no-defaults: never read the machine's my.cnf; everything we rely on is here.
   /usr/sbin/mariadbd --no-defaults --user="$(id -un)" \
     --datadir="$dir/data" --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" \
-    --port="$port" --bind-address=127.0.0.1 --skip-name-resolve \
+    --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --tmpdir="$dir/tmp" \
     --log-error="$dir/error.log" --max-connections=500 \
     --innodb-buffer-pool-size=32M --skip-log-bin >/dev/null 2>&1 &
   local i
@@ -59,10 +59,12 @@ stop_server() {
 
 case "$cmd" in
   start)
-    mkdir -p "$dir"
+    # Its own tmpdir: servers sharing /tmp remove each other's temporary tables
+    # (a parallel mariadb-install-db then fails with "Can't find file '/tmp/#sql-...'").
+    mkdir -p "$dir/tmp"
     dir=$(cd "$dir" && pwd)
     if [ ! -d "$dir/data/mysql" ]; then
-      mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$dir/data" \
+      mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$dir/data" --tmpdir="$dir/tmp" \
         --auth-root-authentication-method=socket >"$dir/install.log" 2>&1 \
         || { cat "$dir/install.log" >&2; exit 1; }
     fi
