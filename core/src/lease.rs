@@ -97,6 +97,22 @@ enum Claim {
     RowTaken,
 }
 
+/// What queueing on our spelling's GET_LOCK ended with.
+enum Queued {
+    Wake(Wake),
+    /// Busy for the whole grace: the caller claims the row alone and inspects.
+    GaveUp,
+}
+
+/// A `GET_LOCK(name, wait)` that said no before `wait` was over (MySQL rounds fractional
+/// timeouts down): sleeping out the rest keeps every caller's loop from spinning.
+fn sleep_out_early_answer(start: Instant, wait: Duration) {
+    let early = wait.saturating_sub(start.elapsed());
+    if early > Duration::from_millis(5) {
+        std::thread::sleep(early);
+    }
+}
+
 /// What `take_get_lock` ended with.
 enum Takeover {
     Held,
@@ -128,19 +144,46 @@ struct Attempt<'d, 'a, S: Session + ?Sized> {
     reclaimed: Vec<Reclaimed>,
     /// The insert id of our last successful claim: the fencing token on an upgraded table.
     token: u64,
+    /// Skip the first try and queue on the GET_LOCK at once: the caller expects it busy.
+    queue_first: bool,
+    /// Our spelling's GET_LOCK was found busy: someone else held or wanted the name.
+    contended: bool,
+}
+
+/// A successful acquisition.
+pub(crate) struct Acquired {
+    /// The fencing token on an upgraded table, `None` on the original one.
+    pub token: Option<u64>,
+    /// The GET_LOCK was busy when this acquisition first looked (or queued): the next
+    /// acquisition of the name by this session had better queue at once.
+    pub contended: bool,
+}
+
+/// What a waiter's sleep on a GET_LOCK ended with.
+enum Wake {
+    /// Granted, and the row claimed in the same round trip: the lock is ours.
+    Acquired,
+    /// Granted; the row is not claimed yet (the session cannot batch, or the row exists).
+    Granted,
+    /// Not granted within the wait.
+    TimedOut,
 }
 
 /// Acquires `name` for `ttl` whole seconds, waiting until `timeout` has passed.
 /// `held_here` tells whether this session already holds a spelling (exactly as stored).
+/// `expect_busy`: the session's last acquisition of the name was contended, so the
+/// first try (bound to fail on a GET_LOCK that a waiter we woke now holds) is skipped
+/// and the attempt queues at once; it never applies to a single try (`timeout` 0).
 /// Returns the fencing token on an upgraded table (the insert id of the INSERT that
-/// claimed the row), `None` on the original one.
+/// claimed the row) and whether the name was contended.
 pub(crate) fn acquire<S: Session + ?Sized>(
     db: &mut Db<'_, S>,
     name: &str,
     timeout: Duration,
     ttl: i64,
     held_here: &dyn Fn(&str) -> bool,
-) -> Result<Option<u64>> {
+    expect_busy: bool,
+) -> Result<Acquired> {
     let me = db.session.connection_id();
     let mut attempt = Attempt {
         db,
@@ -154,12 +197,14 @@ pub(crate) fn acquire<S: Session + ?Sized>(
         claimed_row: false,
         reclaimed: Vec::new(),
         token: 0,
+        queue_first: expect_busy && !timeout.is_zero(),
+        contended: false,
     };
     match attempt.run(held_here) {
         Ok(()) => {
             attempt.kill_stale_spellings()?;
             let upgraded = attempt.db.sql.upgraded;
-            Ok(Some(attempt.token).filter(|_| upgraded))
+            Ok(Acquired { token: Some(attempt.token).filter(|_| upgraded), contended: attempt.contended })
         }
         Err(e) => {
             attempt.undo();
@@ -183,14 +228,16 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 }
                 claims_left -= 1;
             }
-            match self.claim()? {
+            let claim = if std::mem::take(&mut self.queue_first) { Claim::GetLockBusy } else { self.claim()? };
+            match claim {
                 Claim::Acquired => return Ok(()),
-                Claim::GetLockBusy => {
-                    if self.queue_for_get_lock(&mut busy_since)? {
-                        continue;
-                    }
-                    self.claim_pending()?;
-                }
+                Claim::GetLockBusy => match self.queue_for_get_lock(&mut busy_since)? {
+                    Queued::Wake(Wake::Acquired) => return Ok(()),
+                    // Granted with the row taken: `inspect` below tells by whom.
+                    Queued::Wake(Wake::Granted) if self.db.session.batches() => {}
+                    Queued::Wake(_) => continue,
+                    Queued::GaveUp => self.claim_pending()?,
+                },
                 Claim::RowTaken => {}
             }
             if self.claimed_row {
@@ -236,11 +283,13 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             if row.acquired {
                 // Sleep on the owner's GET_LOCK until it is released or the lease runs out.
                 let wait = Duration::from_secs_f64(left.as_secs_f64().min(row.until_reclaimable.max(0.001)));
-                let (got, _) = self.get_lock(&sql.wait_get_lock, &row.name, wait, false)?;
-                if got {
-                    if row.name == self.name {
-                        self.holding_get_lock = true;
-                    } else {
+                if row.name == self.name {
+                    if let Wake::Acquired = self.wait_for_get_lock(wait)? {
+                        return Ok(());
+                    }
+                } else {
+                    let (got, _) = self.get_lock(&sql.wait_get_lock, &row.name, wait, false)?;
+                    if got {
                         self.db.release_get_lock(&row.name)?;
                     }
                 }
@@ -281,35 +330,75 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         let out = self.db.run(self.name, sql, &params)?;
         let got = out.first(0).as_i64() == Some(1);
         if !got {
-            let early = wait.saturating_sub(start.elapsed());
-            if early > Duration::from_millis(5) {
-                std::thread::sleep(early);
-            }
+            sleep_out_early_answer(start, wait);
         }
         Ok((got, out.first(1).as_u64()))
     }
 
     /// GET_LOCK is busy: most likely the owner holds it, or a waiter it woke is about
     /// to claim the row. Queue for it on the server (GET_LOCK waiters are served in
-    /// order) instead of claiming the row ahead of that waiter. Returns true when the
-    /// GET_LOCK is ours (or worth another claim). After `WAITER_GRACE` of waiting with no
-    /// luck, returns false: the caller claims the row and inspects (the holder may be
-    /// stale, or own the row under a TTL that ends sooner).
-    fn queue_for_get_lock(&mut self, busy_since: &mut Option<Instant>) -> Result<bool> {
-        let sql = self.db.sql;
+    /// order) instead of claiming the row ahead of that waiter. After `WAITER_GRACE` of
+    /// waiting with no luck, gives up: the caller claims the row and inspects (the
+    /// holder may be stale, or own the row under a TTL that ends sooner).
+    fn queue_for_get_lock(&mut self, busy_since: &mut Option<Instant>) -> Result<Queued> {
         let now = Instant::now();
         let since = *busy_since.get_or_insert(now);
         let wait = WAITER_GRACE.saturating_sub(now - since).min(self.deadline.saturating_duration_since(now));
         if wait.is_zero() {
             *busy_since = None;
-            return Ok(false);
+            return Ok(Queued::GaveUp);
         }
-        let (got, _) = self.get_lock(&sql.wait_get_lock, self.name, wait, false)?;
-        if got {
-            self.holding_get_lock = true;
+        let wake = self.wait_for_get_lock(wait)?;
+        if !matches!(wake, Wake::TimedOut) {
             *busy_since = None;
         }
-        Ok(true)
+        Ok(Queued::Wake(wake))
+    }
+
+    /// Sleeps in GET_LOCK on our own spelling for up to `wait`. Where the session can
+    /// batch, the claim rides along: the server writes the row as soon as the GET_LOCK
+    /// is granted, one round trip in all. Notes whether the name was contended.
+    fn wait_for_get_lock(&mut self, wait: Duration) -> Result<Wake> {
+        let start = Instant::now();
+        if !self.db.session.batches() {
+            let sql = self.db.sql;
+            let out = self.db.run(
+                self.name,
+                &sql.queue_get_lock,
+                &[self.name.into(), self.name.into(), wait.as_secs_f64().into()],
+            )?;
+            self.contended |= out.first(0).as_i64() != Some(1);
+            if out.first(1).as_i64() == Some(1) {
+                self.holding_get_lock = true;
+                return Ok(Wake::Granted);
+            }
+            sleep_out_early_answer(start, wait);
+            return Ok(Wake::TimedOut);
+        }
+        let batch = self.db.sql.wait_and_claim(self.name, wait, self.ttl, (holder_host(), std::process::id()));
+        match self.db.session.execute_batch(&batch) {
+            Ok(outcomes) => {
+                self.contended |= outcomes.first().map(|o| o.first(0).as_i64()) != Some(Some(1));
+                self.holding_get_lock = true;
+                self.token = outcomes.get(1).map_or(0, |o| o.last_insert_id);
+                Ok(Wake::Acquired)
+            }
+            // GET_LOCK timed out: the claim found NULL and wrote nothing.
+            Err(SessionError { code: Some(1048), .. }) => {
+                self.contended = true;
+                sleep_out_early_answer(start, wait);
+                Ok(Wake::TimedOut)
+            }
+            // Granted, but the row exists (under some spelling): the GET_LOCK is ours.
+            Err(SessionError { code: Some(1062), .. }) => {
+                self.holding_get_lock = true;
+                Ok(Wake::Granted)
+            }
+            Err(e) => {
+                self.get_lock_unknown = true;
+                Err(classify(e, Some(self.name), self.db.table))
+            }
+        }
     }
 
     /// Step 1: INSERT the row (and take the GET_LOCK in the same statement).
@@ -335,7 +424,10 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             }
             // GET_LOCK was busy (the NOT NULL check comes before the unique key's, so
             // the row may or may not exist).
-            Err(SessionError { code: Some(1048), .. }) => Ok(Claim::GetLockBusy),
+            Err(SessionError { code: Some(1048), .. }) => {
+                self.contended = true;
+                Ok(Claim::GetLockBusy)
+            }
             Err(SessionError { code: Some(1062), .. }) => Ok(Claim::RowTaken),
             Err(e) => {
                 // GET_LOCK ran before the INSERT failed: it may be ours now.

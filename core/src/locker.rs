@@ -141,7 +141,15 @@ pub struct Locker<C: Connector> {
     session_locks: HashSet<String>,
     /// Locks that were held when the session was lost: their release/assert reports why.
     lost: HashMap<String, Loss>,
+    /// Names whose last acquisition here found the GET_LOCK busy. Under contention the
+    /// next one would too (the waiter our release woke holds it), so it queues at once:
+    /// one statement less per acquisition. Bounded by [`CONTENDED_NAMES`].
+    contended: HashSet<String>,
 }
+
+/// How many contended names a locker remembers; past it, it forgets them all (a wrong
+/// guess costs one statement, nothing else).
+const CONTENDED_NAMES: usize = 1024;
 
 impl<C: Connector> Locker<C> {
     /// A locker that connects on first use.
@@ -155,6 +163,7 @@ impl<C: Connector> Locker<C> {
             leases: HashMap::new(),
             session_locks: HashSet::new(),
             lost: HashMap::new(),
+            contended: HashSet::new(),
         }
     }
 
@@ -354,7 +363,20 @@ impl<C: Connector> Locker<C> {
         if self.holds(name) {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: name.to_owned() });
         }
-        let token = self.with_db(|db, leases| lease::acquire(db, name, timeout, ttl, &|n| leases.contains_key(n)))?;
+        let expect_busy = self.contended.contains(name);
+        let acquired =
+            self.with_db(|db, leases| lease::acquire(db, name, timeout, ttl, &|n| leases.contains_key(n), expect_busy));
+        let acquired = match acquired {
+            Ok(acquired) => acquired,
+            Err(e) => {
+                if matches!(e, Error::Timeout { .. }) && !timeout.is_zero() {
+                    self.remember_contention(name, true);
+                }
+                return Err(e);
+            }
+        };
+        self.remember_contention(name, acquired.contended);
+        let token = acquired.token;
         self.lost.remove(name);
         let connection_id = self.connection_id()?;
         let keep_alive = match keep_alive {
@@ -382,6 +404,17 @@ impl<C: Connector> Locker<C> {
         };
         self.leases.insert(name.to_owned(), Held::new(token, at_least, keep_alive));
         Ok(Lease { name: name.to_owned(), ttl, connection_id, token })
+    }
+
+    fn remember_contention(&mut self, name: &str, contended: bool) {
+        if !contended {
+            self.contended.remove(name);
+        } else if !self.contended.contains(name) {
+            if self.contended.len() >= CONTENDED_NAMES {
+                self.contended.clear();
+            }
+            self.contended.insert(name.to_owned());
+        }
     }
 
     /// One try: `Ok(None)` when another session holds the lock.

@@ -12,11 +12,17 @@ use crate::session::{Outcome, Session, Value};
 /// sensible job (MariaDB's maximum is a year).
 const IDLE_SECONDS: u32 = 7 * 24 * 3600;
 
+/// The largest packet this client sends or accepts: far above any lock statement.
+const CLIENT_MAX_PACKET: usize = 4 * 1024 * 1024;
+
 /// A native MySQL session. Never reconnects by itself: a new connection is a new
 /// session, and the locks of the old one are gone.
 pub struct MysqlSession {
     conn: Conn,
     id: u64,
+    /// The connection speaks utf8mb4, so a name written as a `_utf8mb4` literal in a
+    /// batch is the very string a bound parameter carries.
+    utf8mb4: bool,
 }
 
 impl MysqlSession {
@@ -38,6 +44,9 @@ impl MysqlSession {
             .db_name(config.database.clone())
             .tcp_connect_timeout(Some(config.connect_timeout))
             .prefer_socket(false)
+            // Known here, so connecting does not ask the server for it (a round trip
+            // every short-lived process would pay). Lock statements are tiny.
+            .max_allowed_packet(Some(CLIENT_MAX_PACKET))
             .read_timeout(io_timeout)
             .write_timeout(io_timeout)
             .stmt_cache_size(64);
@@ -54,7 +63,7 @@ impl MysqlSession {
         opts = opts.init(vec![init]);
         let conn = Conn::new(opts).map_err(|e| Error::Connect { target: config.target(), source: session_error(e) })?;
         let id = u64::from(conn.connection_id());
-        Ok(MysqlSession { conn, id })
+        Ok(MysqlSession { conn, id, utf8mb4: config.charset.eq_ignore_ascii_case("utf8mb4") })
     }
 }
 
@@ -77,6 +86,27 @@ impl Session for MysqlSession {
 
     fn connection_id(&self) -> u64 {
         self.id
+    }
+
+    fn batches(&self) -> bool {
+        self.utf8mb4
+    }
+
+    fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
+        let mut result = self.conn.query_iter(sql).map_err(session_error)?;
+        let mut outcomes = Vec::new();
+        while let Some(mut set) = result.iter() {
+            // A statement without rows has its OK packet now; reading the (absent) rows
+            // moves past it.
+            let (affected_rows, last_insert_id) = (set.affected_rows(), set.last_insert_id().unwrap_or(0));
+            let mut rows = Vec::new();
+            for row in set.by_ref() {
+                let row = row.map_err(session_error)?;
+                rows.push(row.unwrap().into_iter().map(from_mysql).collect());
+            }
+            outcomes.push(Outcome { rows, affected_rows, last_insert_id });
+        }
+        Ok(outcomes)
     }
 
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {

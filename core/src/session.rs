@@ -115,6 +115,22 @@ pub trait Session {
     /// The server's `CONNECTION_ID()` of this session.
     fn connection_id(&self) -> u64;
 
+    /// Whether [`execute_batch`](Session::execute_batch) works here. A waiter uses it
+    /// to have the server claim the row the moment its GET_LOCK is granted, instead of
+    /// waking the client for a second round trip.
+    fn batches(&self) -> bool {
+        false
+    }
+
+    /// Runs several `;`-separated statements in one round trip (text protocol, so no
+    /// bound parameters: every value in `sql` is a literal the caller made safe) and
+    /// returns one outcome per statement. The server stops at the first failing
+    /// statement, whose error is returned. Only called when [`batches`](Session::batches).
+    fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
+        let _ = sql;
+        Err(SessionError { code: None, message: "this session cannot run statement batches".into(), lost: false })
+    }
+
     /// Runs `KILL <id>`. KILL takes no bound parameter, so the id is formatted from an
     /// integer here and nowhere else.
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
@@ -131,6 +147,14 @@ impl<S: Session + ?Sized> Session for Box<S> {
 
     fn connection_id(&self) -> u64 {
         (**self).connection_id()
+    }
+
+    fn batches(&self) -> bool {
+        (**self).batches()
+    }
+
+    fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
+        (**self).execute_batch(sql)
     }
 
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {

@@ -1,6 +1,8 @@
 //! Every statement the protocol runs, built once per table. Lock names and numbers are
-//! always bound parameters; the only interpolated text is the validated, quoted table
-//! name (and `KILL <integer>` in `Session::kill`).
+//! bound parameters; the interpolated text is the validated, quoted table name,
+//! `KILL <integer>` in `Session::kill`, and one batch ([`Sql::wait_and_claim`]) that
+//! must use the text protocol: there names are hexadecimal literals (nothing but hex
+//! digits reaches the SQL) and numbers are formatted from Rust integers and durations.
 
 use crate::config::Table;
 
@@ -49,6 +51,9 @@ pub(crate) struct Sql {
     pub mark_acquired: String,
     pub abandon_claim: String,
     pub wait_get_lock: String,
+    /// A waiter's sleep on its own spelling: whether it was free before (so the locker
+    /// learns whether the name is contended), then `GET_LOCK`.
+    pub queue_get_lock: String,
     pub release_get_lock: String,
     /// Releases once if this session holds it: cleanup when we cannot know.
     pub release_if_mine: String,
@@ -81,6 +86,8 @@ pub(crate) struct Sql {
     pub status_all: String,
     pub status_one: String,
     pub create: String,
+    /// `INSERT INTO table (columns)` of the claims, for [`Sql::wait_and_claim`].
+    claim_columns: String,
 }
 
 impl Sql {
@@ -135,6 +142,7 @@ impl Sql {
                 "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 0"
             ),
             wait_get_lock: "SELECT GET_LOCK(?, ?)".to_owned(),
+            queue_get_lock: "SELECT IS_FREE_LOCK(?), GET_LOCK(?, ?)".to_owned(),
             release_get_lock: "SELECT RELEASE_LOCK(?)".to_owned(),
             release_if_mine: "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), RELEASE_LOCK(?), 0)".to_owned(),
             delete_own: format!("DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID()"),
@@ -171,6 +179,64 @@ impl Sql {
             status_one: format!("{status} WHERE l.name = ?"),
             status_all: format!("{status} ORDER BY l.name"),
             create: table.create_sql().replacen("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1),
+            claim_columns: format!("INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired{columns})"),
         }
+    }
+
+    /// A waiter's sleep and claim in one round trip: `queue_get_lock`, then in the same
+    /// batch the claim, whose `lock_acquired` is NULL (error 1048, nothing written)
+    /// unless the GET_LOCK was granted. So the server writes the row the moment the
+    /// previous owner lets go, without waking the client in between. Only for sessions
+    /// that speak utf8mb4 (the name literal is `_utf8mb4`); `holder` is recorded on an
+    /// upgraded table.
+    pub fn wait_and_claim(&self, name: &str, wait: std::time::Duration, ttl: i64, holder: (&str, u32)) -> String {
+        let n = utf8mb4_literal(name);
+        let recorded =
+            if self.upgraded { format!(", {}, {}", utf8mb4_literal(holder.0), holder.1) } else { String::new() };
+        format!(
+            "SELECT IS_FREE_LOCK({n}), GET_LOCK({n}, {wait:.6}); \
+             {claim} VALUES ({n}, CONNECTION_ID(), UNIX_TIMESTAMP(), {ttl}, \
+             IF(IS_USED_LOCK({n}) <=> CONNECTION_ID(), 1, NULL){recorded})",
+            wait = wait.as_secs_f64(),
+            claim = self.claim_columns,
+        )
+    }
+}
+
+/// `text` as a SQL literal that cannot be anything but that string: its UTF-8 bytes in
+/// hexadecimal with the `_utf8mb4` introducer.
+fn utf8mb4_literal(text: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(12 + 2 * text.len());
+    out.push_str("_utf8mb4 X'");
+    for b in text.bytes() {
+        let _ = write!(out, "{b:02X}");
+    }
+    out.push('\'');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_in_a_batch_are_hex_literals_that_cannot_inject() {
+        let sql = Sql::new(&Table::default(), false);
+        let batch = sql.wait_and_claim("x'); DROP TABLE t; --", std::time::Duration::from_millis(1500), 60, ("h", 7));
+        assert!(!batch.contains("DROP"), "{batch}");
+        let hex: String = "x'); DROP TABLE t; --".bytes().map(|b| format!("{b:02X}")).collect();
+        assert!(batch.contains(&format!("GET_LOCK(_utf8mb4 X'{hex}', ")), "{batch}");
+        assert!(batch.contains("GET_LOCK(_utf8mb4 X'"), "{batch}");
+        assert!(batch.contains(", 1.500000);"), "{batch}");
+        assert_eq!(batch.matches(';').count(), 1, "two statements: {batch}");
+    }
+
+    #[test]
+    fn a_batch_on_an_upgraded_table_records_host_and_pid() {
+        let sql = Sql::new(&Table::default(), true);
+        let batch = sql.wait_and_claim("a", std::time::Duration::ZERO, 5, ("web", 42));
+        assert!(batch.contains("holder_host, holder_pid)"), "{batch}");
+        assert!(batch.ends_with("NULL), _utf8mb4 X'776562', 42)"), "{batch}");
     }
 }

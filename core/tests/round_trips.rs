@@ -1,0 +1,229 @@
+//! How many round trips each path of the protocol costs, counted on a real session.
+//! These are the counts the benchmark's server-side figures rest on; a change that adds
+//! a statement to a hot path fails here before it shows up as a slower benchmark.
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod common;
+
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use common::*;
+use mysqllock_core::{
+    Config, Connector, Lease, Locker, MysqlSession, NativeLocker, Outcome, Result, Session, SessionError, Value,
+};
+use parking_lot::Mutex;
+
+/// What a session sent, one entry per round trip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trip {
+    Statement,
+    Batch,
+}
+
+type Log = Arc<Mutex<Vec<Trip>>>;
+
+/// A real native session that logs its round trips. `batches: false` makes it behave
+/// like a session that cannot batch (a PDO).
+struct Counted {
+    inner: MysqlSession,
+    log: Log,
+    batches: bool,
+}
+
+impl Session for Counted {
+    fn execute(&mut self, sql: &str, params: &[Value]) -> std::result::Result<Outcome, SessionError> {
+        self.log.lock().push(Trip::Statement);
+        self.inner.execute(sql, params)
+    }
+
+    fn connection_id(&self) -> u64 {
+        self.inner.connection_id()
+    }
+
+    fn batches(&self) -> bool {
+        self.batches && self.inner.batches()
+    }
+
+    fn execute_batch(&mut self, sql: &str) -> std::result::Result<Vec<Outcome>, SessionError> {
+        self.log.lock().push(Trip::Batch);
+        self.inner.execute_batch(sql)
+    }
+}
+
+struct Counting {
+    config: Config,
+    log: Log,
+    batches: bool,
+}
+
+impl Connector for Counting {
+    type Session = Counted;
+    fn connect(&mut self) -> Result<Counted> {
+        Ok(Counted { inner: MysqlSession::connect(&self.config)?, log: self.log.clone(), batches: self.batches })
+    }
+}
+
+/// A locker on its own counted session, connected and past its one-time table lookup.
+fn counted(batches: bool) -> (Locker<Counting>, Log) {
+    let log = Log::default();
+    let config = config();
+    let table = config.table.clone();
+    let mut l = Locker::new(Counting { config, log: log.clone(), batches }, table);
+    l.init_table().unwrap();
+    let warm = unique("warm-up");
+    l.acquire(&warm, 0.0, 10.0).unwrap();
+    l.release(&warm).unwrap();
+    log.lock().clear();
+    (l, log)
+}
+
+fn trips(log: &Log) -> Vec<Trip> {
+    std::mem::take(&mut *log.lock())
+}
+
+/// Waits until session `id` sleeps in a GET_LOCK (the server's process list says so).
+fn wait_until_queued(id: u64) {
+    let mut admin = raw();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let rows = query(
+            &mut admin,
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND INFO LIKE '%GET_LOCK%'",
+            &[id.into()],
+        );
+        if rows[0][0].as_i64() == Some(1) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "session {id} never queued for the GET_LOCK");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// `holder` takes `name`; `waiter` acquires it while it is held, and `holder` releases
+/// as soon as the waiter sleeps on the server. Returns the waiter (holding `name`, its
+/// log holding the round trips of that acquisition) and the holder's lease.
+fn contended_acquire(
+    holder: &mut NativeLocker,
+    waiter: Locker<Counting>,
+    log: &Log,
+    name: &str,
+) -> (Locker<Counting>, Lease) {
+    let lease = holder.acquire(name, 0.0, 30.0).unwrap();
+    log.lock().clear();
+    let (tx, rx) = mpsc::channel();
+    let n = name.to_owned();
+    let thread = std::thread::spawn(move || {
+        let mut waiter = waiter;
+        tx.send(waiter.connection_id().unwrap()).unwrap();
+        waiter.acquire(&n, 20.0, 30.0).unwrap();
+        waiter
+    });
+    wait_until_queued(rx.recv().unwrap());
+    holder.release(name).unwrap();
+    (thread.join().unwrap(), lease)
+}
+
+#[test]
+fn uncontended_lock_and_release_take_one_round_trip_each() {
+    let name = unique("rt-uncontended");
+    let (mut a, log) = counted(true);
+    a.acquire(&name, 5.0, 30.0).unwrap();
+    assert_eq!(trips(&log), [Trip::Statement]);
+    a.release(&name).unwrap();
+    assert_eq!(trips(&log), [Trip::Statement]);
+}
+
+#[test]
+fn a_waiter_claims_the_row_in_the_round_trip_that_wakes_it() {
+    let name = unique("rt-wake");
+    let mut holder = locker();
+    let (waiter, log) = counted(true);
+    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    // the first try (GET_LOCK busy), then one batch that slept and claimed
+    assert_eq!(trips(&log), [Trip::Statement, Trip::Batch]);
+    assert_eq!(rows(&name), vec![(name.clone(), waiter.connection_id().unwrap(), 1)]);
+    waiter.release(&name).unwrap();
+    assert!(rows(&name).is_empty());
+}
+
+#[test]
+fn a_name_found_contended_is_queued_for_at_once_next_time() {
+    let name = unique("rt-queue-first");
+    let mut holder = locker();
+    let (waiter, log) = counted(true);
+    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    waiter.release(&name).unwrap();
+    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    assert_eq!(trips(&log), [Trip::Batch], "no first try that is bound to fail");
+    assert_eq!(rows(&name), vec![(name.clone(), waiter.connection_id().unwrap(), 1)]);
+    waiter.release(&name).unwrap();
+}
+
+#[test]
+fn a_name_no_longer_contended_goes_back_to_the_single_statement_try() {
+    let name = unique("rt-calm");
+    let mut holder = locker();
+    let (waiter, log) = counted(true);
+    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    waiter.release(&name).unwrap();
+    trips(&log);
+    // free now: the queued GET_LOCK is granted at once, and the batch says it was free
+    waiter.acquire(&name, 5.0, 30.0).unwrap();
+    assert_eq!(trips(&log), [Trip::Batch]);
+    waiter.release(&name).unwrap();
+    trips(&log);
+    waiter.acquire(&name, 5.0, 30.0).unwrap();
+    assert_eq!(trips(&log), [Trip::Statement]);
+    waiter.release(&name).unwrap();
+}
+
+#[test]
+fn a_single_try_never_skips_its_try() {
+    let name = unique("rt-try");
+    let mut holder = locker();
+    let (waiter, log) = counted(true);
+    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    waiter.release(&name).unwrap();
+    trips(&log);
+    assert!(waiter.try_acquire(&name, 30.0).unwrap().is_some());
+    assert_eq!(trips(&log), [Trip::Statement]);
+    waiter.release(&name).unwrap();
+}
+
+#[test]
+fn a_session_that_cannot_batch_sleeps_then_claims() {
+    let name = unique("rt-nobatch");
+    let mut holder = locker();
+    let (waiter, log) = counted(false);
+    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    // first try, the sleep on the GET_LOCK, the claim while holding it
+    assert_eq!(trips(&log), [Trip::Statement; 3]);
+    waiter.release(&name).unwrap();
+    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    assert_eq!(trips(&log), [Trip::Statement; 2], "queued at once the second time");
+    assert_eq!(rows(&name), vec![(name.clone(), waiter.connection_id().unwrap(), 1)]);
+    waiter.release(&name).unwrap();
+}
+
+#[test]
+fn a_waiter_woken_by_a_release_gets_a_greater_token_and_records_itself() {
+    let name = unique("rt-token");
+    let mut holder = fenced_locker();
+    let log = Log::default();
+    let config = fenced_config();
+    let table = config.table.clone();
+    let mut waiter = Locker::new(Counting { config, log: log.clone(), batches: true }, table);
+    waiter.upgrade_table().unwrap();
+    let (mut waiter, held) = contended_acquire(&mut holder, waiter, &log, &name);
+    assert_eq!(trips(&log), [Trip::Statement, Trip::Batch]);
+    let held = held.token.unwrap();
+    let token = waiter.token(&name).unwrap().unwrap();
+    assert!(token > held, "token {token} after {held}");
+    let who = waiter.holder(&name).unwrap().unwrap();
+    assert_eq!(who.token, Some(token));
+    assert_eq!(who.pid, Some(u64::from(std::process::id())));
+    assert!(who.hostname.is_some_and(|h| !h.is_empty()));
+    waiter.release(&name).unwrap();
+}
