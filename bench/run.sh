@@ -6,6 +6,7 @@
 #
 #   bash bench/run.sh            # full: a few minutes
 #   bash bench/run.sh --quick    # under a minute after the build
+#   bash bench/run.sh --figures 1,3   # some figures only (1-5, p = the appendix)
 #
 # Exit status: 0 when every measurement ran (targets are reported, never asserted),
 # non-zero when something failed to build, start or run.
@@ -14,12 +15,15 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 quick=()
-for arg in "$@"; do
-  case "$arg" in
+figures=()
+while [ $# -gt 0 ]; do
+  case "$1" in
     --quick) quick=(--quick) ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/run.sh: unknown argument $arg (only --quick)" >&2; exit 2 ;;
+    --figures) figures=(--figures "${2:?--figures needs a list such as 1,3,5}"); shift ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/run.sh: unknown argument $1 (--quick, --figures LIST)" >&2; exit 2 ;;
   esac
+  shift
 done
 
 for tool in php cargo mariadb mariadb-install-db /usr/sbin/mariadbd python3; do
@@ -51,6 +55,6 @@ target/release/mysqllock --dsn "$MYSQLLOCK_TEST_DSN" init >&2
 
 status=0
 target/release/mysqllock-bench "${quick[@]}" --dsn "$MYSQLLOCK_TEST_DSN" \
-  --php-ext target/release/libmysqllock_php.so --php-dir bench/php --work "$work/runs" || status=$?
+  --php-ext target/release/libmysqllock_php.so --php-dir bench/php --work "$work/runs" "${figures[@]}" || status=$?
 echo "total after the build (server start and table included): $SECONDS s"
 exit $status

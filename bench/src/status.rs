@@ -115,10 +115,22 @@ impl Counts {
         self.get("Questions")
     }
 
-    /// Requests that wait for an answer: statements (queries and executes) plus
-    /// prepares, resets and fetches (COM_STMT_CLOSE has no answer).
+    /// Requests that wait for an answer: executes, prepares, resets and fetches
+    /// (COM_STMT_CLOSE has no answer), and text-protocol queries. `Questions` counts the
+    /// statements of a multi-statement query one by one; in the figures that use this,
+    /// the only multi-statement query is the lock protocol's waiter batch (GET_LOCK
+    /// sleep + claim, two statements), and the other text statements (KILL, SET) travel
+    /// alone, so text statements other than those count one round trip per two.
     pub fn round_trips(&self) -> f64 {
-        self.statements() + self.get("Com_stmt_prepare") + self.get("Com_stmt_reset") + self.get("Com_stmt_fetch")
+        let text = self.statements() - self.get("Com_stmt_execute");
+        let alone = self.get("Com_kill") + self.get("Com_set_option");
+        let batched = (text - alone).max(0.0);
+        self.get("Com_stmt_execute")
+            + alone
+            + batched / 2.0
+            + self.get("Com_stmt_prepare")
+            + self.get("Com_stmt_reset")
+            + self.get("Com_stmt_fetch")
     }
 
     /// Which statements, e.g. `ins 1 del 1`.

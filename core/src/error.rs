@@ -172,6 +172,12 @@ impl Error {
         matches!(self, Error::AlreadyHeld { .. })
     }
 
+    /// The server refused a statement naming a column the table lacks (1054): raised
+    /// while the statement is prepared, before any of it runs.
+    pub(crate) fn is_unknown_column(&self) -> bool {
+        matches!(self, Error::Database { source: SessionError { code: Some(1054), .. }, .. })
+    }
+
     /// Connecting failed or the connection was lost.
     pub fn is_connection(&self) -> bool {
         matches!(self, Error::Connect { .. } | Error::ConnectionLost { .. })

@@ -204,7 +204,8 @@ pub(crate) fn acquire<S: Session + ?Sized>(
         Ok(()) => {
             attempt.kill_stale_spellings()?;
             let upgraded = attempt.db.sql.upgraded;
-            Ok(Acquired { token: Some(attempt.token).filter(|_| upgraded), contended: attempt.contended })
+            let token = Some(attempt.token).filter(|&t| upgraded && t > 0);
+            Ok(Acquired { token, contended: attempt.contended })
         }
         Err(e) => {
             attempt.undo();
@@ -430,8 +431,10 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             }
             Err(SessionError { code: Some(1062), .. }) => Ok(Claim::RowTaken),
             Err(e) => {
-                // GET_LOCK ran before the INSERT failed: it may be ours now.
-                self.get_lock_unknown = true;
+                // GET_LOCK ran before the INSERT failed: it may be ours now. Not after an
+                // unknown column or table, which the server refuses before it evaluates
+                // anything.
+                self.get_lock_unknown = !matches!(e.code, Some(1054 | 1146));
                 Err(classify(e, Some(self.name), self.db.table))
             }
         }

@@ -135,8 +135,15 @@ pub struct Locker<C: Connector> {
     session: Option<C::Session>,
     table: Table,
     sql: Sql,
-    /// The table's shape, looked up once.
+    /// The table's shape, looked up once where it is needed (status, names that not
+    /// every character set stores, table changes).
     schema: Option<Schema>,
+    /// Whether the claims record the upgrade's columns. Until known, `sql` assumes an
+    /// upgraded table and the first claim tells: on the original table it fails to
+    /// prepare (unknown column, nothing ran) and is sent again without them. So taking
+    /// a lock needs no look at information_schema, which a short-lived process would
+    /// pay for in every run.
+    upgraded: Option<bool>,
     leases: HashMap<String, Held>,
     session_locks: HashSet<String>,
     /// Locks that were held when the session was lost: their release/assert reports why.
@@ -157,9 +164,10 @@ impl<C: Connector> Locker<C> {
         Locker {
             connector,
             session: None,
-            sql: Sql::new(&table, false),
+            sql: Sql::new(&table, true),
             table,
             schema: None,
+            upgraded: None,
             leases: HashMap::new(),
             session_locks: HashSet::new(),
             lost: HashMap::new(),
@@ -180,10 +188,23 @@ impl<C: Connector> Locker<C> {
         if !self.leases.is_empty() {
             return Err(Error::invalid("table", "cannot change the table while leases on it are held"));
         }
-        self.sql = Sql::new(&table, false);
         self.table = table;
-        self.schema = None;
+        self.forget_shape();
         Ok(())
+    }
+
+    /// The table may have changed: look again when it matters.
+    fn forget_shape(&mut self) {
+        self.schema = None;
+        self.upgraded = None;
+        self.sql = Sql::new(&self.table, true);
+    }
+
+    fn set_upgraded(&mut self, upgraded: bool) {
+        if self.sql.upgraded != upgraded {
+            self.sql = Sql::new(&self.table, upgraded);
+        }
+        self.upgraded = Some(upgraded);
     }
 
     pub fn connector(&self) -> &C {
@@ -284,6 +305,9 @@ impl<C: Connector> Locker<C> {
 
     fn check_name(&mut self, name: &str) -> Result<()> {
         name::validate_shape(name)?;
+        if self.schema.is_none() && name::is_portable(name) {
+            return Ok(());
+        }
         let charset = self.schema(name)?.charset;
         if !name::validate_for(name, &charset)? {
             // An unusual character set: let the server round-trip the name.
@@ -324,7 +348,7 @@ impl<C: Connector> Locker<C> {
         let charset = charset.map_or(Charset::Latin1, |cs| Charset::from_mysql_name(&cs));
         let upgraded = upgrade_columns == UPGRADE_COLUMNS.len() as i64;
         let schema = Schema { charset, upgraded };
-        self.sql = Sql::new(&self.table, upgraded);
+        self.set_upgraded(upgraded);
         self.schema = Some(schema.clone());
         Ok(Some(schema))
     }
@@ -364,8 +388,23 @@ impl<C: Connector> Locker<C> {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: name.to_owned() });
         }
         let expect_busy = self.contended.contains(name);
-        let acquired =
-            self.with_db(|db, leases| lease::acquire(db, name, timeout, ttl, &|n| leases.contains_key(n), expect_busy));
+        let claim = |locker: &mut Self| {
+            locker
+                .with_db(|db, leases| lease::acquire(db, name, timeout, ttl, &|n| leases.contains_key(n), expect_busy))
+        };
+        let mut acquired = claim(self);
+        if self.upgraded.is_none() {
+            match &acquired {
+                Ok(_) => self.set_upgraded(true),
+                Err(e) if e.is_unknown_column() => {
+                    // The original table: the claim naming the upgrade's columns was
+                    // refused before it ran.
+                    self.set_upgraded(false);
+                    acquired = claim(self);
+                }
+                Err(_) => {}
+            }
+        }
         let acquired = match acquired {
             Ok(acquired) => acquired,
             Err(e) => {
@@ -659,7 +698,7 @@ impl<C: Connector> Locker<C> {
         if !exists {
             let create = self.sql.create.clone();
             self.with_db(|db, _| db.run("", &create, &[]))?;
-            self.schema = None;
+            self.forget_shape();
         }
         Ok(!exists)
     }
@@ -670,7 +709,7 @@ impl<C: Connector> Locker<C> {
     /// Returns whether anything changed.
     pub fn upgrade_table(&mut self) -> Result<bool> {
         let created = self.init_table()?;
-        self.schema = None;
+        self.forget_shape();
         if self.schema("")?.upgraded {
             return Ok(created);
         }
@@ -687,7 +726,7 @@ impl<C: Connector> Locker<C> {
         }
         let upgrade = self.sql.upgrade.clone();
         let altered = self.with_db(|db, _| db.run("", &upgrade, &[]));
-        self.schema = None;
+        self.forget_shape();
         let upgraded = self.schema("")?.upgraded;
         match altered {
             Ok(_) => Ok(true),

@@ -92,6 +92,13 @@ pub fn validate_shape(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether every character set the `name` column may have stores `name` exactly: ASCII
+/// letters, digits, space and the punctuation that even the 7-bit national sets (swe7)
+/// keep. Such names need no look at the table's character set before they are used.
+pub fn is_portable(name: &str) -> bool {
+    name.chars().all(|c| c.is_ascii_alphanumeric() || " !\"#$%&'()*+,-./:;<=>?_".contains(c))
+}
+
 /// Checks `name` against a known character set; `Ok(false)` when the server must decide.
 pub fn validate_for(name: &str, charset: &Charset) -> Result<bool> {
     validate_shape(name)?;
@@ -133,6 +140,14 @@ mod tests {
         assert!(validate_shape("").is_err());
         assert!(validate_shape(&"x".repeat(65)).is_err());
         assert!(validate_shape(&"é".repeat(64)).is_ok());
+    }
+
+    #[test]
+    fn portable_names_are_plain_ascii_that_every_character_set_keeps() {
+        assert!(is_portable("invoices:2026-11/run_1 #3"));
+        for other in ["Müller", "a[1]", "user@host", "back\\slash", "tab\t", "~home", "a{b}"] {
+            assert!(!is_portable(other), "{other:?} taken for portable");
+        }
     }
 
     #[test]

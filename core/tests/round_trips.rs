@@ -227,3 +227,48 @@ fn a_waiter_woken_by_a_release_gets_a_greater_token_and_records_itself() {
     assert!(who.hostname.is_some_and(|h| !h.is_empty()));
     waiter.release(&name).unwrap();
 }
+
+/// A locker that has not run anything yet.
+fn fresh(config: Config) -> (Locker<Counting>, Log) {
+    let log = Log::default();
+    let table = config.table.clone();
+    (Locker::new(Counting { config, log: log.clone(), batches: true }, table), log)
+}
+
+#[test]
+fn the_first_lock_on_the_original_table_needs_no_table_lookup() {
+    locker(); // the table exists
+    let name = unique("rt-fresh");
+    let (mut a, log) = fresh(config());
+    let lease = a.acquire(&name, 5.0, 30.0).unwrap();
+    // the claim naming the upgrade's columns is refused unrun, then sent without them
+    assert_eq!(trips(&log), [Trip::Statement; 2]);
+    assert_eq!(lease.token, None);
+    assert_eq!(rows(&name), vec![(name.clone(), a.connection_id().unwrap(), 1)]);
+    a.release(&name).unwrap();
+    a.acquire(&name, 5.0, 30.0).unwrap();
+    assert_eq!(trips(&log), [Trip::Statement; 2], "one release, then one claim");
+    a.release(&name).unwrap();
+}
+
+#[test]
+fn the_first_lock_on_an_upgraded_table_is_one_claim_with_a_token() {
+    fenced_locker(); // the table is upgraded
+    let name = unique("rt-fresh-fenced");
+    let (mut a, log) = fresh(fenced_config());
+    let lease = a.acquire(&name, 5.0, 30.0).unwrap();
+    assert_eq!(trips(&log), [Trip::Statement]);
+    assert!(lease.token.is_some_and(|t| t > 0), "{lease:?}");
+    let who = a.holder(&name).unwrap().unwrap();
+    assert_eq!(who.pid, Some(u64::from(std::process::id())));
+    a.release(&name).unwrap();
+}
+
+#[test]
+fn a_missing_table_is_reported_by_the_first_claim() {
+    let (mut a, log) = fresh(Config::from_url(&format!("{}?table=no_such_locks_table", dsn())).unwrap());
+    let err = a.acquire(&unique("rt-missing"), 1.0, 30.0).unwrap_err();
+    assert!(matches!(err, mysqllock_core::Error::MissingTable { .. }), "{err}");
+    assert!(err.to_string().contains("mysqllock init"), "{err}");
+    assert_eq!(trips(&log), [Trip::Statement], "nothing left to undo");
+}
