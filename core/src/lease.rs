@@ -170,7 +170,9 @@ enum Wake {
 }
 
 /// Acquires `name` for `ttl` whole seconds, waiting until `timeout` has passed.
-/// `held_here` tells whether this session already holds a spelling (exactly as stored).
+/// `held_here` tells whether this session already holds a spelling (exactly as stored);
+/// `ours` whether a connection id is another session of the same locker (whose leases
+/// are never treated as someone else's, let alone killed).
 /// `expect_busy`: the session's last acquisition of the name was contended, so the
 /// first try (bound to fail on a GET_LOCK that a waiter we woke now holds) is skipped
 /// and the attempt queues at once; it never applies to a single try (`timeout` 0).
@@ -182,6 +184,7 @@ pub(crate) fn acquire<S: Session + ?Sized>(
     timeout: Duration,
     ttl: i64,
     held_here: &dyn Fn(&str) -> bool,
+    ours: &dyn Fn(u64) -> bool,
     expect_busy: bool,
 ) -> Result<Acquired> {
     let me = db.session.connection_id();
@@ -200,7 +203,7 @@ pub(crate) fn acquire<S: Session + ?Sized>(
         queue_first: expect_busy && !timeout.is_zero(),
         contended: false,
     };
-    match attempt.run(held_here) {
+    match attempt.run(held_here, ours) {
         Ok(()) => {
             attempt.kill_stale_spellings()?;
             let upgraded = attempt.db.sql.upgraded;
@@ -215,7 +218,7 @@ pub(crate) fn acquire<S: Session + ?Sized>(
 }
 
 impl<S: Session + ?Sized> Attempt<'_, '_, S> {
-    fn run(&mut self, held_here: &dyn Fn(&str) -> bool) -> Result<()> {
+    fn run(&mut self, held_here: &dyn Fn(&str) -> bool, ours: &dyn Fn(u64) -> bool) -> Result<()> {
         let sql = self.db.sql;
         let mut poll = POLL_MIN;
         // Since when our spelling's GET_LOCK has been busy with no row of ours.
@@ -261,6 +264,11 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                     self.reclaim_reused_id(&row)?;
                     continue;
                 }
+                self.release_our_get_lock()?;
+                return Err(Error::AlreadyHeld { name: self.name.to_owned(), held_as: row.name });
+            }
+            if row.acquired && row.owner_alive() && row.connection_id.is_some_and(ours) {
+                // Another spelling, held by another session of this locker.
                 self.release_our_get_lock()?;
                 return Err(Error::AlreadyHeld { name: self.name.to_owned(), held_as: row.name });
             }

@@ -35,7 +35,9 @@ mod sql;
 
 pub use config::{Config, QuoteStyle, Table, DEFAULT_TABLE};
 pub use error::{Error, Loss, Result, SessionError};
-pub use locker::{AcquireOptions, Connector, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD};
+pub use locker::{
+    AcquireOptions, Connector, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS,
+};
 pub use native::MysqlSession;
 pub use session::{Outcome, Session, Value};
 

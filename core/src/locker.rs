@@ -22,7 +22,25 @@ pub trait Connector {
     fn keep_alive_config(&self) -> Option<Config> {
         None
     }
+
+    /// Whether the locker may open more sessions when one holds many leases (see
+    /// [`LEASES_PER_SESSION`]). `false` when every lock must live in one given session
+    /// (an application's PDO, whose session the application also uses).
+    fn spreads(&self) -> bool {
+        false
+    }
 }
+
+/// Leases one session takes before the locker takes further leases on another. MariaDB
+/// walks a session's list of metadata locks (GET_LOCKs among them) on every lock request,
+/// so in a session holding thousands, each acquisition and release costs more than the
+/// one before (measured: 10,000 held made the median GET_LOCK 1.5-8x slower). Spread
+/// over sessions of this many, the cost stays flat.
+pub const LEASES_PER_SESSION: usize = 500;
+
+/// Sessions one locker opens at most; past `LEASES_PER_SESSION * MAX_SESSIONS` leases,
+/// they share the least loaded sessions.
+pub const MAX_SESSIONS: usize = 32;
 
 /// How long a keep-alive renews a lease when the caller sets no maximum: an hour, so a
 /// process stuck in an endless loop does not hold a lock forever.
@@ -60,6 +78,8 @@ pub struct Lease {
 
 /// A lease this locker holds, and what its release must do.
 struct Held {
+    /// Which of the locker's sessions holds it.
+    slot: usize,
     token: Option<u64>,
     /// Whole seconds from acquisition the row must outlive a release (0: none).
     at_least: i64,
@@ -70,8 +90,8 @@ struct Held {
 }
 
 impl Held {
-    fn new(token: Option<u64>, at_least: i64, keep_alive: Option<KeepAlive>) -> Held {
-        Held { token, at_least, keep_alive, renewal_failed: false }
+    fn new(slot: usize, token: Option<u64>, at_least: i64, keep_alive: Option<KeepAlive>) -> Held {
+        Held { slot, token, at_least, keep_alive, renewal_failed: false }
     }
 
     fn renewal_failed(&self) -> bool {
@@ -125,14 +145,29 @@ impl LockStatus {
     }
 }
 
+/// One of a locker's sessions (opened on first use) and how many leases live on it.
+struct Slot<S> {
+    session: Option<S>,
+    leases: usize,
+}
+
+impl<S> Slot<S> {
+    fn vacant() -> Slot<S> {
+        Slot { session: None, leases: 0 }
+    }
+}
+
 /// The locks of one MySQL session: TTL leases on the table and plain session locks.
 ///
 /// Not thread-safe by itself (`&mut self` everywhere); wrap it in a mutex to share it.
 /// Each `Locker` must have its own session: two lockers on one session would each take
-/// the other's locks for stale ones.
+/// the other's locks for stale ones. A locker whose connector [spreads](Connector::spreads)
+/// takes leases beyond [`LEASES_PER_SESSION`] on further sessions of its own; the first
+/// session keeps the session locks and is the one [`session`](Locker::session) returns.
 pub struct Locker<C: Connector> {
     connector: C,
-    session: Option<C::Session>,
+    /// Slot 0 is the first session; the others only hold leases.
+    slots: Vec<Slot<C::Session>>,
     table: Table,
     sql: Sql,
     /// The table's shape, looked up once where it is needed (status, names that not
@@ -163,7 +198,7 @@ impl<C: Connector> Locker<C> {
     pub fn new(connector: C, table: Table) -> Self {
         Locker {
             connector,
-            session: None,
+            slots: vec![Slot::vacant()],
             sql: Sql::new(&table, true),
             table,
             schema: None,
@@ -215,19 +250,27 @@ impl<C: Connector> Locker<C> {
         &mut self.connector
     }
 
-    /// The current session, connecting if there is none.
+    /// The first session, connecting if there is none.
     pub fn session(&mut self) -> Result<&mut C::Session> {
-        if self.session.is_none() {
-            self.session = Some(self.connector.connect()?);
+        self.session_of(0)
+    }
+
+    fn session_of(&mut self, slot: usize) -> Result<&mut C::Session> {
+        let Locker { slots, connector, .. } = self;
+        let slot = &mut slots[slot];
+        if slot.session.is_none() {
+            slot.session = Some(connector.connect()?);
         }
-        self.session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))
+        slot.session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))
     }
 
-    /// Whether a session is open (no statement is run to check).
+    /// Whether the first session is open (no statement is run to check).
     pub fn is_connected(&self) -> bool {
-        self.session.is_some()
+        self.slots[0].session.is_some()
     }
 
+    /// `CONNECTION_ID()` of the first session: the holder of every lease while the
+    /// locker holds fewer than [`LEASES_PER_SESSION`] (each [`Lease`] names its own).
     pub fn connection_id(&mut self) -> Result<u64> {
         Ok(self.session()?.connection_id())
     }
@@ -251,11 +294,12 @@ impl<C: Connector> Locker<C> {
         }
     }
 
-    /// Closes the session: every lock on it is lost (the server releases GET_LOCKs, and
-    /// lease rows are reclaimed by the next acquirer).
+    /// Closes the sessions: every lock on them is lost (the server releases GET_LOCKs,
+    /// and lease rows are reclaimed by the next acquirer).
     pub fn disconnect(&mut self) {
         self.forget_locks(Loss::SessionLost);
-        self.session = None;
+        self.slots.truncate(1);
+        self.slots[0] = Slot::vacant();
     }
 
     /// Gives up the session without closing it: for a forked child, whose inherited
@@ -268,9 +312,12 @@ impl<C: Connector> Locker<C> {
             }
         }
         self.forget_locks(Loss::SessionLost);
-        if let Some(s) = self.session.take() {
-            std::mem::forget(s);
+        for slot in self.slots.drain(..) {
+            if let Some(s) = slot.session {
+                std::mem::forget(s);
+            }
         }
+        self.slots.push(Slot::vacant());
     }
 
     fn forget_locks(&mut self, loss: Loss) {
@@ -283,24 +330,97 @@ impl<C: Connector> Locker<C> {
         for n in self.session_locks.drain() {
             self.lost.insert(n, loss);
         }
+        for slot in &mut self.slots {
+            slot.leases = 0;
+        }
     }
 
-    /// Runs `f` on a `Db` (and the names held as leases), dropping the session if it
-    /// turned out to be lost.
+    /// One session was lost: so are the locks on it, and nothing else.
+    fn lose_slot(&mut self, slot: usize) {
+        if slot == 0 && self.slots.len() == 1 {
+            return self.disconnect();
+        }
+        let gone: Vec<String> = self.leases.iter().filter(|(_, h)| h.slot == slot).map(|(n, _)| n.clone()).collect();
+        for n in gone {
+            if let Some(k) = self.leases.remove(&n).and_then(|h| h.keep_alive) {
+                k.stop();
+            }
+            self.lost.insert(n, Loss::SessionLost);
+        }
+        if slot == 0 {
+            for n in self.session_locks.drain() {
+                self.lost.insert(n, Loss::SessionLost);
+            }
+        }
+        self.slots[slot] = Slot::vacant();
+    }
+
+    /// Forgets a lease locally (its slot has room again), returning its bookkeeping.
+    fn forget_lease(&mut self, name: &str) -> Option<Held> {
+        let held = self.leases.remove(name)?;
+        let slot = &mut self.slots[held.slot];
+        slot.leases = slot.leases.saturating_sub(1);
+        if held.slot != 0 && self.leases.len() < LEASES_PER_SESSION / 2 {
+            // Few leases left: close the extra sessions that hold none.
+            for slot in self.slots.iter_mut().skip(1).filter(|s| s.leases == 0) {
+                slot.session = None;
+            }
+        }
+        Some(held)
+    }
+
+    /// Where a new lease goes: the first session with room, else a new one, else the
+    /// least loaded.
+    fn slot_for_new_lease(&mut self) -> usize {
+        if !self.connector.spreads() {
+            return 0;
+        }
+        if let Some(i) = self.slots.iter().position(|s| s.leases < LEASES_PER_SESSION) {
+            return i;
+        }
+        if self.slots.len() < MAX_SESSIONS {
+            self.slots.push(Slot::vacant());
+            return self.slots.len() - 1;
+        }
+        (0..self.slots.len()).min_by_key(|&i| self.slots[i].leases).unwrap_or(0)
+    }
+
+    /// Runs `f` on a `Db` of the first session (and the leases held).
     fn with_db<T>(
         &mut self,
         f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>,
     ) -> Result<T> {
-        let Locker { session, connector, sql, table, leases, .. } = self;
-        let session = match session {
+        self.with_db_on(0, f)
+    }
+
+    /// Runs `f` on a `Db` of session `slot`, connecting it if needed and forgetting it
+    /// (with its locks) if it turned out to be lost.
+    fn with_db_on<T>(
+        &mut self,
+        slot: usize,
+        f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>,
+    ) -> Result<T> {
+        let Locker { slots, connector, sql, table, leases, .. } = self;
+        let place = &mut slots[slot];
+        let session = match &mut place.session {
             Some(session) => session,
-            None => session.insert(connector.connect()?),
+            None => place.session.insert(connector.connect()?),
         };
         let result = f(&mut Db { session, sql, table }, leases);
         if matches!(result, Err(Error::ConnectionLost { .. })) {
-            self.disconnect();
+            self.lose_slot(slot);
         }
         result
+    }
+
+    /// The connection ids of this locker's open sessions other than `slot`'s.
+    fn other_sessions(&self, slot: usize) -> Vec<u64> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != slot)
+            .filter_map(|(_, s)| s.session.as_ref().map(Session::connection_id))
+            .collect()
     }
 
     fn check_name(&mut self, name: &str) -> Result<()> {
@@ -388,9 +508,14 @@ impl<C: Connector> Locker<C> {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: name.to_owned() });
         }
         let expect_busy = self.contended.contains(name);
+        let slot = self.slot_for_new_lease();
         let claim = |locker: &mut Self| {
-            locker
-                .with_db(|db, leases| lease::acquire(db, name, timeout, ttl, &|n| leases.contains_key(n), expect_busy))
+            let others = locker.other_sessions(slot);
+            let ours = |id: u64| others.contains(&id);
+            locker.with_db_on(slot, |db, leases| {
+                let held_here = |n: &str| leases.get(n).is_some_and(|h| h.slot == slot);
+                lease::acquire(db, name, timeout, ttl, &held_here, &ours, expect_busy)
+            })
         };
         let mut acquired = claim(self);
         if self.upgraded.is_none() {
@@ -417,7 +542,8 @@ impl<C: Connector> Locker<C> {
         self.remember_contention(name, acquired.contended);
         let token = acquired.token;
         self.lost.remove(name);
-        let connection_id = self.connection_id()?;
+        let connection_id = self.session_of(slot)?.connection_id();
+        self.slots[slot].leases += 1;
         let keep_alive = match keep_alive {
             None => None,
             Some((config, max_hold)) => {
@@ -434,14 +560,14 @@ impl<C: Connector> Locker<C> {
                     Err(e) => {
                         // Nobody would renew it: do not hand out a lease the caller
                         // believes is kept alive.
-                        self.leases.insert(name.to_owned(), Held::new(token, 0, None));
+                        self.leases.insert(name.to_owned(), Held::new(slot, token, 0, None));
                         let _ = self.release(name);
                         return Err(Error::invalid("keep_alive", format!("cannot start its thread: {e}")));
                     }
                 }
             }
         };
-        self.leases.insert(name.to_owned(), Held::new(token, at_least, keep_alive));
+        self.leases.insert(name.to_owned(), Held::new(slot, token, at_least, keep_alive));
         Ok(Lease { name: name.to_owned(), ttl, connection_id, token })
     }
 
@@ -494,8 +620,9 @@ impl<C: Connector> Locker<C> {
         }
         let renewal_failed = held.renewal_failed;
         let at_least = held.at_least;
+        let slot = held.slot;
         let sql = self.sql.clone();
-        let result = self.with_db(|db, _| {
+        let result = self.with_db_on(slot, |db, _| {
             // Row and GET_LOCK in one statement when both are ours (the usual case).
             let lingered = at_least > 0
                 && db.run(name, &sql.linger, &[at_least.into(), name.into(), at_least.into()])?.affected_rows == 1;
@@ -510,12 +637,12 @@ impl<C: Connector> Locker<C> {
         let (deleted, released) = match result {
             Ok(r) => r,
             Err(Error::ConnectionLost { .. }) => {
-                self.leases.remove(name);
+                self.forget_lease(name);
                 return Err(self.not_held(name));
             }
             Err(e) => return Err(e),
         };
-        self.leases.remove(name);
+        self.forget_lease(name);
         match (deleted, released) {
             (1, Ok(_)) if renewal_failed => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RenewalFailed }),
             (1, Ok(true)) => Ok(()),
@@ -529,9 +656,9 @@ impl<C: Connector> Locker<C> {
     /// Seconds of the lease left (database clock), counted safely: another session can
     /// take it over no earlier than this, and at most a second later.
     pub fn remaining_ttl(&mut self, name: &str) -> Result<f64> {
-        self.check_renewals(name)?;
+        let slot = self.check_renewals(name)?;
         let sql = self.sql.remaining.clone();
-        let result = self.with_db(|db, _| db.run(name, &sql, &[name.into()]));
+        let result = self.with_db_on(slot, |db, _| db.run(name, &sql, &[name.into()]));
         let out = match result {
             Ok(out) => out,
             Err(Error::ConnectionLost { .. }) => return Err(self.not_held(name)),
@@ -551,11 +678,12 @@ impl<C: Connector> Locker<C> {
     /// [`Error::NotHeld`] when the lease was lost (it is not re-acquired).
     pub fn renew(&mut self, name: &str, ttl: f64) -> Result<()> {
         let ttl = limits::ttl_seconds(ttl)?;
-        self.check_renewals(name)?;
+        let slot = self.check_renewals(name)?;
         let sql = self.sql.renew.clone();
-        let me = self.connection_id()?;
+        let me = self.session_of(slot)?.connection_id();
         let no_cap = i64::from(i32::MAX);
-        let renewed = self.with_db(|db, _| db.run(name, &sql, &[ttl.into(), no_cap.into(), name.into(), me.into()]));
+        let renewed =
+            self.with_db_on(slot, |db, _| db.run(name, &sql, &[ttl.into(), no_cap.into(), name.into(), me.into()]));
         match renewed {
             Ok(out) if out.affected_rows == 1 => Ok(()),
             // Unchanged (already that long) or lost: the ownership check tells which.
@@ -572,14 +700,15 @@ impl<C: Connector> Locker<C> {
         self.leases.get(name).is_some_and(Held::renewal_failed)
     }
 
-    /// Fails when `name` is not held here, or when its keep-alive has given up on it.
-    fn check_renewals(&mut self, name: &str) -> Result<()> {
+    /// Fails when `name` is not held here, or when its keep-alive has given up on it;
+    /// else tells which session holds it.
+    fn check_renewals(&mut self, name: &str) -> Result<usize> {
         match self.leases.get(name) {
             None => Err(self.not_held(name)),
             Some(held) if held.renewal_failed() => {
                 Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RenewalFailed })
             }
-            Some(_) => Ok(()),
+            Some(held) => Ok(held.slot),
         }
     }
 

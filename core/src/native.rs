@@ -124,6 +124,10 @@ impl Connector for Config {
     fn keep_alive_config(&self) -> Option<Config> {
         Some(self.clone())
     }
+
+    fn spreads(&self) -> bool {
+        true
+    }
 }
 
 fn to_mysql(v: &Value) -> mysql::Value {

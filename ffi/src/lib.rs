@@ -387,7 +387,10 @@ pub unsafe extern "C" fn mysqllock_session_unlock(
 }
 
 /// Writes the MySQL `CONNECTION_ID()` of the client's session to `*out`: the id that
-/// the table's `connection_id` column and `SHOW PROCESSLIST` show for its locks.
+/// the table's `connection_id` column and `SHOW PROCESSLIST` show for its locks. A
+/// client holding more than 500 leases takes the further ones on extra sessions of its
+/// own (so each acquisition stays as fast as the first); `mysqllock_holder()` names the
+/// session of each.
 ///
 /// Reconnects first if the session was lost (a new session has a new id, and the old
 /// session's locks are gone). `client` stays owned by the caller; any thread may call this.

@@ -218,4 +218,10 @@ impl Connector for PhpConnector {
             Target::Pdo { .. } => None,
         }
     }
+
+    /// The extension's own connection may open more sessions for many leases; a PDO
+    /// is one session, and every lock must live in it (SPEC: `getConnection()`).
+    fn spreads(&self) -> bool {
+        matches!(self.target, Target::Native(_))
+    }
 }

@@ -285,4 +285,24 @@ final class LockTest extends TestCase
         exec(escapeshellarg(PHP_BINARY) . ' -d ' . escapeshellarg('extension=' . extensionPath()) . ' --ri mysqllock 2>&1', $output, $status);
         $this->assertSame(0, $status, implode("\n", $output));
     }
+
+    /** @test */
+    public function aThousandLocksAreHeldAtOnceAndAllReleased(): void
+    {
+        // Past 500 leases the extension takes further ones on another session of its own.
+        $handles = [];
+        for ($i = 0; $i < 1000; $i++) {
+            $handles[] = SharedLock::lock($this->lockName("many-$i"), 0, 30);
+        }
+        $holders = self::db()->query(
+            'SELECT COUNT(*), COUNT(DISTINCT connection_id), SUM(IS_USED_LOCK(name) = connection_id) FROM shared_locks WHERE name LIKE '
+            . self::db()->quote($this->prefix() . '%')
+        )->fetch(\PDO::FETCH_NUM);
+        $this->assertSame([1000, 2, 1000], array_map('intval', $holders));
+        SharedLock::assertTTL($this->lockName('many-999'), 10);
+        foreach ($handles as $handle) {
+            $handle->release();
+        }
+        $this->assertSame([], $this->ownRows());
+    }
 }

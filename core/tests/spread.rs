@@ -1,0 +1,151 @@
+//! A locker holding many leases spreads them over sessions of at most
+//! `LEASES_PER_SESSION`, so that MariaDB's per-session lock list stays short; each lease
+//! lives and dies with its own session.
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use common::*;
+use mysqllock_core::{Config, Connector, Locker, MysqlSession, Result, LEASES_PER_SESSION};
+
+/// Takes `n` leases named `{base}-{i}` and returns their holders' connection ids.
+fn take(l: &mut mysqllock_core::NativeLocker, base: &str, n: usize) -> Vec<u64> {
+    (0..n).map(|i| l.acquire(&format!("{base}-{i}"), 0.0, 60.0).unwrap().connection_id).collect()
+}
+
+/// How many rows of the table each connection id owns, for names starting with `base`.
+fn rows_per_holder(base: &str) -> HashMap<u64, usize> {
+    let rows = query(
+        &mut raw(),
+        "SELECT connection_id, COUNT(*) FROM shared_locks WHERE name LIKE ? GROUP BY connection_id",
+        &[format!("{base}-%").as_str().into()],
+    );
+    rows.iter().map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap() as usize)).collect()
+}
+
+#[test]
+fn leases_beyond_one_sessions_share_go_to_another_session() {
+    let base = unique("spread");
+    let mut l = locker();
+    let ids = take(&mut l, &base, LEASES_PER_SESSION + 20);
+    let first = l.connection_id().unwrap();
+    assert!(ids[..LEASES_PER_SESSION].iter().all(|&id| id == first));
+    let second = ids[LEASES_PER_SESSION];
+    assert_ne!(second, first);
+    assert!(ids[LEASES_PER_SESSION..].iter().all(|&id| id == second));
+    assert_eq!(rows_per_holder(&base), HashMap::from([(first, LEASES_PER_SESSION), (second, 20)]));
+    assert_eq!(l.release_all().len(), 0);
+    assert!(rows_per_holder(&base).is_empty());
+}
+
+#[test]
+fn a_lease_on_an_extra_session_asserts_renews_and_releases_there() {
+    let base = unique("spread-ops");
+    let mut l = locker();
+    take(&mut l, &base, LEASES_PER_SESSION);
+    let name = format!("{base}-extra");
+    let lease = l.acquire(&name, 0.0, 10.0).unwrap();
+    assert_ne!(lease.connection_id, l.connection_id().unwrap());
+    assert!(l.assert_ttl(&name, 5.0).unwrap() > 5.0);
+    l.renew(&name, 100.0).unwrap();
+    assert!(l.remaining_ttl(&name).unwrap() > 90.0);
+    l.release(&name).unwrap();
+    assert!(rows(&name).is_empty());
+    assert_eq!(l.release_all().len(), 0);
+}
+
+#[test]
+fn a_lost_extra_session_loses_its_leases_and_no_others() {
+    let base = unique("spread-lost");
+    let mut l = locker();
+    let ids = take(&mut l, &base, LEASES_PER_SESSION + 3);
+    let extra = ids[LEASES_PER_SESSION];
+    query(&mut raw(), &format!("KILL {extra}"), &[]);
+    // The server notices the kill at once; the locker when it next uses that session.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !query(&mut raw(), "SELECT IS_USED_LOCK(?)", &[format!("{base}-{LEASES_PER_SESSION}").as_str().into()])[0][0]
+        .is_null()
+    {
+        assert!(Instant::now() < deadline, "the killed session kept its GET_LOCK");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let err = l.release(&format!("{base}-{LEASES_PER_SESSION}")).unwrap_err();
+    assert!(err.is_not_held(), "{err}");
+    for i in LEASES_PER_SESSION + 1..LEASES_PER_SESSION + 3 {
+        let err = l.release(&format!("{base}-{i}")).unwrap_err();
+        assert!(err.is_not_held(), "lease {i} on the killed session: {err}");
+    }
+    // the first session's leases are whole
+    l.assert_ttl(&format!("{base}-0"), 30.0).unwrap();
+    l.release(&format!("{base}-0")).unwrap();
+    assert_eq!(l.release_all().len(), 0);
+    // and a new lease beyond the first session's share gets a new session
+    take(&mut l, &format!("{base}-again"), LEASES_PER_SESSION + 1);
+    assert_eq!(l.release_all().len(), 0);
+}
+
+#[test]
+fn another_spelling_held_on_another_session_of_the_locker_is_already_held() {
+    let base = unique("spread-spelling");
+    let mut l = locker();
+    let upper = format!("{base}-Case");
+    l.acquire(&upper, 0.0, 60.0).unwrap();
+    take(&mut l, &base, LEASES_PER_SESSION - 1);
+    let start = Instant::now();
+    let err = l.acquire(&format!("{base}-case"), 5.0, 60.0).unwrap_err();
+    assert!(err.is_already_held(), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(1), "waited {:?} for itself", start.elapsed());
+    l.assert_ttl(&upper, 30.0).unwrap();
+    assert_eq!(l.release_all().len(), 0);
+}
+
+#[test]
+fn the_extra_sessions_close_when_few_leases_are_left() {
+    let base = unique("spread-close");
+    let mut l = locker();
+    let ids = take(&mut l, &base, LEASES_PER_SESSION + 1);
+    let extra = ids[LEASES_PER_SESSION];
+    for i in 0..=LEASES_PER_SESSION {
+        l.release(&format!("{base}-{i}")).unwrap();
+    }
+    let open = query(&mut raw(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[extra.into()]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut open = open[0][0].as_i64();
+    while open != Some(0) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+        open = query(&mut raw(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[extra.into()])
+            [0][0]
+            .as_i64();
+    }
+    assert_eq!(open, Some(0), "the extra session {extra} stayed open");
+}
+
+/// Native sessions from a config, but in one session only (as a PDO would be).
+struct OneSession(Config);
+
+impl Connector for OneSession {
+    type Session = MysqlSession;
+    fn connect(&mut self) -> Result<MysqlSession> {
+        MysqlSession::connect(&self.0)
+    }
+}
+
+#[test]
+fn a_connector_that_does_not_spread_keeps_every_lease_in_its_session() {
+    let base = unique("spread-one");
+    let config = config();
+    let table = config.table.clone();
+    let mut l = Locker::new(OneSession(config), table);
+    l.init_table().unwrap();
+    let ids: Vec<u64> = (0..LEASES_PER_SESSION + 5)
+        .map(|i| l.acquire(&format!("{base}-{i}"), 0.0, 60.0).unwrap().connection_id)
+        .collect();
+    let id = l.connection_id().unwrap();
+    assert!(ids.iter().all(|&i| i == id));
+    assert_eq!(rows_per_holder(&base), HashMap::from([(id, LEASES_PER_SESSION + 5)]));
+    assert_eq!(l.release_all().len(), 0);
+}
