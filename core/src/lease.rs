@@ -148,14 +148,16 @@ struct Attempt<'d, 'a, S: Session + ?Sized> {
     queue_first: bool,
     /// Our spelling's GET_LOCK was found busy: someone else held or wanted the name.
     contended: bool,
+    /// Whether a connection id is another session of the same locker.
+    ours: &'d dyn Fn(u64) -> bool,
 }
 
 /// A successful acquisition.
 pub(crate) struct Acquired {
     /// The fencing token on an upgraded table, `None` on the original one.
     pub token: Option<u64>,
-    /// The GET_LOCK was busy when this acquisition first looked (or queued): the next
-    /// acquisition of the name by this session had better queue at once.
+    /// The GET_LOCK was found busy during this acquisition: the next acquisition of the
+    /// name by this locker had better queue at once.
     pub contended: bool,
 }
 
@@ -173,7 +175,7 @@ enum Wake {
 /// `held_here` tells whether this session already holds a spelling (exactly as stored);
 /// `ours` whether a connection id is another session of the same locker (whose leases
 /// are never treated as someone else's, let alone killed).
-/// `expect_busy`: the session's last acquisition of the name was contended, so the
+/// `expect_busy`: the locker's last acquisition of the name was contended, so the
 /// first try (bound to fail on a GET_LOCK that a waiter we woke now holds) is skipped
 /// and the attempt queues at once; it never applies to a single try (`timeout` 0).
 /// Returns the fencing token on an upgraded table (the insert id of the INSERT that
@@ -202,10 +204,16 @@ pub(crate) fn acquire<S: Session + ?Sized>(
         token: 0,
         queue_first: expect_busy && !timeout.is_zero(),
         contended: false,
+        ours,
     };
-    match attempt.run(held_here, ours) {
+    match attempt.run(held_here) {
         Ok(()) => {
-            attempt.kill_stale_spellings()?;
+            if let Err(e) = attempt.kill_stale_spellings() {
+                // A stale holder of another spelling may still believe it holds the
+                // lock: do not hold it beside it.
+                attempt.give_up_acquired();
+                return Err(e);
+            }
             let upgraded = attempt.db.sql.upgraded;
             let token = Some(attempt.token).filter(|&t| upgraded && t > 0);
             Ok(Acquired { token, contended: attempt.contended })
@@ -218,7 +226,7 @@ pub(crate) fn acquire<S: Session + ?Sized>(
 }
 
 impl<S: Session + ?Sized> Attempt<'_, '_, S> {
-    fn run(&mut self, held_here: &dyn Fn(&str) -> bool, ours: &dyn Fn(u64) -> bool) -> Result<()> {
+    fn run(&mut self, held_here: &dyn Fn(&str) -> bool) -> Result<()> {
         let sql = self.db.sql;
         let mut poll = POLL_MIN;
         // Since when our spelling's GET_LOCK has been busy with no row of ours.
@@ -267,7 +275,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 self.release_our_get_lock()?;
                 return Err(Error::AlreadyHeld { name: self.name.to_owned(), held_as: row.name });
             }
-            if row.acquired && row.owner_alive() && row.connection_id.is_some_and(ours) {
+            if row.acquired && row.owner_alive() && row.connection_id.is_some_and(self.ours) {
                 // Another spelling, held by another session of this locker.
                 self.release_our_get_lock()?;
                 return Err(Error::AlreadyHeld { name: self.name.to_owned(), held_as: row.name });
@@ -403,6 +411,9 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 self.holding_get_lock = true;
                 Ok(Wake::Granted)
             }
+            // Multi-statements refused on the way (nothing ran): the session no longer
+            // batches, so this goes statement by statement.
+            Err(SessionError { code: Some(1064), .. }) if !self.db.session.batches() => self.wait_for_get_lock(wait),
             Err(e) => {
                 self.get_lock_unknown = true;
                 Err(classify(e, Some(self.name), self.db.table))
@@ -579,6 +590,12 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 }
                 continue;
             };
+            if (self.ours)(h) {
+                // Another session of this locker keeps our spelling's GET_LOCK (a session
+                // lock of the same name): it is held here, never a stale holder.
+                self.abandon_claim()?;
+                return Err(Error::AlreadyHeld { name: self.name.to_owned(), held_as: self.name.to_owned() });
+            }
             if seen.map(|(id, _)| id) != Some(h) {
                 seen = Some((h, now));
             }
@@ -634,7 +651,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         let stale: Vec<(String, u64)> = self
             .reclaimed
             .iter()
-            .filter(|r| r.spelling != self.name && r.connection_id != self.me)
+            .filter(|r| r.spelling != self.name && r.connection_id != self.me && !(self.ours)(r.connection_id))
             .map(|r| (r.spelling.clone(), r.connection_id))
             .collect();
         for (spelling, id) in stale {
@@ -671,6 +688,15 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
 
     fn timeout_error(&self) -> Error {
         Error::Timeout { name: self.name.to_owned(), timeout: self.timeout.as_secs_f64() }
+    }
+
+    /// Lets go of a lock this attempt acquired: its row and its GET_LOCK, best effort
+    /// (if the session is gone, so is the lock).
+    fn give_up_acquired(&mut self) {
+        let sql = self.db.sql;
+        let _ = self.db.run(self.name, &sql.release, &[self.name.into()]);
+        let _ = self.db.run(self.name, &sql.delete_own, &[self.name.into()]);
+        let _ = self.db.run(self.name, &sql.release_if_mine, &[self.name.into(), self.name.into()]);
     }
 
     /// Leaves nothing behind after a failed attempt: no half-claimed row, no GET_LOCK.

@@ -1,4 +1,5 @@
-//! `Locker`: the locks of one database session, and the bookkeeping around them.
+//! `Locker`: the locks of one client on its database session (more sessions when it
+//! holds many leases), and the bookkeeping around them.
 
 use crate::config::{Config, Table};
 use crate::error::{classify, Error, Loss, Result};
@@ -157,7 +158,8 @@ impl<S> Slot<S> {
     }
 }
 
-/// The locks of one MySQL session: TTL leases on the table and plain session locks.
+/// The locks of one client: TTL leases on the table and plain session locks, on one
+/// MySQL session (and on more when it holds many leases, see below).
 ///
 /// Not thread-safe by itself (`&mut self` everywhere); wrap it in a mutex to share it.
 /// Each `Locker` must have its own session: two lockers on one session would each take
@@ -183,6 +185,8 @@ pub struct Locker<C: Connector> {
     session_locks: HashSet<String>,
     /// Locks that were held when the session was lost: their release/assert reports why.
     lost: HashMap<String, Loss>,
+    /// An extra session could not be opened: all further leases share the open ones.
+    spreading_refused: bool,
     /// Names whose last acquisition here found the GET_LOCK busy. Under contention the
     /// next one would too (the waiter our release woke holds it), so it queues at once:
     /// one statement less per acquisition. Bounded by [`CONTENDED_NAMES`].
@@ -206,6 +210,7 @@ impl<C: Connector> Locker<C> {
             leases: HashMap::new(),
             session_locks: HashSet::new(),
             lost: HashMap::new(),
+            spreading_refused: false,
             contended: HashSet::new(),
         }
     }
@@ -228,11 +233,14 @@ impl<C: Connector> Locker<C> {
         Ok(())
     }
 
-    /// The table may have changed: look again when it matters.
+    /// The table may have changed: look again when it matters. Until the next claim
+    /// has told its shape, no name is queued for at once (the batch would sleep before
+    /// the server could refuse its claim).
     fn forget_shape(&mut self) {
         self.schema = None;
         self.upgraded = None;
         self.sql = Sql::new(&self.table, true);
+        self.contended.clear();
     }
 
     fn set_upgraded(&mut self, upgraded: bool) {
@@ -269,8 +277,8 @@ impl<C: Connector> Locker<C> {
         self.slots[0].session.is_some()
     }
 
-    /// `CONNECTION_ID()` of the first session: the holder of every lease while the
-    /// locker holds fewer than [`LEASES_PER_SESSION`] (each [`Lease`] names its own).
+    /// `CONNECTION_ID()` of the first session, which holds the session locks and the
+    /// first [`LEASES_PER_SESSION`] leases (each [`Lease`] names its own session).
     pub fn connection_id(&mut self) -> Result<u64> {
         Ok(self.session()?.connection_id())
     }
@@ -360,7 +368,7 @@ impl<C: Connector> Locker<C> {
         let held = self.leases.remove(name)?;
         let slot = &mut self.slots[held.slot];
         slot.leases = slot.leases.saturating_sub(1);
-        if held.slot != 0 && self.leases.len() < LEASES_PER_SESSION / 2 {
+        if self.slots.len() > 1 && self.leases.len() < LEASES_PER_SESSION / 2 {
             // Few leases left: close the extra sessions that hold none.
             for slot in self.slots.iter_mut().skip(1).filter(|s| s.leases == 0) {
                 slot.session = None;
@@ -370,19 +378,37 @@ impl<C: Connector> Locker<C> {
     }
 
     /// Where a new lease goes: the first session with room, else a new one, else the
-    /// least loaded.
+    /// least loaded open one. An extra session is connected here, so that a server that
+    /// refuses more connections (`max_user_connections`) costs spreading, not the lease:
+    /// the locker then stops spreading.
     fn slot_for_new_lease(&mut self) -> usize {
-        if !self.connector.spreads() {
-            return 0;
+        if !self.connector.spreads() || self.spreading_refused {
+            return self.least_loaded_open_slot();
         }
-        if let Some(i) = self.slots.iter().position(|s| s.leases < LEASES_PER_SESSION) {
-            return i;
+        let slot = match self.slots.iter().position(|s| s.leases < LEASES_PER_SESSION) {
+            Some(i) => i,
+            None if self.slots.len() < MAX_SESSIONS => {
+                self.slots.push(Slot::vacant());
+                self.slots.len() - 1
+            }
+            None => return self.least_loaded_open_slot(),
+        };
+        if slot == 0 || self.slots[slot].session.is_some() {
+            return slot;
         }
-        if self.slots.len() < MAX_SESSIONS {
-            self.slots.push(Slot::vacant());
-            return self.slots.len() - 1;
+        if self.session_of(slot).is_ok() {
+            return slot;
         }
-        (0..self.slots.len()).min_by_key(|&i| self.slots[i].leases).unwrap_or(0)
+        self.spreading_refused = true;
+        self.least_loaded_open_slot()
+    }
+
+    /// Slot 0 if nothing else is open (it connects on use).
+    fn least_loaded_open_slot(&self) -> usize {
+        (0..self.slots.len())
+            .filter(|&i| i == 0 || self.slots[i].session.is_some())
+            .min_by_key(|&i| self.slots[i].leases)
+            .unwrap_or(0)
     }
 
     /// Runs `f` on a `Db` of the first session (and the leases held).

@@ -20,9 +20,10 @@ const CLIENT_MAX_PACKET: usize = 4 * 1024 * 1024;
 pub struct MysqlSession {
     conn: Conn,
     id: u64,
-    /// The connection speaks utf8mb4, so a name written as a `_utf8mb4` literal in a
-    /// batch is the very string a bound parameter carries.
-    utf8mb4: bool,
+    /// Batches are used: the connection speaks utf8mb4 (so a name written as a
+    /// `_utf8mb4` literal in a batch is the very string a bound parameter carries), and
+    /// the server (or a proxy in between) has not refused a multi-statement query.
+    batches: bool,
 }
 
 impl MysqlSession {
@@ -56,14 +57,17 @@ impl MysqlSession {
         };
         // A holder sits idle while its job runs; the server's default wait_timeout (8 h)
         // would end the session, and with it the lock, under a long job.
-        let mut init = format!("SET SESSION wait_timeout = GREATEST(@@session.wait_timeout, {IDLE_SECONDS})");
-        if !config.charset.eq_ignore_ascii_case("utf8mb4") {
-            init = format!("SET NAMES {}, {}", config.charset, &init["SET ".len()..]);
-        }
+        // SET NAMES although the handshake asked for it: a server started with
+        // skip-character-set-client-handshake ignores that, and the batch's `_utf8mb4`
+        // literals must mean what bound parameters mean. Same statement, no round trip.
+        let init = format!(
+            "SET NAMES {}, SESSION wait_timeout = GREATEST(@@session.wait_timeout, {IDLE_SECONDS})",
+            config.charset
+        );
         opts = opts.init(vec![init]);
         let conn = Conn::new(opts).map_err(|e| Error::Connect { target: config.target(), source: session_error(e) })?;
         let id = u64::from(conn.connection_id());
-        Ok(MysqlSession { conn, id, utf8mb4: config.charset.eq_ignore_ascii_case("utf8mb4") })
+        Ok(MysqlSession { conn, id, batches: config.charset.eq_ignore_ascii_case("utf8mb4") })
     }
 }
 
@@ -89,11 +93,21 @@ impl Session for MysqlSession {
     }
 
     fn batches(&self) -> bool {
-        self.utf8mb4
+        self.batches
     }
 
     fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
-        let mut result = self.conn.query_iter(sql).map_err(session_error)?;
+        let mut result = match self.conn.query_iter(sql).map_err(session_error) {
+            Ok(result) => result,
+            Err(e) => {
+                // A syntax error at the first `;`: multi-statements are off somewhere
+                // on the way (nothing ran). Statement by statement from now on.
+                if e.code == Some(1064) {
+                    self.batches = false;
+                }
+                return Err(e);
+            }
+        };
         let mut outcomes = Vec::new();
         while let Some(mut set) = result.iter() {
             // A statement without rows has its OK packet now; reading the (absent) rows

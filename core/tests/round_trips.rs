@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use mysqllock_core::{
-    Config, Connector, Lease, Locker, MysqlSession, NativeLocker, Outcome, Result, Session, SessionError, Value,
+    AcquireOptions, Config, Connector, Lease, Locker, MysqlSession, NativeLocker, Outcome, Result, Session,
+    SessionError, Value,
 };
 use parking_lot::Mutex;
 
@@ -90,7 +91,7 @@ fn wait_until_queued(id: u64) {
     loop {
         let rows = query(
             &mut admin,
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND INFO LIKE '%GET_LOCK%'",
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock'",
             &[id.into()],
         );
         if rows[0][0].as_i64() == Some(1) {
@@ -271,4 +272,31 @@ fn a_missing_table_is_reported_by_the_first_claim() {
     assert!(matches!(err, mysqllock_core::Error::MissingTable { .. }), "{err}");
     assert!(err.to_string().contains("mysqllock init"), "{err}");
     assert_eq!(trips(&log), [Trip::Statement], "nothing left to undo");
+}
+
+#[test]
+fn a_waiter_woken_by_an_at_least_release_waits_out_the_at_least_time() {
+    let name = unique("rt-at-least");
+    let mut holder = locker();
+    let (waiter, log) = counted(true);
+    let at_least = AcquireOptions { at_least: 2.0, ..AcquireOptions::default() };
+    let acquired_at = Instant::now();
+    holder.acquire_with(&name, 0.0, 30.0, &at_least).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let n = name.clone();
+    let thread = std::thread::spawn(move || {
+        let mut waiter = waiter;
+        tx.send(waiter.connection_id().unwrap()).unwrap();
+        waiter.acquire(&n, 20.0, 30.0).unwrap();
+        (waiter, Instant::now())
+    });
+    wait_until_queued(rx.recv().unwrap());
+    // The row stays (not acquired) until the at-least time; the GET_LOCK goes now, so the
+    // waiter's batch gets it and finds the row there.
+    holder.release(&name).unwrap();
+    let (mut waiter, got) = thread.join().unwrap();
+    assert!(got - acquired_at >= Duration::from_secs(1), "took it {:?} after acquisition", got - acquired_at);
+    assert!(trips(&log).contains(&Trip::Batch));
+    assert_eq!(rows(&name), vec![(name.clone(), waiter.connection_id().unwrap(), 1)]);
+    waiter.release(&name).unwrap();
 }

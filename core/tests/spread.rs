@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::*;
-use mysqllock_core::{Config, Connector, Locker, MysqlSession, Result, LEASES_PER_SESSION};
+use mysqllock_core::{
+    Config, Connector, Error, Locker, Loss, MysqlSession, Result, Session, SessionError, LEASES_PER_SESSION,
+};
 
 /// Takes `n` leases named `{base}-{i}` and returns their holders' connection ids.
 fn take(l: &mut mysqllock_core::NativeLocker, base: &str, n: usize) -> Vec<u64> {
@@ -73,18 +75,22 @@ fn a_lost_extra_session_loses_its_leases_and_no_others() {
         assert!(Instant::now() < deadline, "the killed session kept its GET_LOCK");
         std::thread::sleep(Duration::from_millis(5));
     }
-    let err = l.release(&format!("{base}-{LEASES_PER_SESSION}")).unwrap_err();
-    assert!(err.is_not_held(), "{err}");
-    for i in LEASES_PER_SESSION + 1..LEASES_PER_SESSION + 3 {
+    for i in LEASES_PER_SESSION..LEASES_PER_SESSION + 3 {
         let err = l.release(&format!("{base}-{i}")).unwrap_err();
-        assert!(err.is_not_held(), "lease {i} on the killed session: {err}");
+        assert!(
+            matches!(err, Error::NotHeld { loss: Loss::SessionLost, .. }),
+            "lease {i} on the killed session: {err}"
+        );
     }
     // the first session's leases are whole
     l.assert_ttl(&format!("{base}-0"), 30.0).unwrap();
     l.release(&format!("{base}-0")).unwrap();
     assert_eq!(l.release_all().len(), 0);
     // and a new lease beyond the first session's share gets a new session
-    take(&mut l, &format!("{base}-again"), LEASES_PER_SESSION + 1);
+    let again = take(&mut l, &format!("{base}-again"), LEASES_PER_SESSION + 1);
+    let first = l.connection_id().unwrap();
+    assert_eq!(again.iter().filter(|&&id| id == first).count(), LEASES_PER_SESSION);
+    assert!(![first, extra].contains(&again[LEASES_PER_SESSION]));
     assert_eq!(l.release_all().len(), 0);
 }
 
@@ -109,7 +115,8 @@ fn the_extra_sessions_close_when_few_leases_are_left() {
     let mut l = locker();
     let ids = take(&mut l, &base, LEASES_PER_SESSION + 1);
     let extra = ids[LEASES_PER_SESSION];
-    for i in 0..=LEASES_PER_SESSION {
+    // newest first: the extra session empties while the first still holds 500
+    for i in (0..=LEASES_PER_SESSION).rev() {
         l.release(&format!("{base}-{i}")).unwrap();
     }
     let open = query(&mut raw(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[extra.into()]);
@@ -147,5 +154,63 @@ fn a_connector_that_does_not_spread_keeps_every_lease_in_its_session() {
     let id = l.connection_id().unwrap();
     assert!(ids.iter().all(|&i| i == id));
     assert_eq!(rows_per_holder(&base), HashMap::from([(id, LEASES_PER_SESSION + 5)]));
+    assert_eq!(l.release_all().len(), 0);
+}
+
+/// Native sessions that spread, until the server (here: the connector) refuses more.
+struct Limited {
+    config: Config,
+    left: usize,
+}
+
+impl Connector for Limited {
+    type Session = MysqlSession;
+    fn connect(&mut self) -> Result<MysqlSession> {
+        if self.left == 0 {
+            let refused = SessionError::server(
+                1203,
+                "User locker already has more than 'max_user_connections' active connections",
+            );
+            return Err(Error::Connect { target: "test".into(), source: refused });
+        }
+        self.left -= 1;
+        MysqlSession::connect(&self.config)
+    }
+
+    fn spreads(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_server_refusing_another_session_costs_the_spreading_not_the_lease() {
+    let base = unique("spread-refused");
+    let config = config();
+    let table = config.table.clone();
+    let mut l = Locker::new(Limited { config, left: 1 }, table);
+    l.init_table().unwrap();
+    let ids: Vec<u64> = (0..LEASES_PER_SESSION + 5)
+        .map(|i| l.acquire(&format!("{base}-{i}"), 0.0, 60.0).unwrap().connection_id)
+        .collect();
+    let id = l.connection_id().unwrap();
+    assert!(ids.iter().all(|&i| i == id));
+    assert_eq!(l.release_all().len(), 0);
+}
+
+#[test]
+fn a_session_of_the_locker_keeping_the_get_lock_is_never_killed_as_a_stale_holder() {
+    let base = unique("spread-own-get-lock");
+    let name = format!("{base}-contested");
+    let mut l = locker();
+    take(&mut l, &base, LEASES_PER_SESSION);
+    // The first session keeps the GET_LOCK of a name it holds no lease on (as a leftover
+    // would); the lease for that name goes to the second session.
+    let got = l.session().unwrap().execute("SELECT GET_LOCK(?, 0)", &[name.as_str().into()]).unwrap();
+    assert_eq!(got.first(0).as_i64(), Some(1));
+    let err = l.acquire(&name, 5.0, 60.0).unwrap_err();
+    assert!(err.is_already_held(), "{err}");
+    // the first session and its leases are alive
+    l.assert_ttl(&format!("{base}-0"), 30.0).unwrap();
+    assert!(rows(&name).is_empty(), "the claimed row was left behind");
     assert_eq!(l.release_all().len(), 0);
 }

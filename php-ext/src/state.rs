@@ -390,7 +390,8 @@ impl State {
 
 /// Releases what `locker` holds and closes its session.
 fn close(mut locker: PhpLocker) {
-    if locker.is_connected() {
+    // Not `is_connected()`: that is the first session, and leases may live on others.
+    if locker.held().next().is_some() {
         // Nothing to report to: the connection goes away either way, and the server
         // then frees the GET_LOCKs (the rows become reclaimable).
         let _ = locker.release_all();
