@@ -165,8 +165,10 @@ pub(crate) struct Acquired {
 enum Wake {
     /// Granted, and the row claimed in the same round trip: the lock is ours.
     Acquired,
-    /// Granted; the row is not claimed yet (the session cannot batch, or the row exists).
+    /// Granted; the claim is still to be made (the session cannot batch).
     Granted,
+    /// Granted, and the claim that rode along found the row taken (under some spelling).
+    RowTaken,
     /// Not granted within the wait.
     TimedOut,
 }
@@ -245,9 +247,9 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 Claim::Acquired => return Ok(()),
                 Claim::GetLockBusy => match self.queue_for_get_lock(&mut busy_since)? {
                     Queued::Wake(Wake::Acquired) => return Ok(()),
-                    // Granted with the row taken: `inspect` below tells by whom.
-                    Queued::Wake(Wake::Granted) if self.db.session.batches() => {}
-                    Queued::Wake(_) => continue,
+                    // `inspect` below tells by whom.
+                    Queued::Wake(Wake::RowTaken) => {}
+                    Queued::Wake(Wake::Granted | Wake::TimedOut) => continue,
                     Queued::GaveUp => self.claim_pending()?,
                 },
                 Claim::RowTaken => {}
@@ -406,10 +408,10 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 sleep_out_early_answer(start, wait);
                 Ok(Wake::TimedOut)
             }
-            // Granted, but the row exists (under some spelling): the GET_LOCK is ours.
+            // Granted, but the row exists: the GET_LOCK is ours.
             Err(SessionError { code: Some(1062), .. }) => {
                 self.holding_get_lock = true;
-                Ok(Wake::Granted)
+                Ok(Wake::RowTaken)
             }
             // Multi-statements refused on the way (nothing ran): the session no longer
             // batches, so this goes statement by statement.

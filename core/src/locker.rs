@@ -175,12 +175,12 @@ pub struct Locker<C: Connector> {
     /// The table's shape, looked up once where it is needed (status, names that not
     /// every character set stores, table changes).
     schema: Option<Schema>,
-    /// Whether the claims record the upgrade's columns. Until known, `sql` assumes an
-    /// upgraded table and the first claim tells: on the original table it fails to
-    /// prepare (unknown column, nothing ran) and is sent again without them. So taking
-    /// a lock needs no look at information_schema, which a short-lived process would
-    /// pay for in every run.
-    upgraded: Option<bool>,
+    /// Whether `sql.upgraded` (do the claims name the upgrade's columns?) is known. Until
+    /// it is, `sql` assumes an upgraded table and the first claim tells: on the original
+    /// table it fails to prepare (unknown column, nothing ran) and is sent again without
+    /// them. So taking a lock needs no look at information_schema, which a short-lived
+    /// process would pay for in every run.
+    shape_known: bool,
     leases: HashMap<String, Held>,
     session_locks: HashSet<String>,
     /// Locks that were held when the session was lost: their release/assert reports why.
@@ -206,7 +206,7 @@ impl<C: Connector> Locker<C> {
             sql: Sql::new(&table, true),
             table,
             schema: None,
-            upgraded: None,
+            shape_known: false,
             leases: HashMap::new(),
             session_locks: HashSet::new(),
             lost: HashMap::new(),
@@ -238,7 +238,7 @@ impl<C: Connector> Locker<C> {
     /// the server could refuse its claim).
     fn forget_shape(&mut self) {
         self.schema = None;
-        self.upgraded = None;
+        self.shape_known = false;
         self.sql = Sql::new(&self.table, true);
         self.contended.clear();
     }
@@ -247,7 +247,7 @@ impl<C: Connector> Locker<C> {
         if self.sql.upgraded != upgraded {
             self.sql = Sql::new(&self.table, upgraded);
         }
-        self.upgraded = Some(upgraded);
+        self.shape_known = true;
     }
 
     pub fn connector(&self) -> &C {
@@ -345,9 +345,6 @@ impl<C: Connector> Locker<C> {
 
     /// One session was lost: so are the locks on it, and nothing else.
     fn lose_slot(&mut self, slot: usize) {
-        if slot == 0 && self.slots.len() == 1 {
-            return self.disconnect();
-        }
         let gone: Vec<String> = self.leases.iter().filter(|(_, h)| h.slot == slot).map(|(n, _)| n.clone()).collect();
         for n in gone {
             if let Some(k) = self.leases.remove(&n).and_then(|h| h.keep_alive) {
@@ -544,7 +541,7 @@ impl<C: Connector> Locker<C> {
             })
         };
         let mut acquired = claim(self);
-        if self.upgraded.is_none() {
+        if !self.shape_known {
             match &acquired {
                 Ok(_) => self.set_upgraded(true),
                 Err(e) if e.is_unknown_column() => {

@@ -76,13 +76,10 @@ impl Session for MysqlSession {
         let params =
             if params.is_empty() { Params::Empty } else { Params::Positional(params.iter().map(to_mysql).collect()) };
         let mut result = self.conn.exec_iter(sql, params).map_err(session_error)?;
-        let mut rows = Vec::new();
-        if let Some(set) = result.iter() {
-            for row in set {
-                let row = row.map_err(session_error)?;
-                rows.push(row.unwrap().into_iter().map(from_mysql).collect());
-            }
-        }
+        let rows = match result.iter() {
+            Some(set) => read_rows(set)?,
+            None => Vec::new(),
+        };
         drop(result);
         // The OK packet is only complete once the result is consumed.
         Ok(Outcome { rows, affected_rows: self.conn.affected_rows(), last_insert_id: self.conn.last_insert_id() })
@@ -113,11 +110,7 @@ impl Session for MysqlSession {
             // A statement without rows has its OK packet now; reading the (absent) rows
             // moves past it.
             let (affected_rows, last_insert_id) = (set.affected_rows(), set.last_insert_id().unwrap_or(0));
-            let mut rows = Vec::new();
-            for row in set.by_ref() {
-                let row = row.map_err(session_error)?;
-                rows.push(row.unwrap().into_iter().map(from_mysql).collect());
-            }
+            let rows = read_rows(set.by_ref())?;
             outcomes.push(Outcome { rows, affected_rows, last_insert_id });
         }
         Ok(outcomes)
@@ -142,6 +135,11 @@ impl Connector for Config {
     fn spreads(&self) -> bool {
         true
     }
+}
+
+/// The rows of one result set, as the protocol's values.
+fn read_rows(set: impl Iterator<Item = mysql::Result<mysql::Row>>) -> Result<Vec<Vec<Value>>, SessionError> {
+    set.map(|row| Ok(row.map_err(session_error)?.unwrap().into_iter().map(from_mysql).collect())).collect()
 }
 
 fn to_mysql(v: &Value) -> mysql::Value {

@@ -87,31 +87,27 @@ fn trips(log: &Log) -> Vec<Trip> {
 /// Waits until session `id` sleeps in a GET_LOCK (the server's process list says so).
 fn wait_until_queued(id: u64) {
     let mut admin = raw();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    wait_until(&format!("session {id} queues for the GET_LOCK"), || {
         let rows = query(
             &mut admin,
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock'",
             &[id.into()],
         );
-        if rows[0][0].as_i64() == Some(1) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "session {id} never queued for the GET_LOCK");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+        rows[0][0].as_i64() == Some(1)
+    });
 }
 
-/// `holder` takes `name`; `waiter` acquires it while it is held, and `holder` releases
-/// as soon as the waiter sleeps on the server. Returns the waiter (holding `name`, its
-/// log holding the round trips of that acquisition) and the holder's lease.
-fn contended_acquire(
+/// `holder` takes `name` (with `options`); `waiter` acquires it while it is held, and
+/// `holder` releases as soon as the waiter sleeps on the server.
+fn contended_acquire_with(
     holder: &mut NativeLocker,
+    options: &AcquireOptions,
     waiter: Locker<Counting>,
     log: &Log,
     name: &str,
-) -> (Locker<Counting>, Lease) {
-    let lease = holder.acquire(name, 0.0, 30.0).unwrap();
+) -> Contended {
+    let lease = holder.acquire_with(name, 0.0, 30.0, options).unwrap();
+    let taken = Instant::now();
     log.lock().clear();
     let (tx, rx) = mpsc::channel();
     let n = name.to_owned();
@@ -119,11 +115,25 @@ fn contended_acquire(
         let mut waiter = waiter;
         tx.send(waiter.connection_id().unwrap()).unwrap();
         waiter.acquire(&n, 20.0, 30.0).unwrap();
-        waiter
+        (waiter, Instant::now())
     });
     wait_until_queued(rx.recv().unwrap());
     holder.release(name).unwrap();
-    (thread.join().unwrap(), lease)
+    let (waiter, got) = thread.join().unwrap();
+    Contended { waiter, holders_lease: lease, waited: got - taken }
+}
+
+/// What [`contended_acquire_with`] ended with: the waiter, holding the name (its log
+/// holds the round trips of that acquisition), the holder's lease, and how long after
+/// the holder's acquisition the waiter got it.
+struct Contended {
+    waiter: Locker<Counting>,
+    holders_lease: Lease,
+    waited: Duration,
+}
+
+fn contended_acquire(holder: &mut NativeLocker, waiter: Locker<Counting>, log: &Log, name: &str) -> Locker<Counting> {
+    contended_acquire_with(holder, &AcquireOptions::default(), waiter, log, name).waiter
 }
 
 #[test]
@@ -141,10 +151,10 @@ fn a_waiter_claims_the_row_in_the_round_trip_that_wakes_it() {
     let name = unique("rt-wake");
     let mut holder = locker();
     let (waiter, log) = counted(true);
-    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    let mut waiter = contended_acquire(&mut holder, waiter, &log, &name);
     // the first try (GET_LOCK busy), then one batch that slept and claimed
     assert_eq!(trips(&log), [Trip::Statement, Trip::Batch]);
-    assert_eq!(rows(&name), vec![(name.clone(), waiter.connection_id().unwrap(), 1)]);
+    assert_held_by(&name, waiter.connection_id().unwrap());
     waiter.release(&name).unwrap();
     assert!(rows(&name).is_empty());
 }
@@ -154,11 +164,11 @@ fn a_name_found_contended_is_queued_for_at_once_next_time() {
     let name = unique("rt-queue-first");
     let mut holder = locker();
     let (waiter, log) = counted(true);
-    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    let mut waiter = contended_acquire(&mut holder, waiter, &log, &name);
     waiter.release(&name).unwrap();
-    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    let mut waiter = contended_acquire(&mut holder, waiter, &log, &name);
     assert_eq!(trips(&log), [Trip::Batch], "no first try that is bound to fail");
-    assert_eq!(rows(&name), vec![(name.clone(), waiter.connection_id().unwrap(), 1)]);
+    assert_held_by(&name, waiter.connection_id().unwrap());
     waiter.release(&name).unwrap();
 }
 
@@ -167,7 +177,7 @@ fn a_name_no_longer_contended_goes_back_to_the_single_statement_try() {
     let name = unique("rt-calm");
     let mut holder = locker();
     let (waiter, log) = counted(true);
-    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    let mut waiter = contended_acquire(&mut holder, waiter, &log, &name);
     waiter.release(&name).unwrap();
     trips(&log);
     // free now: the queued GET_LOCK is granted at once, and the batch says it was free
@@ -185,7 +195,7 @@ fn a_single_try_never_skips_its_try() {
     let name = unique("rt-try");
     let mut holder = locker();
     let (waiter, log) = counted(true);
-    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    let mut waiter = contended_acquire(&mut holder, waiter, &log, &name);
     waiter.release(&name).unwrap();
     trips(&log);
     assert!(waiter.try_acquire(&name, 30.0).unwrap().is_some());
@@ -198,13 +208,13 @@ fn a_session_that_cannot_batch_sleeps_then_claims() {
     let name = unique("rt-nobatch");
     let mut holder = locker();
     let (waiter, log) = counted(false);
-    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    let mut waiter = contended_acquire(&mut holder, waiter, &log, &name);
     // first try, the sleep on the GET_LOCK, the claim while holding it
     assert_eq!(trips(&log), [Trip::Statement; 3]);
     waiter.release(&name).unwrap();
-    let (mut waiter, _) = contended_acquire(&mut holder, waiter, &log, &name);
+    let mut waiter = contended_acquire(&mut holder, waiter, &log, &name);
     assert_eq!(trips(&log), [Trip::Statement; 2], "queued at once the second time");
-    assert_eq!(rows(&name), vec![(name.clone(), waiter.connection_id().unwrap(), 1)]);
+    assert_held_by(&name, waiter.connection_id().unwrap());
     waiter.release(&name).unwrap();
 }
 
@@ -212,14 +222,11 @@ fn a_session_that_cannot_batch_sleeps_then_claims() {
 fn a_waiter_woken_by_a_release_gets_a_greater_token_and_records_itself() {
     let name = unique("rt-token");
     let mut holder = fenced_locker();
-    let log = Log::default();
-    let config = fenced_config();
-    let table = config.table.clone();
-    let mut waiter = Locker::new(Counting { config, log: log.clone(), batches: true }, table);
-    waiter.upgrade_table().unwrap();
-    let (mut waiter, held) = contended_acquire(&mut holder, waiter, &log, &name);
+    let (waiter, log) = fresh(fenced_config());
+    let Contended { mut waiter, holders_lease, .. } =
+        contended_acquire_with(&mut holder, &AcquireOptions::default(), waiter, &log, &name);
     assert_eq!(trips(&log), [Trip::Statement, Trip::Batch]);
-    let held = held.token.unwrap();
+    let held = holders_lease.token.unwrap();
     let token = waiter.token(&name).unwrap().unwrap();
     assert!(token > held, "token {token} after {held}");
     let who = waiter.holder(&name).unwrap().unwrap();
@@ -245,7 +252,7 @@ fn the_first_lock_on_the_original_table_needs_no_table_lookup() {
     // the claim naming the upgrade's columns is refused unrun, then sent without them
     assert_eq!(trips(&log), [Trip::Statement; 2]);
     assert_eq!(lease.token, None);
-    assert_eq!(rows(&name), vec![(name.clone(), a.connection_id().unwrap(), 1)]);
+    assert_held_by(&name, a.connection_id().unwrap());
     a.release(&name).unwrap();
     a.acquire(&name, 5.0, 30.0).unwrap();
     assert_eq!(trips(&log), [Trip::Statement; 2], "one release, then one claim");
@@ -280,23 +287,12 @@ fn a_waiter_woken_by_an_at_least_release_waits_out_the_at_least_time() {
     let mut holder = locker();
     let (waiter, log) = counted(true);
     let at_least = AcquireOptions { at_least: 2.0, ..AcquireOptions::default() };
-    let acquired_at = Instant::now();
-    holder.acquire_with(&name, 0.0, 30.0, &at_least).unwrap();
-    let (tx, rx) = mpsc::channel();
-    let n = name.clone();
-    let thread = std::thread::spawn(move || {
-        let mut waiter = waiter;
-        tx.send(waiter.connection_id().unwrap()).unwrap();
-        waiter.acquire(&n, 20.0, 30.0).unwrap();
-        (waiter, Instant::now())
-    });
-    wait_until_queued(rx.recv().unwrap());
-    // The row stays (not acquired) until the at-least time; the GET_LOCK goes now, so the
-    // waiter's batch gets it and finds the row there.
-    holder.release(&name).unwrap();
-    let (mut waiter, got) = thread.join().unwrap();
-    assert!(got - acquired_at >= Duration::from_secs(1), "took it {:?} after acquisition", got - acquired_at);
+    // The release keeps the row (not acquired) until the at-least time and lets the
+    // GET_LOCK go now, so the waiter's batch gets the GET_LOCK and finds the row there.
+    let Contended { mut waiter, waited, .. } = contended_acquire_with(&mut holder, &at_least, waiter, &log, &name);
+    // 2 s counted from `created`, a whole second on the database clock: at least 1 s here
+    assert!(waited >= Duration::from_secs(1), "took it {waited:?} after the holder's acquisition");
     assert!(trips(&log).contains(&Trip::Batch));
-    assert_eq!(rows(&name), vec![(name.clone(), waiter.connection_id().unwrap(), 1)]);
+    assert_held_by(&name, waiter.connection_id().unwrap());
     waiter.release(&name).unwrap();
 }

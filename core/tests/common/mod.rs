@@ -30,6 +30,20 @@ pub fn unique(label: &str) -> String {
     format!("{label}-{}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
+/// Polls `done` until it holds; fails the test, saying `what`, after 20 s.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "gave up waiting until {what}");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// Asserts that `name` has exactly one row, acquired and owned by session `id`.
+pub fn assert_held_by(name: &str, id: u64) {
+    assert_eq!(rows(name), vec![(name.to_owned(), id, 1)], "the rows of {name}");
+}
+
 /// A plain session for looking at and tampering with the table behind the lockers' backs.
 pub fn raw() -> MysqlSession {
     MysqlSession::connect(&config()).expect("connecting")
