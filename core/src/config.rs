@@ -43,6 +43,9 @@ pub struct Table {
 /// The original package's table name.
 pub const DEFAULT_TABLE: &str = "shared_locks";
 
+/// The lease mode's table name (`Nene\\Kit\\DistributedLock`'s).
+pub const DEFAULT_LEASE_TABLE: &str = "distributed_locks";
+
 impl Default for Table {
     fn default() -> Self {
         Table { schema: None, name: DEFAULT_TABLE.to_owned(), quote: QuoteStyle::Backtick }
@@ -50,6 +53,11 @@ impl Default for Table {
 }
 
 impl Table {
+    /// The lease mode's default table, [`DEFAULT_LEASE_TABLE`].
+    pub fn lease_default() -> Self {
+        Table { schema: None, name: DEFAULT_LEASE_TABLE.to_owned(), quote: QuoteStyle::Backtick }
+    }
+
     /// `name` or `schema.name`; each part 1–64 characters of `[A-Za-z0-9_$]`, so it can
     /// be quoted in either style without escaping.
     pub fn new(qualified: &str, quote: QuoteStyle) -> Result<Self> {
@@ -134,7 +142,13 @@ pub struct Config {
     /// Connection character set (`SET NAMES`); validated as an identifier.
     pub charset: String,
     pub table: Table,
+    /// The lease mode's table ([`DistributedLock`](crate::DistributedLock)).
+    pub lease_table: Table,
     pub connect_timeout: Duration,
+    /// Let GET_LOCK-based locks run on a replicated cluster node (Galera, Group
+    /// Replication). Only right when all lock traffic goes to one node; otherwise two
+    /// nodes grant the same lock. Off by default: such a server is refused.
+    pub allow_cluster: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -159,13 +173,16 @@ impl Default for Config {
             socket: None,
             charset: "utf8mb4".into(),
             table: Table::default(),
+            lease_table: Table::lease_default(),
             connect_timeout: Duration::from_secs(10),
+            allow_cluster: false,
         }
     }
 }
 
 impl Config {
-    /// Parses `mysql://user:password@host:port/database?table=t&quote=ansi&socket=/p&charset=c`.
+    /// Parses `mysql://user:password@host:port/database?table=t&quote=ansi&socket=/p&charset=c`
+    /// (also `lease_table=t` and `allow_cluster=1`).
     /// User and password may be percent-encoded.
     pub fn from_url(url: &str) -> Result<Self> {
         let bad = |reason: &str| Error::invalid("connection URL", reason.to_owned());
@@ -215,12 +232,21 @@ impl Config {
             cfg.database = Some(percent_decode(db).ok_or_else(|| bad("bad percent-encoding in database"))?);
         }
         let mut table_name = DEFAULT_TABLE.to_owned();
+        let mut lease_table_name = DEFAULT_LEASE_TABLE.to_owned();
         let mut quote = QuoteStyle::Backtick;
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             let v = percent_decode(v).ok_or_else(|| bad("bad percent-encoding in a parameter"))?;
             match k {
                 "table" => table_name = v,
+                "lease_table" => lease_table_name = v,
+                "allow_cluster" => {
+                    cfg.allow_cluster = match v.as_str() {
+                        "1" | "true" | "on" | "yes" => true,
+                        "0" | "false" | "off" | "no" => false,
+                        _ => return Err(bad("allow_cluster must be 1 or 0")),
+                    }
+                }
                 "quote" => {
                     quote = match v.as_str() {
                         "ansi" | "1" => QuoteStyle::Ansi,
@@ -236,12 +262,13 @@ impl Config {
                 }
                 other => {
                     return Err(bad(&format!(
-                        "unknown parameter {other:?} (known: table, quote, socket, charset, connect_timeout)"
+                        "unknown parameter {other:?} (known: table, lease_table, quote, socket, charset, connect_timeout, allow_cluster)"
                     )))
                 }
             }
         }
         cfg.table = Table::new(&table_name, quote)?;
+        cfg.lease_table = Table::new(&lease_table_name, quote)?;
         cfg.validate()?;
         Ok(cfg)
     }

@@ -98,8 +98,23 @@ pub enum Error {
     TtlTooShort { name: String, remaining: f64, required: f64 },
 
     /// The locks table does not exist.
-    #[error("lock table {table} does not exist: run `mysqllock init` or create it with: {create_sql}")]
-    MissingTable { table: String, create_sql: String, source: SessionError },
+    #[error("lock table {table} does not exist: run `{init}` or create it with: {create_sql}")]
+    MissingTable { table: String, create_sql: String, init: &'static str, source: SessionError },
+
+    /// The lease table exists but cannot hold leases safely (engine or columns).
+    #[error("lease table {table} cannot be used: {reason}")]
+    UnusableTable { table: String, reason: String },
+
+    /// A GET_LOCK-based lock on a replicated cluster node, where GET_LOCK, IS_USED_LOCK,
+    /// CONNECTION_ID and KILL act on that node only: another node would grant the same
+    /// lock at the same time.
+    #[error("{}the server is {what}: GET_LOCK and KILL act on that node only, so another node would grant the same lock; use the lease mode (table-only leases: DistributedLock, `mysqllock run --lease`), or, only if every lock client talks to this one node, allow it (allow_cluster=1 in the DSN, mysqllock.allow_cluster=1 in php.ini, --allow-cluster)", lock_prefix(.name))]
+    ClusterNode { name: Option<String>, what: &'static str },
+
+    /// A cluster node outside the primary component (MySQL error 1047): it accepts no
+    /// reads or writes until it rejoins.
+    #[error("database node not ready{}: {source} (the node is not part of the cluster's primary component; retry, or connect to another node)", lock_note(.name))]
+    NodeNotReady { name: Option<String>, source: SessionError },
 
     /// Connecting failed; `target` never contains the password.
     #[error("cannot connect to {target}: {source}{}", connect_hint(.source))]
@@ -127,6 +142,13 @@ fn spelling_note(name: &str, held_as: &str) -> String {
         String::new()
     } else {
         format!(" as \"{held_as}\" (names that differ only in case or trailing spaces are one lock)")
+    }
+}
+
+fn lock_prefix(name: &Option<String>) -> String {
+    match name {
+        Some(n) => format!("lock \"{n}\": "),
+        None => String::new(),
     }
 }
 
@@ -183,9 +205,19 @@ impl Error {
         matches!(self, Error::Connect { .. } | Error::ConnectionLost { .. })
     }
 
-    /// The table is missing or the server refused access to it.
+    /// The table is missing or unusable, or the server refused access to it.
     pub fn is_schema(&self) -> bool {
-        matches!(self, Error::MissingTable { .. } | Error::AccessDenied { .. })
+        matches!(self, Error::MissingTable { .. } | Error::UnusableTable { .. } | Error::AccessDenied { .. })
+    }
+
+    /// A GET_LOCK-based lock was refused on a replicated cluster node.
+    pub fn is_cluster_node(&self) -> bool {
+        matches!(self, Error::ClusterNode { .. })
+    }
+
+    /// The cluster node is not part of the primary component (1047).
+    pub fn is_node_not_ready(&self) -> bool {
+        matches!(self, Error::NodeNotReady { .. })
     }
 
     /// The message followed by those parts of its `source()` chain it does not already
@@ -213,9 +245,11 @@ impl Error {
             | Error::NotHeld { name, .. }
             | Error::TtlTooShort { name, .. }
             | Error::TakeoverDenied { name, .. } => Some(name),
-            Error::AccessDenied { name, .. } | Error::ConnectionLost { name, .. } | Error::Database { name, .. } => {
-                name.as_deref()
-            }
+            Error::AccessDenied { name, .. }
+            | Error::ConnectionLost { name, .. }
+            | Error::Database { name, .. }
+            | Error::ClusterNode { name, .. }
+            | Error::NodeNotReady { name, .. } => name.as_deref(),
             _ => None,
         }
     }
@@ -233,7 +267,13 @@ pub(crate) fn classify(e: SessionError, name: Option<&str>, table: &crate::Table
         return Error::ConnectionLost { name, source: e };
     }
     match e.code {
-        Some(1146) => Error::MissingTable { table: table.display_name(), create_sql: table.create_sql(), source: e },
+        Some(1146) => Error::MissingTable {
+            table: table.display_name(),
+            create_sql: table.create_sql(),
+            init: "mysqllock init",
+            source: e,
+        },
+        Some(1047) => Error::NodeNotReady { name, source: e },
         // access denied to database / table / column, or a missing global privilege
         Some(1044 | 1045 | 1142 | 1143 | 1227) => Error::AccessDenied { name, source: e },
         _ => Error::Database { name, source: e },

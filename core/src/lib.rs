@@ -32,14 +32,18 @@ pub mod name;
 mod native;
 mod session;
 mod sql;
+pub mod topology;
+mod distributed;
 
-pub use config::{Config, QuoteStyle, Table, DEFAULT_TABLE};
+pub use config::{Config, QuoteStyle, Table, DEFAULT_LEASE_TABLE, DEFAULT_TABLE};
 pub use error::{Error, Loss, Result, SessionError};
+pub use distributed::{Dialect, DistributedLock, Grant, LeaseKeeper, LeaseRow, DEFAULT_MARGIN, MAX_LEASE_TTL};
 pub use locker::{
-    AcquireOptions, Connector, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS,
+    AcquireOptions, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS,
 };
 pub use native::MysqlSession;
-pub use session::{Outcome, Session, Value};
+pub use session::{Connector, Outcome, Session, Value};
+pub use topology::Topology;
 
 /// The locker most callers want: native sessions from a [`Config`].
 pub type NativeLocker = Locker<Config>;

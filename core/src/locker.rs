@@ -1,36 +1,15 @@
 //! `Locker`: the locks of one client on its database session (more sessions when it
 //! holds many leases), and the bookkeeping around them.
 
-use crate::config::{Config, Table};
+use crate::config::Table;
 use crate::error::{classify, Error, Loss, Result};
 use crate::keepalive::{self, KeepAlive};
 use crate::lease::{self, Db};
 use crate::limits;
 use crate::name::{self, Charset};
-use crate::session::{Session, Value};
+use crate::session::{Connector, Session, Value};
 use crate::sql::{Sql, UPGRADE_COLUMNS};
 use std::collections::{HashMap, HashSet};
-
-/// Produces the session a [`Locker`] runs on, when it first needs one and again after
-/// the previous one was lost.
-pub trait Connector {
-    type Session: Session;
-    fn connect(&mut self) -> Result<Self::Session>;
-
-    /// Where a keep-alive thread opens its own connection to the same server and table.
-    /// `None` when sessions come from elsewhere (an application's PDO): keep-alive is
-    /// then refused.
-    fn keep_alive_config(&self) -> Option<Config> {
-        None
-    }
-
-    /// Whether the locker may open more sessions when one holds many leases (see
-    /// [`LEASES_PER_SESSION`]). `false` when every lock must live in one given session
-    /// (an application's PDO, whose session the application also uses).
-    fn spreads(&self) -> bool {
-        false
-    }
-}
 
 /// Leases one session takes before the locker takes further leases on another. MariaDB
 /// walks a session's list of metadata locks (GET_LOCKs among them) on every lock request,
@@ -267,7 +246,9 @@ impl<C: Connector> Locker<C> {
         let Locker { slots, connector, .. } = self;
         let slot = &mut slots[slot];
         if slot.session.is_none() {
-            slot.session = Some(connector.connect()?);
+            let mut session = connector.connect()?;
+            refuse_cluster_node(&mut session, connector.allows_cluster())?;
+            slot.session = Some(session);
         }
         slot.session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))
     }
@@ -903,4 +884,21 @@ impl<C: Connector> Locker<C> {
         }
         Ok(Some((out.first(0).as_text(), out.first(2).as_i64().unwrap_or(0))))
     }
+}
+
+/// GET_LOCK and KILL act on one node of a replicated cluster: refuse such a server for
+/// the GET_LOCK-based locks unless the deployment says all lock traffic goes to one node.
+/// Native sessions learned the answer in their setup round trip; others are asked once.
+fn refuse_cluster_node<S: Session>(session: &mut S, allowed: bool) -> Result<()> {
+    if allowed {
+        return Ok(());
+    }
+    let topology = match session.topology() {
+        Some(known) => known,
+        None => crate::topology::probe(session).map_err(|e| classify(e, None, &crate::Table::default()))?,
+    };
+    if topology.is_cluster() {
+        return Err(Error::ClusterNode { name: None, what: topology.describe() });
+    }
+    Ok(())
 }

@@ -5,8 +5,8 @@ use mysql::{Conn, OptsBuilder, Params};
 
 use crate::config::Config;
 use crate::error::{Error, Result, SessionError};
-use crate::locker::Connector;
-use crate::session::{Outcome, Session, Value};
+use crate::session::{Connector, Outcome, Session, Value};
+use crate::topology::{self, Topology};
 
 /// How long the server lets a lock-holding session sit idle: a week, well past any
 /// sensible job (MariaDB's maximum is a year).
@@ -24,6 +24,8 @@ pub struct MysqlSession {
     /// `_utf8mb4` literal in a batch is the very string a bound parameter carries), and
     /// the server (or a proxy in between) has not refused a multi-statement query.
     batches: bool,
+    /// Learned in the setup round trip.
+    topology: Topology,
 }
 
 impl MysqlSession {
@@ -59,15 +61,34 @@ impl MysqlSession {
         // would end the session, and with it the lock, under a long job.
         // SET NAMES although the handshake asked for it: a server started with
         // skip-character-set-client-handshake ignores that, and the batch's `_utf8mb4`
-        // literals must mean what bound parameters mean. Same statement, no round trip.
-        let init = format!(
-            "SET NAMES {}, SESSION wait_timeout = GREATEST(@@session.wait_timeout, {IDLE_SECONDS})",
-            config.charset
+        // literals must mean what bound parameters mean. The topology probe travels in the
+        // same round trip, so knowing a cluster node costs nothing per lock.
+        let setup = format!(
+            "SET NAMES {}, SESSION wait_timeout = GREATEST(@@session.wait_timeout, {IDLE_SECONDS}); {}",
+            config.charset,
+            topology::PROBE
         );
-        opts = opts.init(vec![init]);
-        let conn = Conn::new(opts).map_err(|e| Error::Connect { target: config.target(), source: session_error(e) })?;
+        let connect_error = |e: SessionError| Error::Connect { target: config.target(), source: e };
+        let mut conn = Conn::new(opts).map_err(|e| connect_error(session_error(e)))?;
+        let rows = {
+            let mut result = conn.query_iter(setup).map_err(|e| connect_error(session_error(e)))?;
+            let mut rows = Vec::new();
+            while let Some(set) = result.iter() {
+                rows.extend(read_rows(set).map_err(connect_error)?);
+            }
+            rows
+        };
         let id = u64::from(conn.connection_id());
-        Ok(MysqlSession { conn, id, batches: config.charset.eq_ignore_ascii_case("utf8mb4") })
+        let mut session = MysqlSession {
+            conn,
+            id,
+            batches: config.charset.eq_ignore_ascii_case("utf8mb4"),
+            topology: Topology::from_probe(&rows),
+        };
+        let mut topology = session.topology;
+        topology::complete(&mut session, &mut topology).map_err(connect_error)?;
+        session.topology = topology;
+        Ok(session)
     }
 }
 
@@ -116,6 +137,10 @@ impl Session for MysqlSession {
         Ok(outcomes)
     }
 
+    fn topology(&self) -> Option<Topology> {
+        Some(self.topology)
+    }
+
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
         // KILL cannot take a bound parameter; the id is an integer, formatted here.
         self.conn.query_drop(format!("KILL {id}")).map_err(session_error)
@@ -134,6 +159,10 @@ impl Connector for Config {
 
     fn spreads(&self) -> bool {
         true
+    }
+
+    fn allows_cluster(&self) -> bool {
+        self.allow_cluster
     }
 }
 

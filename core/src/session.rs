@@ -4,7 +4,9 @@
 //! parameters and knows its `CONNECTION_ID()`". The core ships a native implementation
 //! ([`MysqlSession`](crate::MysqlSession)); the PHP extension plugs in a user's PDO.
 
-use crate::error::SessionError;
+use crate::config::Config;
+use crate::error::{Result, SessionError};
+use crate::topology::Topology;
 
 /// A parameter or result value. Deliberately small: the protocol binds names (text),
 /// numbers, and reads back integers, decimals and strings.
@@ -136,6 +138,13 @@ pub trait Session {
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
         self.execute(&format!("KILL {id}"), &[]).map(|_| ())
     }
+
+    /// What the server is (standalone, Galera node, Group Replication member), when the
+    /// session learned it while it was set up; `None` makes the caller ask
+    /// ([`topology::probe`](crate::topology::probe)), once per session.
+    fn topology(&self) -> Option<Topology> {
+        None
+    }
 }
 
 /// Lets a caller choose the session kind at run time (`Locker<C>` with
@@ -160,4 +169,36 @@ impl<S: Session + ?Sized> Session for Box<S> {
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
         (**self).kill(id)
     }
+
+    fn topology(&self) -> Option<Topology> {
+        (**self).topology()
+    }
 }
+
+/// Produces the session a [`Locker`](crate::Locker) runs on, when it first needs one and again after
+/// the previous one was lost.
+pub trait Connector {
+    type Session: Session;
+    fn connect(&mut self) -> Result<Self::Session>;
+
+    /// Where a keep-alive thread opens its own connection to the same server and table.
+    /// `None` when sessions come from elsewhere (an application's PDO): keep-alive is
+    /// then refused.
+    fn keep_alive_config(&self) -> Option<Config> {
+        None
+    }
+
+    /// Whether the locker may open more sessions when one holds many leases (see
+    /// [`LEASES_PER_SESSION`](crate::LEASES_PER_SESSION)). `false` when every lock must live in one given session
+    /// (an application's PDO, whose session the application also uses).
+    fn spreads(&self) -> bool {
+        false
+    }
+
+    /// Whether GET_LOCK-based locks may run on a replicated cluster node (see
+    /// [`Topology`]): only for deployments that route all lock traffic to one node.
+    fn allows_cluster(&self) -> bool {
+        false
+    }
+}
+

@@ -98,7 +98,9 @@ impl Settings {
             socket,
             charset: self.charset.clone(),
             table: table.clone(),
+            lease_table: defaults.lease_table,
             connect_timeout: ini::connect_timeout(),
+            allow_cluster: defaults.allow_cluster,
         }
     }
 

@@ -1,0 +1,1005 @@
+//! The lease mode: table-only leases with owner strings (`Nene\Kit\DistributedLock`'s
+//! `distributed_locks` table), safe on replicated clusters.
+//!
+//! No GET_LOCK, no KILL, no connection ids: everything a Galera node or a Group
+//! Replication member keeps to itself. What a cluster does keep consistent is an InnoDB
+//! row changed by a committed conditional write: of two nodes writing the same row at once,
+//! the first to commit wins and the other gets a deadlock (1213) or duplicate-key (1062)
+//! error. So each operation is one autocommitted statement whose own effect tells whether
+//! it won:
+//!
+//! - acquire: an `INSERT ... ON DUPLICATE KEY UPDATE` that takes the row when it is
+//!   absent, expired, or already the owner's (then the lease restarts). The update clause
+//!   reports its verdict through `LAST_INSERT_ID(expr)`, which travels back in the OK
+//!   packet of the same round trip: [`LOST`] when another owner holds the row, the
+//!   fencing token (or a small code without the token column) when the caller won. The
+//!   affected-rows count alone could not tell a lost race from a fresh insert when the
+//!   client sets `CLIENT_FOUND_ROWS`, nor a won renewal within the same second from a
+//!   lost race without it.
+//! - release: a `DELETE` (on an upgraded table, an `UPDATE` that ends the lease and keeps
+//!   the row, so the token keeps counting) matching the owner's unexpired row.
+//! - renew: an `UPDATE` of the owner's unexpired row that reports through
+//!   `LAST_INSERT_ID(expr)` as well.
+//!
+//! Expiry is judged by the database clock only, in UTC (`UTC_TIMESTAMP()`), so clients
+//! in different session time zones agree. The holder's side keeps a local deadline on the
+//! monotonic clock, taken *before* the acquire was sent, minus a margin for clock skew
+//! between nodes ([`DEFAULT_MARGIN`]): past it the holder must stop trusting its lease
+//! even if it could not hear from the database.
+
+use std::time::{Duration, Instant};
+
+use crate::config::{Config, Table};
+use crate::error::{Error, Result, SessionError};
+use crate::limits;
+use crate::name::Charset;
+use crate::session::{Connector, Session, Value};
+use crate::topology::{self, Topology};
+
+/// The verdict of a lost acquisition, reported through `LAST_INSERT_ID(expr)`: larger
+/// than any token (tokens start near the microseconds since 1970, about 1.8e15).
+const LOST: u64 = i64::MAX as u64;
+
+/// Codes of a won acquisition on a table without the token column.
+const TAKEN_OVER: u64 = 1;
+const STILL_MINE: u64 = 2;
+
+/// How often one statement is sent again after a cluster's "someone else committed first"
+/// (1213 deadlock / certification failure, 1062 duplicate key) or a lost connection.
+const ATTEMPTS: usize = 4;
+
+/// The default margin between the database's lease end and the holder's local deadline:
+/// room for clock skew between cluster nodes (each judges expiry by its own clock) and
+/// for the time between taking the local timestamp and the statement running. A lease
+/// shorter than twice the margin gets half its TTL as margin.
+pub const DEFAULT_MARGIN: Duration = Duration::from_millis(500);
+
+/// The longest TTL accepted: a year. A longer lease is a forgotten lock, not a plan.
+pub const MAX_LEASE_TTL: f64 = 366.0 * 24.0 * 3600.0;
+
+/// The first wait of a blocking acquire between two tries, and the most it grows to.
+const FIRST_BACKOFF: Duration = Duration::from_millis(5);
+const MAX_BACKOFF: Duration = Duration::from_millis(250);
+
+/// Which SQL the lease statements are written in. SQLite is there for tests that craft
+/// rows (an in-memory PDO, as the original class documents); MySQL/MariaDB is production.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    #[default]
+    MySql,
+    Sqlite,
+}
+
+impl Dialect {
+    /// From a PDO driver name (`PDO::ATTR_DRIVER_NAME`).
+    pub fn from_driver(driver: &str) -> Result<Dialect> {
+        match driver {
+            "mysql" => Ok(Dialect::MySql),
+            "sqlite" => Ok(Dialect::Sqlite),
+            other => Err(Error::invalid("PDO driver", format!("{other:?} is not supported (mysql or sqlite)"))),
+        }
+    }
+}
+
+/// A won acquisition or renewal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// The fencing token: strictly increasing per resource across takeovers, unchanged
+    /// when the owner renews or acquires again. `None` without the token column
+    /// (`mysqllock init --lease --upgrade` adds it).
+    pub token: Option<u64>,
+    /// Past this instant the holder must not trust the lease any more: the monotonic time
+    /// taken before the statement was sent, plus the TTL, minus the margin.
+    pub deadline: Instant,
+}
+
+impl Grant {
+    /// Time left until [`Grant::deadline`] (zero once it passed).
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+}
+
+/// One row of the lease table, as `status` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseRow {
+    pub resource: String,
+    pub owner: String,
+    /// `expires_at` as stored (UTC).
+    pub expires_at: String,
+    pub acquired_at: String,
+    /// Seconds until the lease ends by the database clock; negative once it ended.
+    pub remaining: f64,
+    pub token: Option<u64>,
+}
+
+impl LeaseRow {
+    pub fn is_live(&self) -> bool {
+        self.remaining >= 0.0
+    }
+}
+
+/// What the table looks like: learned once per lock object, before its first statement.
+#[derive(Debug, Clone)]
+struct Shape {
+    /// The upgrade's `token` column and `DATETIME(6)` times are there.
+    upgraded: bool,
+    resource_chars: usize,
+    owner_chars: usize,
+    charset: Charset,
+    /// Prefix of the decisive reads: `wsrep_sync_wait` so a read sees every commit the
+    /// cluster made before it.
+    read_prefix: &'static str,
+}
+
+/// Table-only leases on one database session (reconnected when it is lost, where the
+/// connector can: a lease does not live in the session).
+///
+/// ```no_run
+/// use mysqllock_core::{Config, DistributedLock};
+///
+/// let config = Config::from_url("mysql://app:secret@127.0.0.1:3306/app")?;
+/// let mut lock = DistributedLock::native(config);
+/// if let Some(grant) = lock.acquire("report:monthly", "worker-7f3a", 30.0)? {
+///     // ... the exclusive work, finished before grant.deadline ...
+///     lock.release("report:monthly", "worker-7f3a")?;
+/// }
+/// # Ok::<(), mysqllock_core::Error>(())
+/// ```
+pub struct DistributedLock<C: Connector> {
+    connector: C,
+    session: Option<C::Session>,
+    table: Table,
+    dialect: Dialect,
+    shape: Option<Shape>,
+    margin: Duration,
+}
+
+impl DistributedLock<Config> {
+    /// Native sessions to `config`'s server, on its `lease_table`.
+    pub fn native(config: Config) -> Self {
+        let table = config.lease_table.clone();
+        DistributedLock::new(config, table, Dialect::MySql)
+    }
+}
+
+impl<C: Connector> DistributedLock<C> {
+    pub fn new(connector: C, table: Table, dialect: Dialect) -> Self {
+        DistributedLock { connector, session: None, table, dialect, shape: None, margin: DEFAULT_MARGIN }
+    }
+
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    pub fn connector(&self) -> &C {
+        &self.connector
+    }
+
+    /// Sets the margin subtracted from each lease for the local deadline.
+    pub fn set_margin(&mut self, margin: Duration) {
+        self.margin = margin;
+    }
+
+    /// Takes `resource` for `owner` for `ttl` seconds when it is free, expired, or already
+    /// `owner`'s (the lease then restarts). `None` when another owner holds it.
+    pub fn acquire(&mut self, resource: &str, owner: &str, ttl: f64) -> Result<Option<Grant>> {
+        let span = self.check(resource, Some(owner), ttl)?;
+        self.try_acquire(resource, owner, span)
+    }
+
+    /// Like [`acquire`](Self::acquire), trying again for up to `wait` seconds with capped
+    /// exponential backoff and jitter (a table-only lock cannot be woken by the server).
+    pub fn acquire_waiting(&mut self, resource: &str, owner: &str, ttl: f64, wait: f64) -> Result<Option<Grant>> {
+        let span = self.check(resource, Some(owner), ttl)?;
+        let wait = limits::duration("wait", wait)?;
+        let until = Instant::now() + wait;
+        let mut backoff = FIRST_BACKOFF;
+        let mut jitter = Jitter::new();
+        loop {
+            if let Some(grant) = self.try_acquire(resource, owner, span)? {
+                return Ok(Some(grant));
+            }
+            let now = Instant::now();
+            if now >= until {
+                return Ok(None);
+            }
+            std::thread::sleep(jitter.spread(backoff).min(until - now));
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// Ends `owner`'s lease on `resource`. `false` when the lease is not `owner`'s, has
+    /// expired, or does not exist.
+    pub fn release(&mut self, resource: &str, owner: &str) -> Result<bool> {
+        self.check_names(resource, Some(owner))?;
+        let shape = self.shape(resource)?;
+        let sql = statements::release(self.dialect, &self.table, shape.upgraded);
+        let params = [Value::from(resource), Value::from(owner)];
+        Ok(self.write(resource, &sql, &params)?.is_some_and(|out| out.affected_rows > 0))
+    }
+
+    /// Restarts `owner`'s unexpired lease on `resource` with `ttl` seconds from now.
+    /// `None` when the lease is not `owner`'s, has expired, or does not exist.
+    pub fn renew(&mut self, resource: &str, owner: &str, ttl: f64) -> Result<Option<Grant>> {
+        let span = self.check(resource, Some(owner), ttl)?;
+        let shape = self.shape(resource)?;
+        let sql = statements::renew(self.dialect, &self.table, shape.upgraded);
+        let params = [span.value(self.dialect, shape.upgraded), Value::from(resource), Value::from(owner)];
+        let sent = Instant::now();
+        let Some(out) = self.write(resource, &sql, &params)? else {
+            return Ok(None);
+        };
+        let renewed = match self.dialect {
+            Dialect::Sqlite => out.affected_rows > 0,
+            Dialect::MySql => out.last_insert_id != 0,
+        };
+        Ok(renewed.then(|| Grant {
+            token: shape.upgraded.then_some(out.last_insert_id),
+            deadline: self.deadline(sent, span),
+        }))
+    }
+
+    /// Whether any unexpired lease on `resource` exists (read after every commit the
+    /// cluster made before it, where the server is a Galera node).
+    pub fn is_held(&mut self, resource: &str) -> Result<bool> {
+        self.check_names(resource, None)?;
+        let shape = self.shape(resource)?;
+        let sql = statements::is_held(self.dialect, &self.table, shape.upgraded, shape.read_prefix);
+        let out = self.read(resource, &sql, &[Value::from(resource)])?;
+        Ok(out.first(0).as_i64().unwrap_or(0) > 0)
+    }
+
+    /// The row of `resource`, live or not; `None` when there is none.
+    pub fn holder(&mut self, resource: &str) -> Result<Option<LeaseRow>> {
+        self.check_names(resource, None)?;
+        let shape = self.shape(resource)?;
+        let sql = statements::rows(self.dialect, &self.table, shape.upgraded, shape.read_prefix, true);
+        let out = self.read(resource, &sql, &[Value::from(resource)])?;
+        Ok(out.rows.first().map(|row| lease_row(row)))
+    }
+
+    /// Every row of the table, ordered by resource.
+    pub fn rows(&mut self) -> Result<Vec<LeaseRow>> {
+        let shape = self.shape("")?;
+        let sql = statements::rows(self.dialect, &self.table, shape.upgraded, shape.read_prefix, false);
+        let out = self.read("", &sql, &[])?;
+        Ok(out.rows.iter().map(|row| lease_row(row)).collect())
+    }
+
+    /// Whether the table has the upgrade (fencing tokens, sub-second times).
+    pub fn is_upgraded(&mut self) -> Result<bool> {
+        Ok(self.shape("")?.upgraded)
+    }
+
+    /// Creates the table as `Nene\Kit\DistributedLock` documents it (InnoDB), unless it
+    /// exists. `true` when it was created.
+    pub fn create_table(&mut self) -> Result<bool> {
+        match self.shape("") {
+            Ok(_) => return Ok(false),
+            Err(Error::MissingTable { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        let sql = statements::create(self.dialect, &self.table);
+        match self.run_plain(&sql) {
+            // Created by someone else since the look: there it is.
+            Err(Error::Database { source: SessionError { code: Some(1050), .. }, .. }) => return Ok(false),
+            other => other?,
+        }
+        self.shape = None;
+        Ok(true)
+    }
+
+    /// Adds the fencing `token` column and microsecond times (MySQL/MariaDB only). `true`
+    /// when it changed the table, `false` when it was upgraded already. Everything works
+    /// without it; with it, acquisitions return a token and releases keep the row (ended)
+    /// so the token keeps counting.
+    pub fn upgrade_table(&mut self) -> Result<bool> {
+        if self.dialect == Dialect::Sqlite {
+            return Err(Error::invalid("table upgrade", "SQLite lease tables have no upgrade (tokens need MySQL)"));
+        }
+        if self.shape("")?.upgraded {
+            return Ok(false);
+        }
+        let sql = statements::upgrade(&self.table);
+        match self.run_plain(&sql) {
+            // A concurrent upgrade added the column first.
+            Err(Error::Database { source: SessionError { code: Some(1060), .. }, .. }) => {}
+            other => other?,
+        }
+        self.shape = None;
+        Ok(self.shape("")?.upgraded)
+    }
+
+    /// The SQL that creates the table, for messages and `init`.
+    pub fn create_sql(&self) -> String {
+        statements::create(self.dialect, &self.table)
+    }
+
+    fn try_acquire(&mut self, resource: &str, owner: &str, span: Span) -> Result<Option<Grant>> {
+        let shape = self.shape(resource)?;
+        let sql = statements::acquire(self.dialect, &self.table, shape.upgraded);
+        let ttl = span.value(self.dialect, shape.upgraded);
+        let params: Vec<Value> = match self.dialect {
+            Dialect::MySql => vec![
+                resource.into(),
+                owner.into(),
+                ttl.clone(),
+                owner.into(),
+                owner.into(),
+                owner.into(),
+                ttl,
+            ],
+            Dialect::Sqlite => vec![resource.into(), owner.into(), ttl],
+        };
+        // The local deadline counts from before the statement is sent: the database's
+        // lease starts when the statement runs, later than this.
+        let mut sent = Instant::now();
+        let out = loop {
+            match self.write_once(resource, &sql, &params) {
+                Ok(out) => break out,
+                Err(Retry::Again) => sent = Instant::now(),
+                Err(Retry::Conflict) => return Ok(None),
+                Err(Retry::Fail(e)) => return Err(e),
+            }
+        };
+        let won = match self.dialect {
+            Dialect::Sqlite => out.affected_rows > 0,
+            Dialect::MySql => match (out.last_insert_id, shape.upgraded) {
+                (LOST, _) => false,
+                // A fresh row: the insert path ran, no update clause reported anything.
+                (0, false) if out.affected_rows == 1 => true,
+                (TAKEN_OVER | STILL_MINE, false) => true,
+                (token, true) if token != 0 => true,
+                (code, _) => {
+                    return Err(Error::Database {
+                        name: Some(resource.to_owned()),
+                        source: SessionError {
+                            code: None,
+                            message: format!(
+                                "the lease statement reported {} affected rows and verdict {code}, which it cannot (is the table {} the lease table?)",
+                                out.affected_rows,
+                                self.table.display_name()
+                            ),
+                            lost: false,
+                        },
+                    })
+                }
+            },
+        };
+        Ok(won.then(|| Grant {
+            token: (shape.upgraded && self.dialect == Dialect::MySql).then_some(out.last_insert_id),
+            deadline: self.deadline(sent, span),
+        }))
+    }
+
+    fn deadline(&self, sent: Instant, span: Span) -> Instant {
+        let margin = self.margin.min(span.duration / 2);
+        sent + span.duration - margin
+    }
+
+    /// Validates the names and the TTL; nothing runs on bad input.
+    fn check(&mut self, resource: &str, owner: Option<&str>, ttl: f64) -> Result<Span> {
+        if !ttl.is_finite() || ttl <= 0.0 {
+            return Err(Error::invalid("ttl", format!("{ttl} must be a positive number of seconds")));
+        }
+        if ttl > MAX_LEASE_TTL {
+            return Err(Error::invalid("ttl", format!("{ttl} exceeds the maximum of {MAX_LEASE_TTL} seconds (a year)")));
+        }
+        self.check_names(resource, owner)?;
+        let upgraded = self.shape(resource)?.upgraded && self.dialect == Dialect::MySql;
+        Ok(Span::new(ttl, upgraded))
+    }
+
+    /// Empty values and NUL are refused before anything runs; lengths and characters are
+    /// checked against the real columns (a read, which changes nothing).
+    fn check_names(&mut self, resource: &str, owner: Option<&str>) -> Result<()> {
+        for (what, value) in [("resource", Some(resource)), ("owner", owner)] {
+            if let Some(value) = value {
+                if value.is_empty() {
+                    return Err(Error::invalid(what, "it must not be empty"));
+                }
+                if value.contains('\0') {
+                    return Err(Error::invalid(what, format!("{value:?} contains a NUL character")));
+                }
+            }
+        }
+        let shape = self.shape(resource)?;
+        for (what, value, limit) in [("resource", Some(resource), shape.resource_chars), ("owner", owner, shape.owner_chars)]
+        {
+            let Some(value) = value else { continue };
+            let chars = value.chars().count();
+            if chars > limit {
+                return Err(Error::invalid(
+                    what,
+                    format!("{value:?} has {chars} characters; the column holds {limit} (longer values would be cut and could collide)"),
+                ));
+            }
+            if let Some(bad) = value.chars().find(|&c| shape.charset.stores(c) == Some(false)) {
+                return Err(Error::invalid(
+                    what,
+                    format!(
+                        "{value:?} contains {bad:?}, which the column's character set {} cannot store exactly",
+                        shape.charset.mysql_name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn session(&mut self) -> Result<&mut C::Session> {
+        if self.session.is_none() {
+            self.session = Some(self.connector.connect()?);
+        }
+        self.session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))
+    }
+
+    /// The table's shape, looked up on first use (one statement, or two on a server whose
+    /// topology the session did not learn while it was set up).
+    fn shape(&mut self, resource: &str) -> Result<Shape> {
+        if let Some(shape) = &self.shape {
+            return Ok(shape.clone());
+        }
+        let dialect = self.dialect;
+        let table = self.table.clone();
+        let name = (!resource.is_empty()).then_some(resource);
+        let session = self.session()?;
+        let shape = match dialect {
+            Dialect::MySql => mysql_shape(session, &table, name)?,
+            Dialect::Sqlite => sqlite_shape(session, &table, name)?,
+        };
+        self.shape = Some(shape.clone());
+        Ok(shape)
+    }
+
+    fn read(&mut self, resource: &str, sql: &str, params: &[Value]) -> Result<crate::Outcome> {
+        let name = (!resource.is_empty()).then_some(resource);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = self.session()?.execute(sql, params);
+            match result {
+                Ok(out) => return Ok(out),
+                Err(e) if e.lost && attempt < ATTEMPTS => self.session = None,
+                Err(e) => {
+                    if e.lost {
+                        self.session = None;
+                    }
+                    return Err(self.classify(e, name));
+                }
+            }
+        }
+    }
+
+    /// A write that may be retried: `None` when the cluster kept answering that another
+    /// writer committed first.
+    fn write(&mut self, resource: &str, sql: &str, params: &[Value]) -> Result<Option<crate::Outcome>> {
+        loop {
+            match self.write_once(resource, sql, params) {
+                Ok(out) => return Ok(Some(out)),
+                Err(Retry::Again) => continue,
+                Err(Retry::Conflict) => return Ok(None),
+                Err(Retry::Fail(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// One statement, with what a cluster needs around it. Each statement of the lease
+    /// mode can be sent again safely: acquire and renew by the same owner are idempotent,
+    /// and a release whose first attempt committed finds nothing the second time (it then
+    /// answers `false`, on the safe side: the caller no longer holds the lease either way).
+    fn write_once(&mut self, resource: &str, sql: &str, params: &[Value]) -> Result<crate::Outcome, Retry> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = self.session().map_err(Retry::Fail)?.execute(sql, params);
+            let e = match result {
+                Ok(out) => return Ok(out),
+                Err(e) => e,
+            };
+            if e.lost {
+                // The statement may or may not have committed: send it again on a new
+                // session (the connector refuses where it cannot make one, e.g. a PDO).
+                self.session = None;
+                if attempt < ATTEMPTS {
+                    return Err(Retry::Again);
+                }
+            } else if matches!(e.code, Some(1213 | 1062 | 1205 | 1180 | 1614)) {
+                // Another writer committed first (certification failure, a duplicate
+                // that appeared on another node, a lock wait): never a success that was
+                // not committed. Once more after a moment; then the other writer won.
+                if attempt < ATTEMPTS {
+                    std::thread::sleep(Duration::from_millis(attempt as u64));
+                    continue;
+                }
+                return Err(Retry::Conflict);
+            }
+            return Err(Retry::Fail(self.classify(e, Some(resource))));
+        }
+    }
+
+    fn run_plain(&mut self, sql: &str) -> Result<()> {
+        let result = self.session()?.execute(sql, &[]);
+        result.map(|_| ()).map_err(|e| self.classify(e, None))
+    }
+
+    fn classify(&self, e: SessionError, name: Option<&str>) -> Error {
+        if e.code == Some(1146) || (self.dialect == Dialect::Sqlite && e.message.contains("no such table")) {
+            return self.missing_table(e);
+        }
+        crate::error::classify(e, name, &self.table)
+    }
+
+    fn missing_table(&self, source: SessionError) -> Error {
+        Error::MissingTable {
+            table: self.table.display_name(),
+            create_sql: self.create_sql(),
+            init: "mysqllock init --lease",
+            source,
+        }
+    }
+}
+
+/// Why [`DistributedLock::write_once`] did not return an outcome.
+enum Retry {
+    /// The session was lost mid-statement: send it again on a new one.
+    Again,
+    /// Another writer kept committing first.
+    Conflict,
+    Fail(Error),
+}
+
+/// A TTL as the table stores it: whole seconds (rounded up: a lease never ends earlier
+/// than asked) or, on an upgraded table, microseconds.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    duration: Duration,
+    units: i64,
+    micros: bool,
+}
+
+impl Span {
+    fn new(ttl: f64, micros: bool) -> Span {
+        if micros {
+            let units = (ttl * 1e6).ceil() as i64;
+            Span { duration: Duration::from_micros(units as u64), units, micros }
+        } else {
+            let units = ttl.ceil() as i64;
+            Span { duration: Duration::from_secs(units as u64), units, micros }
+        }
+    }
+
+    fn value(&self, dialect: Dialect, upgraded: bool) -> Value {
+        match dialect {
+            Dialect::Sqlite => Value::Text(format!("+{} seconds", self.units)),
+            Dialect::MySql => {
+                debug_assert_eq!(self.micros, upgraded);
+                Value::Int(self.units)
+            }
+        }
+    }
+}
+
+fn lease_row(row: &[Value]) -> LeaseRow {
+    let text = |i: usize| row.get(i).and_then(Value::as_text).unwrap_or_default();
+    LeaseRow {
+        resource: text(0),
+        owner: text(1),
+        expires_at: text(2),
+        acquired_at: text(3),
+        remaining: row.get(4).and_then(Value::as_f64).unwrap_or(f64::NEG_INFINITY),
+        token: row.get(5).and_then(Value::as_u64),
+    }
+}
+
+/// The shape of a MySQL/MariaDB lease table and what the server is.
+fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -> Result<Shape> {
+    let topology = match session.topology() {
+        Some(known) => known,
+        None => topology::probe(session).map_err(|e| crate::error::classify(e, name, table))?,
+    };
+    let schema = match table.schema() {
+        Some(s) => Value::from(s),
+        None => Value::Null,
+    };
+    let out = session
+        .execute(
+            "SELECT t.ENGINE, \
+             MAX(CASE WHEN c.COLUMN_NAME = 'token' THEN 1 ELSE 0 END), \
+             MAX(CASE WHEN c.COLUMN_NAME = 'expires_at' THEN c.DATETIME_PRECISION END), \
+             MAX(CASE WHEN c.COLUMN_NAME = 'resource' THEN c.CHARACTER_MAXIMUM_LENGTH END), \
+             MAX(CASE WHEN c.COLUMN_NAME = 'owner' THEN c.CHARACTER_MAXIMUM_LENGTH END), \
+             MAX(CASE WHEN c.COLUMN_NAME = 'resource' THEN c.CHARACTER_SET_NAME END), \
+             MAX(CASE WHEN c.COLUMN_NAME = 'owner' THEN c.CHARACTER_SET_NAME END) \
+             FROM information_schema.TABLES AS t \
+             JOIN information_schema.COLUMNS AS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME \
+             WHERE t.TABLE_SCHEMA = COALESCE(?, DATABASE()) AND t.TABLE_NAME = ? \
+             GROUP BY t.ENGINE",
+            &[schema, Value::from(table.name())],
+        )
+        .map_err(|e| crate::error::classify(e, name, table))?;
+    let Some(row) = out.rows.first() else {
+        let missing = SessionError::server(1146, format!("Table '{}' doesn't exist", table.display_name()));
+        return Err(Error::MissingTable {
+            table: table.display_name(),
+            create_sql: statements::create(Dialect::MySql, table),
+            init: "mysqllock init --lease",
+            source: missing,
+        });
+    };
+    let unusable = |reason: String| Error::UnusableTable { table: table.display_name(), reason };
+    let engine = row.first().and_then(Value::as_text).unwrap_or_default();
+    if !engine.eq_ignore_ascii_case("InnoDB") {
+        return Err(unusable(format!(
+            "its engine is {engine}, which is not transactional and not replicated by Galera; convert it: ALTER TABLE {} ENGINE=InnoDB",
+            table.sql_name()
+        )));
+    }
+    let (Some(resource_chars), Some(owner_chars)) =
+        (row.get(3).and_then(Value::as_u64), row.get(4).and_then(Value::as_u64))
+    else {
+        return Err(unusable("it has no resource or owner column: is it the lease table?".into()));
+    };
+    let charsets: Vec<Charset> =
+        [5, 6].iter().map(|&i| Charset::from_mysql_name(&row.get(i).and_then(Value::as_text).unwrap_or_default())).collect();
+    // Both columns are checked against the narrower set; in practice they share one.
+    let charset = if charsets[0] == Charset::Unicode { charsets[1].clone() } else { charsets[0].clone() };
+    let token = row.get(1).and_then(Value::as_i64) == Some(1);
+    let micros = row.get(2).and_then(Value::as_i64).unwrap_or(0) >= 6;
+    if token != micros {
+        return Err(unusable(
+            "it is half upgraded (a token column without DATETIME(6) times or the reverse): run `mysqllock init --lease --upgrade`"
+                .into(),
+        ));
+    }
+    Ok(Shape {
+        upgraded: token,
+        resource_chars: resource_chars as usize,
+        owner_chars: owner_chars as usize,
+        charset,
+        read_prefix: read_prefix(&topology),
+    })
+}
+
+/// How a decisive read sees every commit made anywhere in the cluster before it: on a
+/// Galera node, `wsrep_sync_wait=1` for that statement only (MariaDB's `SET STATEMENT`, so
+/// a caller's own session settings stay as they are).
+fn read_prefix(topology: &Topology) -> &'static str {
+    if topology.wsrep && topology.mariadb {
+        "SET STATEMENT wsrep_sync_wait = 1 FOR "
+    } else {
+        ""
+    }
+}
+
+fn sqlite_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -> Result<Shape> {
+    let out = session
+        .execute(&format!("PRAGMA table_info({})", table.sql_name()), &[])
+        .map_err(|e| crate::error::classify(e, name, table))?;
+    if out.rows.is_empty() {
+        let missing = SessionError { code: None, message: format!("no such table: {}", table.display_name()), lost: false };
+        return Err(Error::MissingTable {
+            table: table.display_name(),
+            create_sql: statements::create(Dialect::Sqlite, table),
+            init: "the CREATE TABLE below",
+            source: missing,
+        });
+    }
+    let columns: Vec<String> = out.rows.iter().filter_map(|r| r.get(1).and_then(Value::as_text)).collect();
+    for needed in ["resource", "owner", "expires_at", "acquired_at"] {
+        if !columns.iter().any(|c| c == needed) {
+            return Err(Error::UnusableTable {
+                table: table.display_name(),
+                reason: format!("it has no {needed} column: is it the lease table?"),
+            });
+        }
+    }
+    Ok(Shape { upgraded: false, resource_chars: 255, owner_chars: 255, charset: Charset::Unicode, read_prefix: "" })
+}
+
+/// A small generator for backoff jitter: spreads waiters that lost the same race so they
+/// do not all come back at the same instant. Not for anything that needs randomness.
+struct Jitter(u64);
+
+impl Jitter {
+    fn new() -> Jitter {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        Jitter((nanos as u64) ^ (u64::from(std::process::id()) << 32) | 1)
+    }
+
+    /// `d` scaled by a factor in [0.5, 1.5).
+    fn spread(&mut self, d: Duration) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        d.mul_f64(0.5 + (self.0 % 1000) as f64 / 1000.0)
+    }
+}
+
+/// Keeps one lease alive from a thread of its own, on a session of its own, renewing it
+/// every third of its TTL, and tells when it is lost: a renewal refused (the lease was
+/// taken over), or the local deadline passed without a successful renewal (the database
+/// unreachable, a cluster node out of the primary component for too long).
+pub struct LeaseKeeper {
+    shared: std::sync::Arc<(parking_lot::Mutex<KeeperState>, parking_lot::Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+struct KeeperState {
+    deadline: Instant,
+    token: Option<u64>,
+    lost: Option<String>,
+    stop: bool,
+}
+
+impl LeaseKeeper {
+    /// Starts renewing `owner`'s lease on `resource` (just granted as `grant`) every
+    /// `ttl / 3` seconds on a native session to `config`'s server.
+    pub fn start(config: Config, resource: &str, owner: &str, ttl: f64, grant: Grant) -> Result<LeaseKeeper> {
+        let period = limits::duration("ttl", ttl)? / 3;
+        let shared = std::sync::Arc::new((
+            parking_lot::Mutex::new(KeeperState { deadline: grant.deadline, token: grant.token, lost: None, stop: false }),
+            parking_lot::Condvar::new(),
+        ));
+        let (resource, owner) = (resource.to_owned(), owner.to_owned());
+        let state = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("mysqllock-lease".into())
+            .spawn(move || keep(config, &resource, &owner, ttl, period, &state))
+            .map_err(|e| Error::invalid("keep-alive", format!("cannot start its thread: {e}")))?;
+        Ok(LeaseKeeper { shared, thread: Some(thread) })
+    }
+
+    /// The current local deadline (moves forward with each renewal).
+    pub fn deadline(&self) -> Instant {
+        self.shared.0.lock().deadline
+    }
+
+    pub fn token(&self) -> Option<u64> {
+        self.shared.0.lock().token
+    }
+
+    /// Why the lease is lost, once it is: refused renewal, or deadline passed.
+    pub fn lost(&self) -> Option<String> {
+        let state = self.shared.0.lock();
+        if let Some(why) = &state.lost {
+            return Some(why.clone());
+        }
+        (Instant::now() >= state.deadline).then(|| "the local deadline passed without a successful renewal".to_owned())
+    }
+
+    /// Stops renewing (the caller then releases the lease, or lets it run out).
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        {
+            let mut state = self.shared.0.lock();
+            state.stop = true;
+            self.shared.1.notify_all();
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for LeaseKeeper {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+fn keep(
+    config: Config,
+    resource: &str,
+    owner: &str,
+    ttl: f64,
+    period: Duration,
+    shared: &(parking_lot::Mutex<KeeperState>, parking_lot::Condvar),
+) {
+    let (lock, wake) = shared;
+    let mut lease = DistributedLock::native(config);
+    let mut next = Instant::now() + period;
+    loop {
+        {
+            let mut state = lock.lock();
+            while !state.stop && Instant::now() < next {
+                wake.wait_until(&mut state, next);
+            }
+            if state.stop {
+                return;
+            }
+            if Instant::now() >= state.deadline {
+                state.lost = Some("the local deadline passed without a successful renewal".into());
+                return;
+            }
+        }
+        match lease.renew(resource, owner, ttl) {
+            Ok(Some(grant)) => {
+                let mut state = lock.lock();
+                state.deadline = grant.deadline;
+                state.token = grant.token.or(state.token);
+                next = Instant::now() + period;
+            }
+            Ok(None) => {
+                lock.lock().lost = Some("a renewal was refused: the lease expired or another owner took it".into());
+                return;
+            }
+            // The database is unreachable or the node is not ready: try again soon, until
+            // the deadline says the lease can no longer be trusted.
+            Err(_) => next = Instant::now() + (period / 4).max(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// The statements, per dialect and table shape. Names and numbers are bound parameters;
+/// the interpolated text is the validated, quoted table name.
+mod statements {
+    use super::{Dialect, LOST, STILL_MINE, TAKEN_OVER};
+    use crate::config::Table;
+
+    /// Exact owner comparison: the column's collation may fold case and trailing spaces,
+    /// and two owners must never be taken for one. Both sides converted to utf8mb4 first,
+    /// whatever the connection's or the column's character set.
+    fn owner_is(param: &str) -> String {
+        format!("CONVERT(owner USING utf8mb4) COLLATE utf8mb4_bin = CONVERT({param} USING utf8mb4) COLLATE utf8mb4_bin")
+    }
+
+    /// `(now, expired, live, interval unit)` for the table's time precision. A
+    /// whole-second `expires_at` holds `floor(now) + ttl` and stays live through that
+    /// second, so a lease never lasts less than its TTL.
+    fn clock(upgraded: bool) -> (&'static str, &'static str, &'static str, &'static str) {
+        if upgraded {
+            ("UTC_TIMESTAMP(6)", "expires_at <= UTC_TIMESTAMP(6)", "expires_at > UTC_TIMESTAMP(6)", "MICROSECOND")
+        } else {
+            ("UTC_TIMESTAMP()", "expires_at < UTC_TIMESTAMP()", "expires_at >= UTC_TIMESTAMP()", "SECOND")
+        }
+    }
+
+    pub fn acquire(dialect: Dialect, table: &Table, upgraded: bool) -> String {
+        let t = table.sql_name();
+        match dialect {
+            Dialect::Sqlite => {
+                let q = table.quote_style().quote(table.name());
+                format!(
+                    "INSERT INTO {t} (resource, owner, expires_at, acquired_at) \
+                     VALUES (?, ?, datetime('now', ?), datetime('now')) \
+                     ON CONFLICT(resource) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, \
+                     acquired_at = CASE WHEN {q}.expires_at < datetime('now') THEN excluded.acquired_at ELSE {q}.acquired_at END \
+                     WHERE {q}.expires_at < datetime('now') OR {q}.owner = excluded.owner"
+                )
+            }
+            Dialect::MySql => {
+                let (now, expired, _, unit) = clock(upgraded);
+                // Update assignments run left to right, each seeing the columns already
+                // assigned: the verdict and acquired_at read the original row, owner
+                // changes only on an expired row, and expires_at then follows owner.
+                let mine = owner_is("?");
+                if upgraded {
+                    format!(
+                        "INSERT INTO {t} (resource, owner, expires_at, acquired_at, token) \
+                         VALUES (?, ?, {now} + INTERVAL ? {unit}, {now}, \
+                         LAST_INSERT_ID(CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000000) AS UNSIGNED))) \
+                         ON DUPLICATE KEY UPDATE \
+                         acquired_at = IF(LAST_INSERT_ID(IF({expired}, token + 1, IF({mine}, token, {LOST}))) <> {LOST} AND {expired}, {now}, acquired_at), \
+                         token = IF({expired}, token + 1, token), \
+                         owner = IF({expired}, ?, owner), \
+                         expires_at = IF({mine}, {now} + INTERVAL ? {unit}, expires_at)"
+                    )
+                } else {
+                    format!(
+                        "INSERT INTO {t} (resource, owner, expires_at, acquired_at) \
+                         VALUES (?, ?, {now} + INTERVAL ? {unit}, {now}) \
+                         ON DUPLICATE KEY UPDATE \
+                         acquired_at = IF(LAST_INSERT_ID(IF({expired}, {TAKEN_OVER}, IF({mine}, {STILL_MINE}, {LOST}))) = {TAKEN_OVER}, {now}, acquired_at), \
+                         owner = IF({expired}, ?, owner), \
+                         expires_at = IF({mine}, {now} + INTERVAL ? {unit}, expires_at)"
+                    )
+                }
+            }
+        }
+    }
+
+    pub fn release(dialect: Dialect, table: &Table, upgraded: bool) -> String {
+        let t = table.sql_name();
+        match dialect {
+            Dialect::Sqlite => {
+                format!("DELETE FROM {t} WHERE resource = ? AND owner = ? AND expires_at >= datetime('now')")
+            }
+            Dialect::MySql => {
+                let (now, _, live, _) = clock(upgraded);
+                let mine = owner_is("?");
+                if upgraded {
+                    // The row stays, ended now, so the next acquisition's token counts on.
+                    format!("UPDATE {t} SET expires_at = {now} WHERE resource = ? AND {mine} AND {live}")
+                } else {
+                    format!("DELETE FROM {t} WHERE resource = ? AND {mine} AND {live}")
+                }
+            }
+        }
+    }
+
+    pub fn renew(dialect: Dialect, table: &Table, upgraded: bool) -> String {
+        let t = table.sql_name();
+        match dialect {
+            Dialect::Sqlite => format!(
+                "UPDATE {t} SET expires_at = datetime('now', ?) WHERE resource = ? AND owner = ? AND expires_at >= datetime('now')"
+            ),
+            Dialect::MySql => {
+                let (now, _, live, unit) = clock(upgraded);
+                let mine = owner_is("?");
+                // The verdict comes back as the OK packet's insert id: a renewal within
+                // the same second changes nothing, so affected rows cannot tell.
+                let verdict = if upgraded { "token" } else { "1" };
+                format!(
+                    "UPDATE {t} SET expires_at = IF(LAST_INSERT_ID({verdict}), {now} + INTERVAL ? {unit}, expires_at) \
+                     WHERE resource = ? AND {mine} AND {live}"
+                )
+            }
+        }
+    }
+
+    pub fn is_held(dialect: Dialect, table: &Table, upgraded: bool, prefix: &str) -> String {
+        let t = table.sql_name();
+        match dialect {
+            Dialect::Sqlite => {
+                format!("SELECT COUNT(*) FROM {t} WHERE resource = ? AND expires_at >= datetime('now')")
+            }
+            Dialect::MySql => {
+                let (_, _, live, _) = clock(upgraded);
+                format!("{prefix}SELECT COUNT(*) FROM {t} WHERE resource = ? AND {live}")
+            }
+        }
+    }
+
+    pub fn rows(dialect: Dialect, table: &Table, upgraded: bool, prefix: &str, one: bool) -> String {
+        let t = table.sql_name();
+        let filter = if one { " WHERE resource = ?" } else { "" };
+        match dialect {
+            Dialect::Sqlite => format!(
+                "SELECT resource, owner, expires_at, acquired_at, \
+                 (julianday(expires_at) - julianday('now')) * 86400.0 + 1.0, NULL FROM {t}{filter} ORDER BY resource"
+            ),
+            Dialect::MySql => {
+                // Remaining time to the end of the lease: a whole-second expires_at stays
+                // live through its second.
+                let (remaining, token) = if upgraded {
+                    ("TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1e6", "token")
+                } else {
+                    ("TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1e6 + 1", "NULL")
+                };
+                format!(
+                    "{prefix}SELECT resource, owner, CAST(expires_at AS CHAR), CAST(acquired_at AS CHAR), {remaining}, {token} \
+                     FROM {t}{filter} ORDER BY resource"
+                )
+            }
+        }
+    }
+
+    /// The table as `Nene\Kit\DistributedLock` documents it, InnoDB made explicit (the
+    /// lease mode refuses a table that is not transactional).
+    pub fn create(dialect: Dialect, table: &Table) -> String {
+        let t = table.sql_name();
+        let body = format!(
+            "CREATE TABLE {t} (\n  resource VARCHAR(255) PRIMARY KEY,\n  owner VARCHAR(255) NOT NULL,\n  expires_at DATETIME NOT NULL,\n  acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP\n)"
+        );
+        match dialect {
+            Dialect::Sqlite => body,
+            Dialect::MySql => format!("{body} ENGINE=InnoDB"),
+        }
+    }
+
+    /// Adds the fencing token (existing rows start at 1) and microsecond times.
+    pub fn upgrade(table: &Table) -> String {
+        format!(
+            "ALTER TABLE {} MODIFY expires_at DATETIME(6) NOT NULL, \
+             MODIFY acquired_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), \
+             ADD COLUMN token BIGINT UNSIGNED NOT NULL DEFAULT 1",
+            table.sql_name()
+        )
+    }
+}
