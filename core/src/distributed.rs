@@ -176,6 +176,12 @@ impl<C: Connector> DistributedLock<C> {
         &self.connector
     }
 
+    /// The database session id in use, if connected (for diagnostics: a lease does not
+    /// live in its session).
+    pub fn connection_id(&self) -> Option<u64> {
+        self.session.as_ref().map(Session::connection_id)
+    }
+
     /// Sets the margin subtracted from each lease for the local deadline.
     pub fn set_margin(&mut self, margin: Duration) {
         self.margin = margin;
@@ -321,15 +327,9 @@ impl<C: Connector> DistributedLock<C> {
         let sql = statements::acquire(self.dialect, &self.table, shape.upgraded);
         let ttl = span.value(self.dialect, shape.upgraded);
         let params: Vec<Value> = match self.dialect {
-            Dialect::MySql => vec![
-                resource.into(),
-                owner.into(),
-                ttl.clone(),
-                owner.into(),
-                owner.into(),
-                owner.into(),
-                ttl,
-            ],
+            Dialect::MySql => {
+                vec![resource.into(), owner.into(), ttl.clone(), owner.into(), owner.into(), owner.into(), ttl]
+            }
             Dialect::Sqlite => vec![resource.into(), owner.into(), ttl],
         };
         // The local deadline counts from before the statement is sent: the database's
@@ -384,7 +384,10 @@ impl<C: Connector> DistributedLock<C> {
             return Err(Error::invalid("ttl", format!("{ttl} must be a positive number of seconds")));
         }
         if ttl > MAX_LEASE_TTL {
-            return Err(Error::invalid("ttl", format!("{ttl} exceeds the maximum of {MAX_LEASE_TTL} seconds (a year)")));
+            return Err(Error::invalid(
+                "ttl",
+                format!("{ttl} exceeds the maximum of {MAX_LEASE_TTL} seconds (a year)"),
+            ));
         }
         self.check_names(resource, owner)?;
         let upgraded = self.shape(resource)?.upgraded && self.dialect == Dialect::MySql;
@@ -405,7 +408,8 @@ impl<C: Connector> DistributedLock<C> {
             }
         }
         let shape = self.shape(resource)?;
-        for (what, value, limit) in [("resource", Some(resource), shape.resource_chars), ("owner", owner, shape.owner_chars)]
+        for (what, value, limit) in
+            [("resource", Some(resource), shape.resource_chars), ("owner", owner, shape.owner_chars)]
         {
             let Some(value) = value else { continue };
             let chars = value.chars().count();
@@ -641,8 +645,10 @@ fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -
     else {
         return Err(unusable("it has no resource or owner column: is it the lease table?".into()));
     };
-    let charsets: Vec<Charset> =
-        [5, 6].iter().map(|&i| Charset::from_mysql_name(&row.get(i).and_then(Value::as_text).unwrap_or_default())).collect();
+    let charsets: Vec<Charset> = [5, 6]
+        .iter()
+        .map(|&i| Charset::from_mysql_name(&row.get(i).and_then(Value::as_text).unwrap_or_default()))
+        .collect();
     // Both columns are checked against the narrower set; in practice they share one.
     let charset = if charsets[0] == Charset::Unicode { charsets[1].clone() } else { charsets[0].clone() };
     let token = row.get(1).and_then(Value::as_i64) == Some(1);
@@ -678,7 +684,8 @@ fn sqlite_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) 
         .execute(&format!("PRAGMA table_info({})", table.sql_name()), &[])
         .map_err(|e| crate::error::classify(e, name, table))?;
     if out.rows.is_empty() {
-        let missing = SessionError { code: None, message: format!("no such table: {}", table.display_name()), lost: false };
+        let missing =
+            SessionError { code: None, message: format!("no such table: {}", table.display_name()), lost: false };
         return Err(Error::MissingTable {
             table: table.display_name(),
             create_sql: statements::create(Dialect::Sqlite, table),
@@ -740,7 +747,12 @@ impl LeaseKeeper {
     pub fn start(config: Config, resource: &str, owner: &str, ttl: f64, grant: Grant) -> Result<LeaseKeeper> {
         let period = limits::duration("ttl", ttl)? / 3;
         let shared = std::sync::Arc::new((
-            parking_lot::Mutex::new(KeeperState { deadline: grant.deadline, token: grant.token, lost: None, stop: false }),
+            parking_lot::Mutex::new(KeeperState {
+                deadline: grant.deadline,
+                token: grant.token,
+                lost: None,
+                stop: false,
+            }),
             parking_lot::Condvar::new(),
         ));
         let (resource, owner) = (resource.to_owned(), owner.to_owned());
@@ -842,11 +854,12 @@ mod statements {
     use super::{Dialect, LOST, STILL_MINE, TAKEN_OVER};
     use crate::config::Table;
 
-    /// Exact owner comparison: the column's collation may fold case and trailing spaces,
-    /// and two owners must never be taken for one. Both sides converted to utf8mb4 first,
-    /// whatever the connection's or the column's character set.
+    /// Exact owner comparison: the column's collation may fold case and trailing spaces
+    /// (even `_bin` collations pad), and two owners must never be taken for one. Both
+    /// sides become utf8mb4 bytes, whatever the connection's or the column's character
+    /// set, and bytes compare without padding.
     fn owner_is(param: &str) -> String {
-        format!("CONVERT(owner USING utf8mb4) COLLATE utf8mb4_bin = CONVERT({param} USING utf8mb4) COLLATE utf8mb4_bin")
+        format!("CAST(CONVERT(owner USING utf8mb4) AS BINARY) = CAST(CONVERT({param} USING utf8mb4) AS BINARY)")
     }
 
     /// `(now, expired, live, interval unit)` for the table's time precision. A
