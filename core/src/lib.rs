@@ -23,6 +23,7 @@
 //! ```
 
 mod config;
+mod distributed;
 mod error;
 mod keepalive;
 mod lease;
@@ -33,14 +34,11 @@ mod native;
 mod session;
 mod sql;
 pub mod topology;
-mod distributed;
 
 pub use config::{Config, QuoteStyle, Table, DEFAULT_LEASE_TABLE, DEFAULT_TABLE};
-pub use error::{Error, Loss, Result, SessionError};
 pub use distributed::{Dialect, DistributedLock, Grant, LeaseKeeper, LeaseRow, DEFAULT_MARGIN, MAX_LEASE_TTL};
-pub use locker::{
-    AcquireOptions, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS,
-};
+pub use error::{Error, Loss, Result, SessionError};
+pub use locker::{AcquireOptions, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS};
 pub use native::MysqlSession;
 pub use session::{Connector, Outcome, Session, Value};
 pub use topology::Topology;

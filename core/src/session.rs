@@ -201,4 +201,3 @@ pub trait Connector {
         false
     }
 }
-

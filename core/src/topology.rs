@@ -12,8 +12,7 @@ use crate::session::{Session, Value};
 /// The one statement that tells: it works on MySQL and MariaDB alike and returns nothing
 /// for variables a server does not have (no `wsrep_on` on MySQL, no Group Replication on
 /// MariaDB).
-pub const PROBE: &str =
-    "SHOW VARIABLES WHERE Variable_name IN ('wsrep_on', 'group_replication_group_name', 'version')";
+pub const PROBE: &str = "SHOW VARIABLES WHERE Variable_name IN ('wsrep_on', 'group_replication_group_name', 'version')";
 
 /// Whether a Group Replication member is part of its group right now. Only asked where
 /// the plugin names a group (MySQL with Group Replication configured).
