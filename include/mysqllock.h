@@ -68,6 +68,19 @@ typedef enum {
      * A bug in mysqllock (a caught panic). The client's state is unknown: free it.
      */
     MYSQLLOCK_INTERNAL = 9,
+    /**
+     * A GET_LOCK-based call on a replicated cluster node (Galera `wsrep_on=ON`, a Group
+     * Replication member), where GET_LOCK and KILL act on that node only and another
+     * node would grant the same lock: use the lease mode (`mysqllock_lease_*`), or, only
+     * if every lock client talks to this one node, `mysqllock_client_allow_cluster()`
+     * (`allow_cluster=1` in the URL).
+     */
+    MYSQLLOCK_CLUSTER_NODE = 10,
+    /**
+     * The cluster node is not part of the primary component (MySQL error 1047): it
+     * accepts no reads or writes until it rejoins. Retry, or connect to another node.
+     */
+    MYSQLLOCK_NODE_NOT_READY = 11,
 } mysqllock_status;
 
 /**
@@ -87,7 +100,9 @@ typedef enum {
 } mysqllock_option_flag;
 
 /**
- * A connection to the lock server: one MySQL session and the locks held on it.
+ * A connection to the lock server: one MySQL session and the locks held on it, and
+ * for the lease mode (`mysqllock_lease_*`) a second session, opened at the first lease
+ * call.
  *
  * Opaque: create with `mysqllock_client_open_url()` or `mysqllock_client_open()`,
  * destroy with `mysqllock_client_free()`.
@@ -109,6 +124,11 @@ typedef enum {
  * nothing. The child has no keep-alive threads (threads are not forked) and never
  * stops, joins or renews the parent's; the parent keeps its session, locks and
  * keep-alive. A child that needs locks opens its own client.
+ *
+ * Replicated clusters (a Galera node, a Group Replication member): the GET_LOCK-based
+ * calls (`mysqllock_acquire*`, `mysqllock_session_lock`) return
+ * `MYSQLLOCK_CLUSTER_NODE` there, because GET_LOCK and KILL act on one node only; the
+ * lease mode works. Opening a client on such a node succeeds.
  */
 typedef struct mysqllock_client mysqllock_client;
 
@@ -206,6 +226,8 @@ typedef struct {
  * `mysql://user:password@host:port/database?table=shared_locks&quote=ansi&socket=/path&charset=utf8mb4&connect_timeout=10`
  * (user and password may be percent-encoded; what is left out defaults to
  * `root@127.0.0.1:3306`, no password, no default database, table `shared_locks`).
+ * Also `lease_table=distributed_locks` (the lease mode's table) and `allow_cluster=1`
+ * (as `mysqllock_client_allow_cluster()`).
  *
  * On success, `*out` receives a new client that the caller owns and must release with
  * `mysqllock_client_free()`. On failure `*out` is not written. Any thread may call this.
@@ -254,6 +276,22 @@ mysqllock_status mysqllock_client_set_table(mysqllock_client *client,
                                             int quote_style);
 
 /**
+ * Allows (`allow` true) or refuses (false, the default) the GET_LOCK-based calls on a
+ * replicated cluster node (Galera, Group Replication), where they would return
+ * `MYSQLLOCK_CLUSTER_NODE`. Allow it only when every lock client of the deployment talks
+ * to this one node (GET_LOCK and KILL act on one node only); otherwise use the lease
+ * mode. The same as `allow_cluster=1` in the URL of `mysqllock_client_open_url()`.
+ *
+ * Takes effect when the client next opens its session: call it right after opening the
+ * client (on a cluster node the refused session is not kept, so the next call opens one).
+ * `client` stays owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client.
+ */
+mysqllock_status mysqllock_client_allow_cluster(mysqllock_client *client, bool allow);
+
+/**
  * Releases every lock the client still holds, stops their keep-alive threads, closes
  * its connection and frees it. NULL is allowed and does nothing.
  *
@@ -263,6 +301,9 @@ mysqllock_status mysqllock_client_set_table(mysqllock_client *client,
  * last error is left untouched. Does not hang: each keep-alive thread is waited for at
  * most about a second (longer only while a renewal it already sent is in flight,
  * bounded by its 5 s I/O timeout).
+ *
+ * Leases of the lease mode (`mysqllock_lease_*`) belong to their owner strings, not to
+ * the client: they stay until released or until their TTL passes.
  *
  * In a forked child, freeing a client the parent opened releases, stops and closes
  * nothing: the child only forgets it, and the parent keeps its session and locks.
@@ -519,6 +560,147 @@ mysqllock_status mysqllock_holder(mysqllock_client *client,
                                   const char *name,
                                   mysqllock_holder_info *out,
                                   bool *found);
+
+/**
+ * Acquires the lease on `resource` for `owner` for `ttl_seconds`: won when the row is
+ * absent, expired, or already `owner`'s (then the lease restarts with the new TTL); lost
+ * when another owner holds an unexpired row. `wait_seconds` 0 is one try; more keeps
+ * trying (capped exponential backoff with jitter) for up to that long.
+ *
+ * On `MYSQLLOCK_OK`, `*acquired_out` tells whether `owner` now holds the lease, and, if
+ * not NULL, `*token_out` receives its fencing token (strictly increasing per resource
+ * across takeovers, the same when the owner acquires again; 0 when not acquired or when
+ * the table has no token column: `mysqllock init --lease --upgrade` or
+ * `mysqllock_lease_upgrade_table()` adds it) and `*remaining_out` the seconds until the
+ * local deadline (0 when not acquired): counted on the monotonic clock from before the
+ * statement was sent, minus a margin for clock skew between nodes (0.5 s, or half a
+ * shorter TTL). Past that deadline the holder must not trust the lease any more; renew
+ * well before it. Any other status writes nothing.
+ *
+ * Expiry is judged by the database clock (UTC); a table without the upgrade stores whole
+ * seconds (the TTL is rounded up). Owners compare exactly (case-sensitive). Bad input
+ * (empty, too long or unstorable resource or owner, TTL not in (0, 1 year], negative or
+ * NaN wait) is `MYSQLLOCK_INVALID_ARGUMENT`, before anything is written. A missing table is
+ * `MYSQLLOCK_TABLE` with its `CREATE TABLE` in the message, as is a MyISAM table (not
+ * transactional, not replicated). A Galera node outside the primary component is
+ * `MYSQLLOCK_NODE_NOT_READY`.
+ *
+ * `client` stays owned by the caller; any thread may call this (it blocks other lease
+ * calls on the same client while it waits, not the GET_LOCK-based ones). Freeing the
+ * client does not release its leases: they end at their TTL or at
+ * `mysqllock_lease_release()`.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `resource` and `owner` are NULL or NUL-terminated
+ * strings; `acquired_out` is NULL or points to a writable `bool`; `token_out` is NULL or
+ * points to a writable `uint64_t`; `remaining_out` is NULL or points to a writable
+ * `double`.
+ */
+mysqllock_status mysqllock_lease_acquire(mysqllock_client *client,
+                                         const char *resource,
+                                         const char *owner,
+                                         double ttl_seconds,
+                                         double wait_seconds,
+                                         bool *acquired_out,
+                                         uint64_t *token_out,
+                                         double *remaining_out);
+
+/**
+ * Ends `owner`'s lease on `resource`. On `MYSQLLOCK_OK`, `*released_out` is true when
+ * it ended now, false when the lease was not `owner`'s, had expired, or did not exist.
+ * Any other status writes nothing.
+ *
+ * On a table with the token column the row stays, ended, so the next token counts on.
+ * `client` stays owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `resource` and `owner` are NULL or NUL-terminated
+ * strings; `released_out` is NULL or points to a writable `bool`.
+ */
+mysqllock_status mysqllock_lease_release(mysqllock_client *client,
+                                         const char *resource,
+                                         const char *owner,
+                                         bool *released_out);
+
+/**
+ * Restarts `owner`'s unexpired lease on `resource` with `ttl_seconds` from now. On
+ * `MYSQLLOCK_OK`, `*renewed_out` is true when it was renewed, false when the lease was
+ * not `owner`'s, had expired, or did not exist (it is lost: stop the work it guards);
+ * `*token_out` and `*remaining_out` (if not NULL) are as for `mysqllock_lease_acquire()`,
+ * the remaining time counted from this renewal. Any other status writes nothing; a
+ * connection or node error does not mean the lease is lost until its local deadline
+ * passes.
+ *
+ * `client` stays owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `resource` and `owner` are NULL or NUL-terminated
+ * strings; `renewed_out` is NULL or points to a writable `bool`; `token_out` is NULL or
+ * points to a writable `uint64_t`; `remaining_out` is NULL or points to a writable `double`.
+ */
+mysqllock_status mysqllock_lease_renew(mysqllock_client *client,
+                                       const char *resource,
+                                       const char *owner,
+                                       double ttl_seconds,
+                                       bool *renewed_out,
+                                       uint64_t *token_out,
+                                       double *remaining_out);
+
+/**
+ * Whether anyone holds an unexpired lease on `resource`: on `MYSQLLOCK_OK`, `*held_out`
+ * receives the answer, read after every commit the cluster made before it on a Galera
+ * node. Any other status writes nothing. Use it to show or log: the answer may be out of
+ * date by the time it is read.
+ *
+ * `client` stays owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `resource` is NULL or a NUL-terminated string;
+ * `held_out` is NULL or points to a writable `bool`.
+ */
+mysqllock_status mysqllock_lease_is_held(mysqllock_client *client,
+                                         const char *resource,
+                                         bool *held_out);
+
+/**
+ * Switches the client's lease calls to another lease table (default
+ * `distributed_locks`, or the URL's `lease_table=`): `table` is `name` or `schema.name`
+ * (letters, digits, `_`, `$`); `quote_style` is 0 for MySQL backticks or 1 for ANSI
+ * double quotes. The leases taken on the old table stay there (they belong to owners,
+ * not to the client). `client` stays owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `table` is NULL or a NUL-terminated string.
+ */
+mysqllock_status mysqllock_lease_set_table(mysqllock_client *client,
+                                           const char *table,
+                                           int quote_style);
+
+/**
+ * Creates the client's lease table as `Nene\Kit\DistributedLock` documents it
+ * (`resource`, `owner`, `expires_at`, `acquired_at`; InnoDB) unless it exists, as
+ * `mysqllock init --lease` does. On `MYSQLLOCK_OK`, `*created` (if not NULL) tells
+ * whether it was created now. Needs the CREATE privilege. `client` stays owned by the
+ * caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `created` is NULL or points to a writable `bool`.
+ */
+mysqllock_status mysqllock_lease_init_table(mysqllock_client *client, bool *created);
+
+/**
+ * Creates the client's lease table if it is missing and upgrades it, as
+ * `mysqllock init --lease --upgrade` does: a fencing `token` column and microsecond
+ * times. On `MYSQLLOCK_OK`, `*changed` (if not NULL) tells whether anything was created
+ * or upgraded. Everything works without the upgrade; with it, acquisitions hand out
+ * tokens and a release keeps the row (ended). Safe to run on several nodes at once.
+ * Needs the ALTER (and CREATE) privilege. `client` stays owned by the caller; any thread
+ * may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `changed` is NULL or points to a writable `bool`.
+ */
+mysqllock_status mysqllock_lease_upgrade_table(mysqllock_client *client, bool *changed);
 
 /**
  * The name of a status as a static, NUL-terminated string ("MYSQLLOCK_TIMEOUT"), or

@@ -22,6 +22,7 @@ mod boundary;
 mod extended;
 mod fork;
 mod holder;
+mod lease;
 mod options;
 mod status;
 mod table;
@@ -30,18 +31,24 @@ use std::ffi::{c_char, c_int};
 use std::ptr::null_mut;
 use std::sync::atomic::AtomicPtr;
 
-use mysqllock_core::{Config, NativeLocker, QuoteStyle, Table};
+use mysqllock_core::{Config, DistributedLock, NativeLocker, QuoteStyle, Table};
 use parking_lot::Mutex;
 
 pub use boundary::mysqllock_last_error;
 use boundary::{call, non_null, optional_text, text, Result};
 pub use extended::{mysqllock_acquire_ex, mysqllock_renew, mysqllock_token, mysqllock_try_acquire_ex};
 pub use holder::{mysqllock_holder, mysqllock_holder_info};
+pub use lease::{
+    mysqllock_lease_acquire, mysqllock_lease_init_table, mysqllock_lease_is_held, mysqllock_lease_release,
+    mysqllock_lease_renew, mysqllock_lease_set_table, mysqllock_lease_upgrade_table,
+};
 pub use options::{mysqllock_option_flag, mysqllock_options};
 pub use status::{mysqllock_status, mysqllock_status_name};
 pub use table::{mysqllock_init_table, mysqllock_upgrade_table};
 
-/// A connection to the lock server: one MySQL session and the locks held on it.
+/// A connection to the lock server: one MySQL session and the locks held on it, and
+/// for the lease mode (`mysqllock_lease_*`) a second session, opened at the first lease
+/// call.
 ///
 /// Opaque: create with `mysqllock_client_open_url()` or `mysqllock_client_open()`,
 /// destroy with `mysqllock_client_free()`.
@@ -63,8 +70,16 @@ pub use table::{mysqllock_init_table, mysqllock_upgrade_table};
 /// nothing. The child has no keep-alive threads (threads are not forked) and never
 /// stops, joins or renews the parent's; the parent keeps its session, locks and
 /// keep-alive. A child that needs locks opens its own client.
+///
+/// Replicated clusters (a Galera node, a Group Replication member): the GET_LOCK-based
+/// calls (`mysqllock_acquire*`, `mysqllock_session_lock`) return
+/// `MYSQLLOCK_CLUSTER_NODE` there, because GET_LOCK and KILL act on one node only; the
+/// lease mode works. Opening a client on such a node succeeds.
 pub struct mysqllock_client {
     locker: Mutex<NativeLocker>,
+    /// The lease mode's lock, with a mutex of its own so lease calls never wait for a
+    /// GET_LOCK wait on `locker`. Connects at its first call.
+    lease: Mutex<DistributedLock<Config>>,
     /// The process that opened the client, the only one that may use its session.
     owner_pid: u32,
     /// Links the inherited clients a forked child freed (see [`fork::abandon`]).
@@ -98,10 +113,19 @@ unsafe fn client<'a>(client: *mut mysqllock_client) -> Result<&'a mysqllock_clie
 /// `out` is NULL or points to a writable `mysqllock_client *`.
 unsafe fn connect(config: Config, out: *mut *mut mysqllock_client) -> Result<()> {
     let out = non_null(out, "out pointer")?;
+    let lease = DistributedLock::native(config.clone());
     let mut locker = NativeLocker::from_config(config);
-    locker.connection_id()?;
+    match locker.connection_id() {
+        // Connected, to a cluster node: the lease mode works there, and the GET_LOCK
+        // calls report the refusal themselves.
+        Err(e) if e.is_cluster_node() => {}
+        other => {
+            other?;
+        }
+    }
     let handle = Box::new(mysqllock_client {
         locker: Mutex::new(locker),
+        lease: Mutex::new(lease),
         owner_pid: std::process::id(),
         next_abandoned: AtomicPtr::new(null_mut()),
     });
@@ -114,6 +138,8 @@ unsafe fn connect(config: Config, out: *mut *mut mysqllock_client) -> Result<()>
 /// `mysql://user:password@host:port/database?table=shared_locks&quote=ansi&socket=/path&charset=utf8mb4&connect_timeout=10`
 /// (user and password may be percent-encoded; what is left out defaults to
 /// `root@127.0.0.1:3306`, no password, no default database, table `shared_locks`).
+/// Also `lease_table=distributed_locks` (the lease mode's table) and `allow_cluster=1`
+/// (as `mysqllock_client_allow_cluster()`).
 ///
 /// On success, `*out` receives a new client that the caller owns and must release with
 /// `mysqllock_client_free()`. On failure `*out` is not written. Any thread may call this.
@@ -193,6 +219,31 @@ pub unsafe extern "C" fn mysqllock_client_set_table(
     })
 }
 
+/// Allows (`allow` true) or refuses (false, the default) the GET_LOCK-based calls on a
+/// replicated cluster node (Galera, Group Replication), where they would return
+/// `MYSQLLOCK_CLUSTER_NODE`. Allow it only when every lock client of the deployment talks
+/// to this one node (GET_LOCK and KILL act on one node only); otherwise use the lease
+/// mode. The same as `allow_cluster=1` in the URL of `mysqllock_client_open_url()`.
+///
+/// Takes effect when the client next opens its session: call it right after opening the
+/// client (on a cluster node the refused session is not kept, so the next call opens one).
+/// `client` stays owned by the caller; any thread may call this.
+///
+/// # Safety
+/// `client` is NULL or a live client.
+#[no_mangle]
+pub unsafe extern "C" fn mysqllock_client_allow_cluster(
+    client: *mut mysqllock_client,
+    allow: bool,
+) -> mysqllock_status {
+    call(|| {
+        // SAFETY: caller's contract.
+        let client = unsafe { self::client(client) }?;
+        client.locker.lock().connector_mut().allow_cluster = allow;
+        Ok(())
+    })
+}
+
 /// Releases every lock the client still holds, stops their keep-alive threads, closes
 /// its connection and frees it. NULL is allowed and does nothing.
 ///
@@ -202,6 +253,9 @@ pub unsafe extern "C" fn mysqllock_client_set_table(
 /// last error is left untouched. Does not hang: each keep-alive thread is waited for at
 /// most about a second (longer only while a renewal it already sent is in flight,
 /// bounded by its 5 s I/O timeout).
+///
+/// Leases of the lease mode (`mysqllock_lease_*`) belong to their owner strings, not to
+/// the client: they stay until released or until their TTL passes.
 ///
 /// In a forked child, freeing a client the parent opened releases, stops and closes
 /// nothing: the child only forgets it, and the parent keeps its session and locks.

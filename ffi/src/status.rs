@@ -41,6 +41,15 @@ pub enum mysqllock_status {
     DATABASE = 8,
     /// A bug in mysqllock (a caught panic). The client's state is unknown: free it.
     INTERNAL = 9,
+    /// A GET_LOCK-based call on a replicated cluster node (Galera `wsrep_on=ON`, a Group
+    /// Replication member), where GET_LOCK and KILL act on that node only and another
+    /// node would grant the same lock: use the lease mode (`mysqllock_lease_*`), or, only
+    /// if every lock client talks to this one node, `mysqllock_client_allow_cluster()`
+    /// (`allow_cluster=1` in the URL).
+    CLUSTER_NODE = 10,
+    /// The cluster node is not part of the primary component (MySQL error 1047): it
+    /// accepts no reads or writes until it rejoins. Retry, or connect to another node.
+    NODE_NOT_READY = 11,
 }
 
 impl From<&Error> for mysqllock_status {
@@ -54,6 +63,8 @@ impl From<&Error> for mysqllock_status {
             e if e.is_invalid_argument() => Self::INVALID_ARGUMENT,
             e if e.is_connection() => Self::CONNECTION,
             e if e.is_schema() => Self::TABLE,
+            e if e.is_cluster_node() => Self::CLUSTER_NODE,
+            e if e.is_node_not_ready() => Self::NODE_NOT_READY,
             // `Database`, `TakeoverDenied`, and variants the core may add later: all are
             // failures reported by the server that callers do not branch on.
             _ => Self::DATABASE,
@@ -75,13 +86,15 @@ impl mysqllock_status {
             Self::TABLE => c"MYSQLLOCK_TABLE",
             Self::DATABASE => c"MYSQLLOCK_DATABASE",
             Self::INTERNAL => c"MYSQLLOCK_INTERNAL",
+            Self::CLUSTER_NODE => c"MYSQLLOCK_CLUSTER_NODE",
+            Self::NODE_NOT_READY => c"MYSQLLOCK_NODE_NOT_READY",
         }
     }
 
     /// The status with this number, if there is one. Takes the raw number because C
     /// may hand over any `int`, and an out-of-range Rust enum would be undefined behaviour.
     fn from_number(n: c_int) -> Option<Self> {
-        const ALL: [mysqllock_status; 10] = [
+        const ALL: [mysqllock_status; 12] = [
             mysqllock_status::OK,
             mysqllock_status::TIMEOUT,
             mysqllock_status::NOT_HELD,
@@ -92,6 +105,8 @@ impl mysqllock_status {
             mysqllock_status::TABLE,
             mysqllock_status::DATABASE,
             mysqllock_status::INTERNAL,
+            mysqllock_status::CLUSTER_NODE,
+            mysqllock_status::NODE_NOT_READY,
         ];
         ALL.into_iter().find(|s| *s as c_int == n)
     }
@@ -117,8 +132,8 @@ mod tests {
 
     #[test]
     fn every_number_round_trips_through_its_name() {
-        for n in 0..10 {
-            let status = mysqllock_status::from_number(n).expect("statuses are numbered 0..=9");
+        for n in 0..12 {
+            let status = mysqllock_status::from_number(n).expect("statuses are numbered 0..=11");
             assert_eq!(status as c_int, n);
             // SAFETY: the function returns a static NUL-terminated string.
             let name = unsafe { CStr::from_ptr(mysqllock_status_name(n)) };
@@ -135,5 +150,12 @@ mod tests {
         assert_eq!(mysqllock_status::from(&invalid), mysqllock_status::INVALID_ARGUMENT);
         let timeout = Error::Timeout { name: "x".into(), timeout: 0.5 };
         assert_eq!(mysqllock_status::from(&timeout), mysqllock_status::TIMEOUT);
+        let cluster = Error::ClusterNode { name: Some("x".into()), what: "a Galera node (wsrep_on=ON)" };
+        assert_eq!(mysqllock_status::from(&cluster), mysqllock_status::CLUSTER_NODE);
+        let not_ready = Error::NodeNotReady {
+            name: None,
+            source: mysqllock_core::SessionError::server(1047, "WSREP has not yet prepared node for application use"),
+        };
+        assert_eq!(mysqllock_status::from(&not_ready), mysqllock_status::NODE_NOT_READY);
     }
 }
