@@ -412,8 +412,141 @@ namespace ItsMieger\MySqlSharedLocks\Exception {
     class TableRepairException extends \Exception
     {
     }
+
+    /**
+     * The getPrevious() of the SharedLockAcquireException (or other lock exception)
+     * thrown when the server is a replicated cluster node (Galera with wsrep_on=ON, or
+     * an active Group Replication member): GET_LOCK and KILL act on that node only, so
+     * another node would grant the same lock. The message names both ways out: the
+     * lease mode (\Nene\Kit\DistributedLock), or `mysqllock.allow_cluster = 1` in
+     * php.ini (`allow_cluster=1` in mysqllock.dsn) when every lock client talks to one
+     * node.
+     */
+    class ClusterNodeException extends \RuntimeException
+    {
+    }
 }
 
 namespace ItsMieger\MySqlSharedLocks {
     \class_alias(Exception\TableRepairException::class, TableRepairException::class);
+}
+
+namespace Nene\Kit {
+
+    /**
+     * A DB-backed mutual exclusion lock with owner strings and a TTL (lease mode): a
+     * drop-in for the class of this name. One row per resource in the table
+     * `distributed_locks(resource VARCHAR(255) PRIMARY KEY, owner VARCHAR(255) NOT NULL,
+     * expires_at DATETIME NOT NULL, acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP)`
+     * (InnoDB; `mysqllock init --lease` or createTable() creates it). No GET_LOCK, no
+     * connection ids: safe on replicated clusters (Galera, Group Replication).
+     *
+     * Expiry is judged by the database clock only; expires_at holds UTC. Each call is one
+     * autocommitted statement (on a PDO of yours it runs in your session as it is: inside
+     * your transaction it commits or rolls back with it). Leases are not released when the
+     * object or the request ends: they expire by their TTL, as with the original class.
+     *
+     * On MySQL through a PDO, acquire() and renew() set the session's LAST_INSERT_ID()
+     * (the verdict travels in the same round trip): call $pdo->lastInsertId() for your own
+     * INSERT before them, not after.
+     */
+    class DistributedLock
+    {
+        /**
+         * @param \PDO|null $pdo a pdo_mysql PDO (MySQL/MariaDB) or a pdo_sqlite PDO (tests
+         *   with crafted rows); null: the extension's own connection from php.ini's
+         *   mysqllock.dsn (whose `?lease_table=` names the table when $table is not given)
+         * @param string $table the lease table, `name` or `schema.name`
+         * @throws DistributedLockException without a PDO when mysqllock.dsn is not set or invalid
+         * @throws \InvalidArgumentException for another PDO driver or an invalid table name
+         * @throws \TypeError if $pdo is not a PDO
+         */
+        public function __construct(?\PDO $pdo = null, string $table = 'distributed_locks') {}
+
+        /**
+         * Takes $resource for $owner when it is free, expired, or already $owner's (the
+         * TTL then restarts).
+         *
+         * @param string $resource at most as long as the column (255 characters)
+         * @param string $owner unique per process/request, compared exactly (case-sensitive)
+         * @param int $ttlSeconds 1 to 31622400 (a year)
+         * @param float $wait seconds to keep trying while another owner holds it (polls with
+         *   capped exponential backoff and jitter); 0: one try, as the original
+         * @return bool false if another owner holds an unexpired lease
+         * @throws \InvalidArgumentException for bad input (nothing is written)
+         * @throws DistributedLockException if the database fails (missing or MyISAM table, connection)
+         */
+        public function acquire(string $resource, string $owner, int $ttlSeconds, float $wait = 0): bool {}
+
+        /**
+         * @return bool true only for the current, unexpired owner (false: wrong owner, expired, not found)
+         * @throws \InvalidArgumentException for bad input
+         * @throws DistributedLockException if the database fails
+         */
+        public function release(string $resource, string $owner): bool {}
+
+        /**
+         * Restarts $owner's unexpired lease with $ttlSeconds from now.
+         *
+         * @return bool true only for the current, unexpired owner (false: wrong owner, expired, not found)
+         * @throws \InvalidArgumentException for bad input
+         * @throws DistributedLockException if the database fails
+         */
+        public function renew(string $resource, string $owner, int $ttlSeconds): bool {}
+
+        /**
+         * @return bool whether any unexpired lease on $resource exists
+         * @throws \InvalidArgumentException for bad input
+         * @throws DistributedLockException if the database fails
+         */
+        public function isHeld(string $resource): bool {}
+
+        /**
+         * The fencing token of the last successful acquire()/renew() on this object:
+         * strictly increasing per resource across takeovers. Null on a table without the
+         * upgrade (upgradeTable(), `mysqllock init --lease --upgrade`), and once that
+         * lease was released or a renewal refused.
+         */
+        public function getToken(): ?int {}
+
+        /**
+         * Seconds until the local deadline of the last successful acquire()/renew() on
+         * this object (monotonic clock, taken before the statement was sent, minus a
+         * margin of 0.5 s for clock skew; half the TTL for TTLs under 1 s). 0 when there
+         * is none, it passed, the lease was released or a renewal refused.
+         */
+        public function getRemaining(): float {}
+
+        /**
+         * Creates the table (InnoDB on MySQL) unless it exists.
+         *
+         * @return bool true if it was created
+         * @throws DistributedLockException if the database fails
+         */
+        public function createTable(): bool {}
+
+        /**
+         * Adds the fencing `token` column and microsecond times (MySQL/MariaDB only;
+         * everything works without it).
+         *
+         * @return bool true if it changed the table, false if it was upgraded already
+         * @throws \InvalidArgumentException on SQLite
+         * @throws DistributedLockException if the database fails
+         */
+        public function upgradeTable(): bool {}
+
+        /** The copy uses a session of its own. */
+        public function __clone() {}
+
+        /** Closes the object's own connection; its leases stay until their TTL. */
+        public function __destruct() {}
+    }
+
+    /**
+     * A database failure of DistributedLock: the code is the driver's error number (MySQL's
+     * 1047 node not ready, ...) and getPrevious() the PDOException where there is one.
+     */
+    class DistributedLockException extends \RuntimeException
+    {
+    }
 }

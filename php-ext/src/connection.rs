@@ -26,6 +26,8 @@ pub struct Settings {
     pub socket: Option<String>,
     /// `configureConnection()`'s `$additionalDsn`, appended verbatim to a PDO DSN.
     pub additional_dsn: Option<String>,
+    /// `allow_cluster=1` in `mysqllock.dsn` (`mysqllock.allow_cluster` allows it too).
+    pub allow_cluster: bool,
 }
 
 impl Settings {
@@ -42,8 +44,17 @@ impl Settings {
         port: Option<u16>,
         additional_dsn: Option<String>,
     ) -> Result<Settings, Error> {
-        let mut settings =
-            Settings { host, database, user, password, charset, port, socket: None, additional_dsn: None };
+        let mut settings = Settings {
+            host,
+            database,
+            user,
+            password,
+            charset,
+            port,
+            socket: None,
+            additional_dsn: None,
+            allow_cluster: false,
+        };
         if let Some(extra) = &additional_dsn {
             for pair in extra.split(';').map(str::trim).filter(|p| !p.is_empty()) {
                 let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -75,6 +86,7 @@ impl Settings {
             port: Some(config.port),
             socket: config.socket,
             additional_dsn: None,
+            allow_cluster: config.allow_cluster,
         };
         Ok((settings, table))
     }
@@ -100,7 +112,7 @@ impl Settings {
             table: table.clone(),
             lease_table: defaults.lease_table,
             connect_timeout: ini::connect_timeout(),
-            allow_cluster: defaults.allow_cluster,
+            allow_cluster: self.allow_cluster || ini::allow_cluster(),
         }
     }
 
@@ -151,7 +163,7 @@ pub type Statements = Rc<RefCell<HashMap<String, Zval>>>;
 
 /// The session kind of one `Locker`.
 pub enum Target {
-    Native(Config),
+    Native(Box<Config>),
     /// A PDO object; `owned` when `getConnection()` created it (rather than the user).
     Pdo {
         pdo: Zval,
@@ -216,7 +228,7 @@ impl Connector for PhpConnector {
     /// keep-alive is refused there.
     fn keep_alive_config(&self) -> Option<Config> {
         match &self.target {
-            Target::Native(config) => Some(config.clone()),
+            Target::Native(config) => Some((**config).clone()),
             Target::Pdo { .. } => None,
         }
     }
@@ -225,5 +237,15 @@ impl Connector for PhpConnector {
     /// is one session, and every lock must live in it (SPEC: `getConnection()`).
     fn spreads(&self) -> bool {
         matches!(self.target, Target::Native(_))
+    }
+
+    /// GET_LOCK-based locks on a replicated cluster node only when the deployment says
+    /// all lock traffic goes to one node: `mysqllock.allow_cluster` (or, for the native
+    /// connection, `allow_cluster=1` in `mysqllock.dsn`).
+    fn allows_cluster(&self) -> bool {
+        match &self.target {
+            Target::Native(config) => config.allow_cluster,
+            Target::Pdo { .. } => ini::allow_cluster(),
+        }
     }
 }

@@ -71,7 +71,7 @@ pub enum Op<'a> {
 pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
     let detail = error.chain();
     let cause_class = if error.is_invalid_argument() { "InvalidArgumentException" } else { "RuntimeException" };
-    let previous = || pdo_session::take_cause(error).or_else(|| spl(cause_class, &detail, None));
+    let previous = || pdo_session::take_cause(error).or_else(|| cause(error, cause_class, &detail));
     let built = match op {
         Op::Acquire { name, timeout } => match error {
             Error::Timeout { .. } => lock_exception(Class::Timeout, name, Some(timeout), None, None),
@@ -124,6 +124,60 @@ pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
         Some(object) => PhpException::from_message(detail).with_object(object),
         // Only if our classes failed to register: still report the error.
         None => PhpException::from_message(detail),
+    }
+}
+
+/// The `getPrevious()` of a lock exception whose cause is no PDOException: a
+/// `ClusterNodeException` when the server is a cluster node where GET_LOCK is refused
+/// (so users can catch that case by class), else an SPL exception of `class`.
+fn cause(error: &Error, class: &str, detail: &str) -> Option<Zval> {
+    if error.is_cluster_node() {
+        if let Some(entry) = Class::ClusterNode.entry() {
+            return php::instantiate(entry, vec![&detail, &0i64]).ok();
+        }
+    }
+    spl(class, detail, None)
+}
+
+/// The single translation of a core error for `Nene\Kit\DistributedLock::$method()`:
+/// bad input (rejected before anything was written) becomes `\InvalidArgumentException`;
+/// every other failure a `Nene\Kit\DistributedLockException` whose code is the driver's
+/// error number and whose `getPrevious()` is the `PDOException` behind it, if any. A
+/// missing table names the DDL (and `mysqllock init --lease` where it applies).
+pub fn lease_to_php(method: &str, error: &Error) -> PhpException {
+    let detail = match error {
+        Error::MissingTable { table, create_sql, init, .. } if init.starts_with("mysqllock") => format!(
+            "the lease table {table} does not exist: run `{init}`, call createTable(), or create it with: {create_sql}"
+        ),
+        Error::MissingTable { table, create_sql, .. } => {
+            format!("the lease table {table} does not exist: call createTable() or create it with: {create_sql}")
+        }
+        _ => error.chain(),
+    };
+    let message = format!("DistributedLock::{method}(): {detail}");
+    if error.is_invalid_argument() {
+        return spl_exception("InvalidArgumentException", &message);
+    }
+    let code = session_error(error).and_then(|e| e.code).map_or(0, i64::from);
+    lease_exception(&message, code, pdo_session::take_cause(error))
+}
+
+/// `new \Nene\Kit\DistributedLockException($message, $code, $previous)`.
+pub fn lease_exception(message: &str, code: i64, previous: Option<Zval>) -> PhpException {
+    let object = Class::DistributedLockException
+        .entry()
+        .and_then(|class| php::instantiate(class, vec![&message, &code, &previous.unwrap_or_default()]).ok());
+    match object {
+        Some(object) => PhpException::from_message(message.to_owned()).with_object(object),
+        None => PhpException::from_message(message.to_owned()),
+    }
+}
+
+/// `new \{class}($message)` of an SPL exception class, as a `PhpException`.
+pub fn spl_exception(class: &str, message: &str) -> PhpException {
+    match spl(class, message, None) {
+        Some(object) => PhpException::from_message(message.to_owned()).with_object(object),
+        None => PhpException::from_message(message.to_owned()),
     }
 }
 
@@ -230,7 +284,19 @@ pub fn register() -> ext_php_rs::error::Result<()> {
     if let Some(entry) = Class::TableRepair.entry() {
         alias(&format!("{NS}\\TableRepairException"), entry);
     }
+    // Exception's own constructor ($message, $code, $previous) serves both.
+    let runtime: ClassEntryInfo = (runtime_exception, "RuntimeException");
+    for class in [Class::ClusterNode, Class::DistributedLockException] {
+        ClassBuilder::new(class.name()).extends(runtime).registration(class.registration()).register()?;
+    }
     Ok(())
+}
+
+/// SPL's `RuntimeException`. SPL starts before every other extension, but class lookup
+/// by name does not work yet during module startup: its global entry does.
+fn runtime_exception() -> &'static ClassEntry {
+    // SAFETY: null or a class entry SPL registered persistently at its own startup.
+    unsafe { spl_ce_RuntimeException.as_ref() }.unwrap_or_else(ce::exception)
 }
 
 /// Our own class at `SLOT` as a parent for `ClassBuilder::extends`; registered before
@@ -268,6 +334,8 @@ fn alias(name: &str, class: &ClassEntry) {
 }
 
 unsafe extern "C" {
+    // SPL's class entry (ext/spl/spl_exceptions.h), exported by every PHP 8 binary.
+    static spl_ce_RuntimeException: *mut ClassEntry;
     // Zend API (zend_API.h) not covered by ext-php-rs' bindings.
     fn zend_register_class_alias_ex(
         name: *const std::ffi::c_char,

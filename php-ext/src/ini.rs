@@ -5,6 +5,7 @@
 //! | `mysqllock.dsn` | (empty) | `mysql://user:password@host:port/db?socket=...` used until `configureConnection()`/`setConnection()` is called |
 //! | `mysqllock.table` | `shared_locks` | the locks table (`name` or `schema.name`) until `setTable()` |
 //! | `mysqllock.connect_timeout` | `10` | seconds to wait for the server when connecting |
+//! | `mysqllock.allow_cluster` | `0` | let `SharedLock` (GET_LOCK) run on a Galera node or Group Replication member |
 //!
 //! All are `PHP_INI_ALL` (php.ini, `.user.ini`, `ini_set`). The password in
 //! `mysqllock.dsn` is shown masked by `php --ri` and `phpinfo()`.
@@ -19,13 +20,15 @@ use ext_php_rs::zend::{IniEntryDef, IniEntryDefs, ModuleEntry, SapiModule};
 pub const DSN: &CStr = c"mysqllock.dsn";
 pub const TABLE: &CStr = c"mysqllock.table";
 pub const CONNECT_TIMEOUT: &CStr = c"mysqllock.connect_timeout";
+pub const ALLOW_CLUSTER: &CStr = c"mysqllock.allow_cluster";
 
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-static ENTRIES: IniEntryDefs<4> = IniEntryDefs::new([
+static ENTRIES: IniEntryDefs<5> = IniEntryDefs::new([
     masked(IniEntryDef::new(DSN, c"", IniEntryPermission::All)),
     IniEntryDef::new(TABLE, c"shared_locks", IniEntryPermission::All),
     IniEntryDef::new(CONNECT_TIMEOUT, c"10", IniEntryPermission::All),
+    IniEntryDef::new(ALLOW_CLUSTER, c"0", IniEntryPermission::All),
     IniEntryDef::end(),
 ]);
 
@@ -65,6 +68,13 @@ pub fn connect_timeout() -> Duration {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s > 0.0 && *s < 3600.0)
         .map_or(DEFAULT_CONNECT_TIMEOUT, Duration::from_secs_f64)
+}
+
+/// `mysqllock.allow_cluster`: whether GET_LOCK-based locks may run on a replicated
+/// cluster node (a deployment that routes all lock traffic to one node). php.ini's
+/// boolean spellings: `1`, `on`, `yes`, `true`.
+pub fn allow_cluster() -> bool {
+    get(ALLOW_CLUSTER).is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "on" | "yes" | "true"))
 }
 
 /// `mysql://user:***@host/db`: the URL with its password replaced.
@@ -117,8 +127,14 @@ pub unsafe extern "C" fn info(module: *mut ModuleEntry) {
         let rows: [(&CStr, &CStr); 4] = [
             (c"mysqllock support", c"enabled"),
             (c"Version", VERSION),
-            (c"Classes", c"ItsMieger\\MySqlSharedLocks\\SharedLock, SharedLockHandle, Exception\\*"),
-            (c"Lock table protocol", c"its-mieger/mysql-shared-locks (shared_locks table + GET_LOCK)"),
+            (
+                c"Classes",
+                c"ItsMieger\\MySqlSharedLocks\\SharedLock, SharedLockHandle, Exception\\*; Nene\\Kit\\DistributedLock",
+            ),
+            (
+                c"Lock table protocol",
+                c"its-mieger/mysql-shared-locks (shared_locks table + GET_LOCK); lease mode (distributed_locks table)",
+            ),
         ];
         // SAFETY: called by the engine while printing module info; C strings are static.
         unsafe {

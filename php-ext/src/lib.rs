@@ -1,17 +1,19 @@
 //! `mysqllock.so`: the PHP extension, a drop-in for the Composer package
 //! its-mieger/mysql-shared-locks (classes `ItsMieger\MySqlSharedLocks\SharedLock`,
-//! `SharedLockHandle` and the `Exception\*` classes), over the Rust core.
+//! `SharedLockHandle` and the `Exception\*` classes), over the Rust core; and
+//! `Nene\Kit\DistributedLock`, the core's lease mode as a drop-in for that class.
 //!
 //! The glue is thin: `classes` converts arguments and calls `state`, which owns the
 //! core `Locker`s; `exceptions::to_php` maps every core error; `pdo_session` lets the
 //! core run on a user's PDO; `options` reads the `$options` array of the acquiring
-//! methods; `ini` holds the php.ini settings. All lock decisions are the core's.
+//! methods; `ini` holds the php.ini settings; `distributed` is `DistributedLock`. All lock decisions are the core's.
 
 #![cfg_attr(windows, feature(abi_vectorcall))]
 
 mod args;
 mod classes;
 mod connection;
+mod distributed;
 mod exceptions;
 mod handler;
 mod ini;
@@ -48,7 +50,8 @@ fn module_startup(_type: i32, module_number: i32) -> i32 {
     let started = catch_unwind(|| {
         ini::register(module_number);
         exceptions::register()?;
-        classes::register()
+        classes::register()?;
+        distributed::register()
     });
     let problem = match started {
         Ok(Ok(())) => return SUCCESS,
@@ -62,7 +65,11 @@ fn module_startup(_type: i32, module_number: i32) -> i32 {
 /// RSHUTDOWN: locks taken during the request are released (also under PHP-FPM, whose
 /// worker outlives the request) and connections closed.
 extern "C" fn request_shutdown(_type: i32, _module_number: i32) -> i32 {
-    match catch_unwind(AssertUnwindSafe(state::request_shutdown)) {
+    let shut = || {
+        state::request_shutdown();
+        distributed::request_shutdown();
+    };
+    match catch_unwind(AssertUnwindSafe(shut)) {
         Ok(()) => SUCCESS,
         Err(_) => FAILURE,
     }
@@ -72,6 +79,7 @@ extern "C" fn request_shutdown(_type: i32, _module_number: i32) -> i32 {
 extern "C" fn module_shutdown(_type: i32, module_number: i32) -> i32 {
     let done = catch_unwind(|| {
         state::module_shutdown();
+        distributed::module_shutdown();
         ini::unregister(module_number);
     });
     if done.is_ok() {

@@ -53,9 +53,7 @@ impl PdoSession {
     /// Starts using `pdo`'s session; asks the server for its `CONNECTION_ID()`.
     /// Statements prepared for an earlier (lost) session are dropped.
     pub fn open(pdo: &Zval, statements: Statements) -> Result<Self, SessionError> {
-        let stale = std::mem::take(&mut *statements.borrow_mut());
-        drop(stale);
-        let mut session = PdoSession { pdo: pdo.shallow_clone(), statements, id: 0 };
+        let mut session = PdoSession::attach(pdo, statements);
         let out = session.execute("SELECT CONNECTION_ID()", &[])?;
         session.id = out.first(0).as_u64().ok_or_else(|| SessionError {
             code: None,
@@ -63,6 +61,15 @@ impl PdoSession {
             lost: false,
         })?;
         Ok(session)
+    }
+
+    /// Starts using `pdo`'s session without a statement: for the lease mode, which needs
+    /// no connection id (and whose SQLite dialect has no `CONNECTION_ID()`). Statements
+    /// prepared for an earlier session are dropped.
+    pub fn attach(pdo: &Zval, statements: Statements) -> Self {
+        let stale = std::mem::take(&mut *statements.borrow_mut());
+        drop(stale);
+        PdoSession { pdo: pdo.shallow_clone(), statements, id: 0 }
     }
 
     /// Runs `f` with the PDO in the error mode we need, then restores the user's.

@@ -13,6 +13,9 @@ use ext_php_rs::zend::ClassEntry;
 /// Namespace of the original package, kept for drop-in compatibility.
 pub const NS: &str = "ItsMieger\\MySqlSharedLocks";
 
+/// Namespace of `Nene\Kit\DistributedLock`, the lease-mode drop-in.
+pub const KIT_NS: &str = "Nene\\Kit";
+
 /// Every class the extension registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
@@ -24,10 +27,14 @@ pub enum Class {
     Release,
     RemainingTtl,
     TableRepair,
+    /// The previous exception of a GET_LOCK-based lock refused on a cluster node.
+    ClusterNode,
+    DistributedLock,
+    DistributedLockException,
 }
 
 impl Class {
-    pub const ALL: [Class; 8] = [
+    pub const ALL: [Class; 11] = [
         Class::SharedLock,
         Class::Handle,
         Class::SharedLockException,
@@ -36,6 +43,9 @@ impl Class {
         Class::Release,
         Class::RemainingTtl,
         Class::TableRepair,
+        Class::ClusterNode,
+        Class::DistributedLock,
+        Class::DistributedLockException,
     ];
 
     /// The fully qualified PHP class name.
@@ -49,6 +59,9 @@ impl Class {
             Class::Release => "Exception\\SharedLockReleaseException",
             Class::RemainingTtl => "Exception\\SharedLockRemainingTTLException",
             Class::TableRepair => "Exception\\TableRepairException",
+            Class::ClusterNode => "Exception\\ClusterNodeException",
+            Class::DistributedLock => return format!("{KIT_NS}\\DistributedLock"),
+            Class::DistributedLockException => return format!("{KIT_NS}\\DistributedLockException"),
         };
         format!("{NS}\\{short}")
     }
@@ -78,6 +91,9 @@ impl Class {
             Class::Release => store::<5>,
             Class::RemainingTtl => store::<6>,
             Class::TableRepair => store::<7>,
+            Class::ClusterNode => store::<8>,
+            Class::DistributedLock => store::<9>,
+            Class::DistributedLockException => store::<10>,
         }
     }
 }
@@ -86,7 +102,7 @@ impl Class {
 const EMPTY: AtomicPtr<ClassEntry> = AtomicPtr::new(std::ptr::null_mut());
 static SLOTS: [AtomicPtr<ClassEntry>; Class::ALL.len()] = [EMPTY; Class::ALL.len()];
 
-fn store<const SLOT: usize>(ce: &'static mut ClassEntry, arg_info: ArgInfoTables) {
+pub(crate) fn store<const SLOT: usize>(ce: &'static mut ClassEntry, arg_info: ArgInfoTables) {
     SLOTS[SLOT].store(ce, Ordering::Release);
     // The engine may point its function entries at these tables for the life of the
     // process (it copies them only for typed arguments), so they must never be freed.

@@ -172,7 +172,7 @@ impl State {
                 let reason = self.settings_problem.clone().unwrap_or_else(|| NOT_CONFIGURED.to_owned());
                 return Err(Error::InvalidArgument { what: "connection", reason });
             };
-            let connector = PhpConnector { target: Target::Native(settings.native(&self.table)) };
+            let connector = PhpConnector { target: Target::Native(Box::new(settings.native(&self.table))) };
             self.current = Some(Locker::new(connector, self.table.clone()));
         }
         self.current

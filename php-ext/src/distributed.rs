@@ -1,0 +1,506 @@
+//! `Nene\Kit\DistributedLock`: the core's lease mode (table-only leases with owner
+//! strings, `core/src/distributed.rs`) as a drop-in for the PHP class of that name.
+//!
+//! The glue converts arguments, keeps one core `DistributedLock` per PHP object, and maps
+//! errors once (`exceptions::lease_to_php`); every decision is the core's.
+//!
+//! Lifecycle of the per-object state (kept here, found through the object's private
+//! `handle` number, never reused):
+//! - created by `__construct` (lazy: nothing connects before the first call), copied by
+//!   `__clone` (a new session of its own), dropped by `__destruct`, and at request end
+//!   whatever is left (after a fatal error destructors do not run). Leases are not
+//!   released then: they are owner strings with a TTL, which may outlive the request on
+//!   purpose, exactly as with the original class.
+//! - fork: a child must neither use nor close the parent's native session (COM_QUIT would
+//!   end it), nor free the parent's prepared PDO statements; the first call in a child
+//!   abandons them and starts afresh on the same target.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use ext_php_rs::args::Arg;
+use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
+use ext_php_rs::exception::{PhpException, PhpResult};
+use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags, PropertyFlags};
+use ext_php_rs::types::Zval;
+use ext_php_rs::zend::{ce, ClassEntry, ExecuteData};
+use mysqllock_core::{
+    Config, Connector, Dialect, DistributedLock, Error, Grant, MysqlSession, QuoteStyle, Session, Table,
+    DEFAULT_LEASE_TABLE,
+};
+
+use crate::args::{self, Args};
+use crate::connection::{Settings, Statements};
+use crate::exceptions::{lease_exception, lease_to_php, protected_property};
+use crate::handler::{self, handlers};
+use crate::ini;
+use crate::pdo_session::{self, PdoSession};
+use crate::php::{self, Noise};
+use crate::registry::Class;
+
+/// `PDO::ATTR_DRIVER_NAME`.
+const ATTR_DRIVER_NAME: i64 = 16;
+
+/// The private property holding the object's number in [`OBJECTS`].
+const HANDLE: &str = "handle";
+
+const NO_DSN: &str = "new DistributedLock() without a PDO uses the extension's own connection, but mysqllock.dsn \
+                      is not set: set it (php.ini, or ini_set('mysqllock.dsn', 'mysql://user:password@host:port/db')) \
+                      or pass a PDO: new DistributedLock($pdo)";
+
+thread_local! {
+    /// The state of every live `DistributedLock` object of this request, by handle.
+    static OBJECTS: RefCell<HashMap<i64, Entry>> = RefCell::new(HashMap::new());
+    static NEXT_HANDLE: Cell<i64> = const { Cell::new(1) };
+}
+
+/// Where an object's sessions come from.
+enum LeaseConnector {
+    Native(Box<Config>),
+    Pdo { pdo: Zval, statements: Statements },
+}
+
+impl LeaseConnector {
+    /// The same target without any session or prepared statement of this one.
+    fn fresh(&self) -> LeaseConnector {
+        match self {
+            LeaseConnector::Native(config) => LeaseConnector::Native(config.clone()),
+            LeaseConnector::Pdo { pdo, .. } => {
+                LeaseConnector::Pdo { pdo: pdo.shallow_clone(), statements: Statements::default() }
+            }
+        }
+    }
+}
+
+impl Connector for LeaseConnector {
+    type Session = Box<dyn Session>;
+
+    fn connect(&mut self) -> mysqllock_core::Result<Box<dyn Session>> {
+        match self {
+            LeaseConnector::Native(config) => Ok(Box::new(MysqlSession::connect(config)?)),
+            LeaseConnector::Pdo { pdo, statements } => Ok(Box::new(PdoSession::attach(pdo, statements.clone()))),
+        }
+    }
+}
+
+type Core = DistributedLock<LeaseConnector>;
+
+/// The lease a successful `acquire()`/`renew()` of this object granted last.
+struct Held {
+    resource: String,
+    owner: String,
+    grant: Grant,
+}
+
+/// One PHP object's state.
+struct Entry {
+    /// The process that made `lock`'s session (see [`Entry::follow_fork`]).
+    pid: u32,
+    dialect: Dialect,
+    lock: Core,
+    held: Option<Held>,
+}
+
+impl Entry {
+    fn new(connector: LeaseConnector, table: Table, dialect: Dialect) -> Entry {
+        Entry { pid: std::process::id(), dialect, lock: DistributedLock::new(connector, table, dialect), held: None }
+    }
+
+    /// A copy on a session of its own (`clone $lock`).
+    fn duplicate(&self) -> Entry {
+        let mut copy = Entry::new(self.lock.connector().fresh(), self.lock.table().clone(), self.dialect);
+        copy.held =
+            self.held.as_ref().map(|h| Held { resource: h.resource.clone(), owner: h.owner.clone(), grant: h.grant });
+        copy
+    }
+
+    /// In a forked child: leave the parent's session and statements alone, start anew.
+    fn follow_fork(&mut self) {
+        let pid = std::process::id();
+        if pid == self.pid {
+            return;
+        }
+        let fresh = DistributedLock::new(self.lock.connector().fresh(), self.lock.table().clone(), self.dialect);
+        abandon(std::mem::replace(&mut self.lock, fresh));
+        self.pid = pid;
+    }
+
+    /// Remembers what `acquire()`/`renew()` answered for `resource` and `owner`: a grant
+    /// becomes the current lease; a refusal ends the current lease if it was that one.
+    fn record(&mut self, resource: &str, owner: &str, grant: Option<Grant>) {
+        match grant {
+            Some(grant) => self.held = Some(Held { resource: resource.to_owned(), owner: owner.to_owned(), grant }),
+            None => self.forget(resource, owner),
+        }
+    }
+
+    fn forget(&mut self, resource: &str, owner: &str) {
+        if self.held.as_ref().is_some_and(|h| h.resource == resource && h.owner == owner) {
+            self.held = None;
+        }
+    }
+
+    /// Drops the state; in a child of the process that made it, abandons it instead.
+    fn close(self) {
+        if self.pid == std::process::id() {
+            drop(self);
+        } else {
+            abandon(self.lock);
+        }
+    }
+}
+
+/// Never closes or frees what a core lock inherited from a parent process: its native
+/// socket (no COM_QUIT) and its prepared PDO statements (no COM_STMT_CLOSE).
+fn abandon(lock: Core) {
+    if let LeaseConnector::Pdo { statements, .. } = lock.connector() {
+        for statement in statements.borrow_mut().values_mut() {
+            php::never_free(statement);
+        }
+    }
+    std::mem::forget(lock);
+}
+
+/// Request end: drops what destructors left (e.g. after a fatal error).
+pub fn request_shutdown() {
+    let left =
+        OBJECTS.with(|objects| objects.try_borrow_mut().map(|mut o| std::mem::take(&mut *o)).unwrap_or_default());
+    for entry in left.into_values() {
+        entry.close();
+    }
+}
+
+/// Module end: nothing may touch PHP values any more; anything left is leaked.
+pub fn module_shutdown() {
+    let left =
+        OBJECTS.with(|objects| objects.try_borrow_mut().map(|mut o| std::mem::take(&mut *o)).unwrap_or_default());
+    std::mem::forget(left);
+}
+
+// ---------------------------------------------------------------------------------
+// Registration
+
+/// Registers `Nene\Kit\DistributedLock`; module startup only.
+pub fn register() -> ext_php_rs::error::Result<()> {
+    let public = MethodFlags::Public;
+    let text = |name: &str| Arg::new(name, DataType::String);
+    let ttl = || Arg::new("ttlSeconds", DataType::Long);
+    let method = |name: &str, handler, ret: DataType, nullable: bool| {
+        FunctionBuilder::new(name, handler).returns(ret, false, nullable)
+    };
+    let mut handle = protected_property(HANDLE);
+    handle.flags = PropertyFlags::Private;
+    ClassBuilder::new(Class::DistributedLock.name())
+        .property(handle)
+        .method(
+            FunctionBuilder::new("__construct", construct)
+                .not_required()
+                .arg(Arg::new("pdo", DataType::object("PDO")).allow_null().default("null"))
+                .arg(text("table").default("'distributed_locks'")),
+            public,
+        )
+        .method(
+            method("acquire", acquire, DataType::Bool, false)
+                .arg(text("resource"))
+                .arg(text("owner"))
+                .arg(ttl())
+                .not_required()
+                .arg(Arg::new("wait", DataType::Double).default("0.0")),
+            public,
+        )
+        .method(method("release", release, DataType::Bool, false).arg(text("resource")).arg(text("owner")), public)
+        .method(
+            method("renew", renew, DataType::Bool, false).arg(text("resource")).arg(text("owner")).arg(ttl()),
+            public,
+        )
+        .method(method("isHeld", is_held, DataType::Bool, false).arg(text("resource")), public)
+        .method(method("getToken", get_token, DataType::Long, true), public)
+        .method(method("getRemaining", get_remaining, DataType::Double, false), public)
+        .method(method("createTable", create_table, DataType::Bool, false), public)
+        .method(method("upgradeTable", upgrade_table, DataType::Bool, false), public)
+        .method(FunctionBuilder::new("__clone", clone), public)
+        .method(FunctionBuilder::new("__destruct", destruct), public)
+        .registration(registered)
+        .register()
+}
+
+/// Stores the class entry; the object's state cannot be serialized.
+fn registered(class: &'static mut ClassEntry, arg_info: ext_php_rs::args::ArgInfoTables) {
+    class.ce_flags |= ClassFlags::NotSerializable.bits();
+    (Class::DistributedLock.registration())(class, arg_info);
+}
+
+handlers! {
+    construct => construct_body,
+    acquire => acquire_body,
+    release => release_body,
+    renew => renew_body,
+    is_held => is_held_body,
+    get_token => get_token_body,
+    get_remaining => get_remaining_body,
+    create_table => create_table_body,
+    upgrade_table => upgrade_table_body,
+    clone => clone_body,
+    destruct => destruct_body,
+}
+
+// ---------------------------------------------------------------------------------
+// Methods
+
+/// `__construct(?PDO $pdo = null, string $table = 'distributed_locks')`. Connects at
+/// the first call, not here.
+fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let mut this = args::this(ex)?;
+    let a = Args::fetch(ex, &["pdo", "table"], 0)?;
+    let pdo = a.get(0).filter(|p| !p.is_null());
+    let table_name = a.get(1).map(|t| text_arg(t, 2, "table", "__construct")).transpose()?;
+    let entry = match pdo {
+        Some(pdo) => {
+            let is_pdo =
+                ClassEntry::try_find("PDO").zip(pdo.object()).is_some_and(|(class, object)| object.instance_of(class));
+            if !is_pdo {
+                return Err(args::type_error(1, "?PDO", pdo));
+            }
+            let driver = php::call_method(pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet)
+                .map_err(|e| lease_exception(&format!("DistributedLock::__construct(): {}", e.describe()), 0, None))?
+                .string()
+                .unwrap_or_default();
+            let dialect = Dialect::from_driver(&driver).map_err(|e| lease_to_php("__construct", &e))?;
+            let table = table(table_name.as_deref().unwrap_or(DEFAULT_LEASE_TABLE))?;
+            let connector = LeaseConnector::Pdo { pdo: pdo.shallow_clone(), statements: Statements::default() };
+            Entry::new(connector, table, dialect)
+        }
+        None => {
+            let url = ini::get(ini::DSN)
+                .ok_or_else(|| lease_exception(&format!("DistributedLock::__construct(): {NO_DSN}"), 0, None))?;
+            let bad_dsn =
+                |e: Error| lease_exception(&format!("DistributedLock::__construct(): mysqllock.dsn: {e}"), 0, None);
+            let lease_table = Config::from_url(&url).map_err(bad_dsn)?.lease_table;
+            let (settings, shared_table) = Settings::from_url(&url).map_err(bad_dsn)?;
+            let config = settings.native(&shared_table.unwrap_or_default());
+            let table = match table_name {
+                Some(name) => table(&name)?,
+                None => lease_table,
+            };
+            Entry::new(LeaseConnector::Native(Box::new(config)), table, Dialect::MySql)
+        }
+    };
+    // A second __construct() on one object replaces its earlier state.
+    let earlier = this.object().and_then(read_handle);
+    let handle = NEXT_HANDLE.replace(NEXT_HANDLE.get() + 1);
+    let class = Class::DistributedLock.entry().ok_or_else(handler::pending)?;
+    if let Some(object) = this.object_mut() {
+        php::write_property(object, class, HANDLE, &int(handle));
+    }
+    let replaced = OBJECTS.with(|objects| {
+        let mut objects = objects.borrow_mut();
+        objects.insert(handle, entry);
+        earlier.and_then(|h| objects.remove(&h))
+    });
+    if let Some(entry) = replaced {
+        entry.close();
+    }
+    Ok(handler::null())
+}
+
+/// `acquire(string $resource, string $owner, int $ttlSeconds, float $wait = 0): bool`
+fn acquire_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    let a = Args::fetch(ex, &["resource", "owner", "ttlSeconds", "wait"], 3)?;
+    let (resource, owner) =
+        (text_arg(&a.value(0), 1, "resource", "acquire")?, text_arg(&a.value(1), 2, "owner", "acquire")?);
+    let ttl = int_arg(&a.value(2), 3)?;
+    let wait = a.get(3).map_or(Ok(0.0), |w| float_arg(w, 4))?;
+    let won = with_entry(handle, "acquire", |e| {
+        let grant = if wait == 0.0 {
+            e.lock.acquire(&resource, &owner, ttl)?
+        } else {
+            e.lock.acquire_waiting(&resource, &owner, ttl, wait)?
+        };
+        e.record(&resource, &owner, grant);
+        Ok(grant.is_some())
+    })?;
+    Ok(boolean(won))
+}
+
+/// `release(string $resource, string $owner): bool`
+fn release_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    let a = Args::fetch(ex, &["resource", "owner"], 2)?;
+    let (resource, owner) =
+        (text_arg(&a.value(0), 1, "resource", "release")?, text_arg(&a.value(1), 2, "owner", "release")?);
+    let released = with_entry(handle, "release", |e| {
+        let released = e.lock.release(&resource, &owner)?;
+        e.forget(&resource, &owner);
+        Ok(released)
+    })?;
+    Ok(boolean(released))
+}
+
+/// `renew(string $resource, string $owner, int $ttlSeconds): bool`
+fn renew_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    let a = Args::fetch(ex, &["resource", "owner", "ttlSeconds"], 3)?;
+    let (resource, owner) =
+        (text_arg(&a.value(0), 1, "resource", "renew")?, text_arg(&a.value(1), 2, "owner", "renew")?);
+    let ttl = int_arg(&a.value(2), 3)?;
+    let renewed = with_entry(handle, "renew", |e| {
+        let grant = e.lock.renew(&resource, &owner, ttl)?;
+        e.record(&resource, &owner, grant);
+        Ok(grant.is_some())
+    })?;
+    Ok(boolean(renewed))
+}
+
+/// `isHeld(string $resource): bool`
+fn is_held_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    let a = Args::fetch(ex, &["resource"], 1)?;
+    let resource = text_arg(&a.value(0), 1, "resource", "isHeld")?;
+    let held = with_entry(handle, "isHeld", |e| e.lock.is_held(&resource))?;
+    Ok(boolean(held))
+}
+
+/// `getToken(): ?int`: the fencing token of the current lease (upgraded table only).
+fn get_token_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    Args::fetch(ex, &[], 0)?;
+    let token = with_entry(handle, "getToken", |e| Ok(e.held.as_ref().and_then(|h| h.grant.token)))?;
+    Ok(token.map_or_else(Zval::null, |t| int(i64::try_from(t).unwrap_or(i64::MAX))))
+}
+
+/// `getRemaining(): float`: seconds until the current lease's local deadline.
+fn get_remaining_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    Args::fetch(ex, &[], 0)?;
+    let remaining =
+        with_entry(handle, "getRemaining", |e| Ok(e.held.as_ref().map_or(0.0, |h| h.grant.remaining().as_secs_f64())))?;
+    let mut z = Zval::new();
+    z.set_double(remaining);
+    Ok(z)
+}
+
+/// `createTable(): bool`: the seed's table (InnoDB on MySQL), `false` if it existed.
+fn create_table_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    Args::fetch(ex, &[], 0)?;
+    Ok(boolean(with_entry(handle, "createTable", |e| e.lock.create_table())?))
+}
+
+/// `upgradeTable(): bool`: fencing tokens and microsecond times (MySQL only).
+fn upgrade_table_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    Args::fetch(ex, &[], 0)?;
+    Ok(boolean(with_entry(handle, "upgradeTable", |e| e.lock.upgrade_table())?))
+}
+
+/// `clone $lock`: the copy gets a session of its own and the same current lease.
+fn clone_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let mut this = args::this(ex)?;
+    let Some(old) = this.object().and_then(read_handle) else { return Ok(handler::null()) };
+    let copy = OBJECTS.with(|objects| objects.borrow().get(&old).map(Entry::duplicate));
+    let Some(copy) = copy else { return Ok(handler::null()) };
+    let handle = NEXT_HANDLE.replace(NEXT_HANDLE.get() + 1);
+    let class = Class::DistributedLock.entry().ok_or_else(handler::pending)?;
+    if let Some(object) = this.object_mut() {
+        php::write_property(object, class, HANDLE, &int(handle));
+    }
+    OBJECTS.with(|objects| objects.borrow_mut().insert(handle, copy));
+    Ok(handler::null())
+}
+
+/// `__destruct()`: closes the object's session (its leases stay until their TTL).
+fn destruct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let this = args::this(ex)?;
+    if let Some(handle) = this.object().and_then(read_handle) {
+        let entry = OBJECTS.with(|objects| objects.try_borrow_mut().ok().and_then(|mut o| o.remove(&handle)));
+        if let Some(entry) = entry {
+            entry.close();
+        }
+    }
+    Ok(handler::null())
+}
+
+// ---------------------------------------------------------------------------------
+// Helpers
+
+/// The object's handle; an `Error` if its constructor never ran.
+fn handle_of(ex: &mut ExecuteData) -> PhpResult<i64> {
+    let this = args::this(ex)?;
+    this.object().and_then(read_handle).ok_or_else(|| {
+        PhpException::new(
+            "DistributedLock is not initialized: a subclass constructor must call parent::__construct()".to_owned(),
+            0,
+            ce::error(),
+        )
+    })
+}
+
+fn read_handle(object: &ext_php_rs::types::ZendObject) -> Option<i64> {
+    let class = Class::DistributedLock.entry()?;
+    php::read_property(object, class, HANDLE).and_then(|h| h.long())
+}
+
+/// Runs `f` on the object's state, taken out of the map meanwhile so that PHP code
+/// running inside (a PDO subclass, an error handler) can use other objects.
+fn with_entry<T>(handle: i64, method: &str, f: impl FnOnce(&mut Entry) -> Result<T, Error>) -> PhpResult<T> {
+    let entry = OBJECTS.with(|objects| objects.try_borrow_mut().ok().and_then(|mut o| o.remove(&handle)));
+    let Some(mut entry) = entry else {
+        return Err(PhpException::new(
+            format!("DistributedLock::{method}() was called while this object is already running a call"),
+            0,
+            ce::error(),
+        ));
+    };
+    // Causes kept for an earlier call's exception are stale now.
+    pdo_session::clear_causes();
+    entry.follow_fork();
+    let result = f(&mut entry);
+    let displaced = OBJECTS.with(|objects| objects.borrow_mut().insert(handle, entry));
+    drop(displaced);
+    result.map_err(|e| lease_to_php(method, &e))
+}
+
+/// A validated lease table name.
+fn table(name: &str) -> PhpResult<Table> {
+    Table::new(name, QuoteStyle::Backtick).map_err(|e| lease_to_php("__construct", &e))
+}
+
+/// A `string` parameter: a string (valid UTF-8), or an int/float/Stringable converted as
+/// PHP's coercive mode would.
+fn text_arg(value: &Zval, position: u32, what: &'static str, method: &str) -> PhpResult<String> {
+    match args::lock_name(value, position)? {
+        args::Name::Valid(s) => Ok(s),
+        args::Name::Invalid { .. } => {
+            Err(lease_to_php(method, &Error::InvalidArgument { what, reason: "it is not valid UTF-8".to_owned() }))
+        }
+    }
+}
+
+/// An `int` parameter (seconds): an int, or a float or numeric string with an integral
+/// value; anything else is PHP's `TypeError`.
+fn int_arg(value: &Zval, position: u32) -> PhpResult<f64> {
+    let value = value.dereference();
+    let number = if value.is_long() || value.is_double() || value.is_string() { args::number(value) } else { None };
+    match number {
+        Some(n) if n.fract() == 0.0 || !n.is_finite() => Ok(n),
+        _ => Err(args::type_error(position, "int", value)),
+    }
+}
+
+/// A `float` parameter: an int, a float or a numeric string.
+fn float_arg(value: &Zval, position: u32) -> PhpResult<f64> {
+    args::number(value).ok_or_else(|| args::type_error(position, "float", value))
+}
+
+fn boolean(value: bool) -> Zval {
+    let mut z = Zval::new();
+    z.set_bool(value);
+    z
+}
+
+fn int(value: i64) -> Zval {
+    let mut z = Zval::new();
+    z.set_long(value);
+    z
+}
