@@ -22,8 +22,17 @@ pub const HELD_ELSEWHERE: u8 = 75;
 pub const LOST_WHILE_RUNNING: u8 = 76;
 /// The server refused a statement for lack of privileges (EX_NOPERM).
 pub const NO_PERMISSION: u8 = 77;
-/// The lock table does not exist: run `mysqllock init` (EX_CONFIG).
+/// The lock table does not exist (run `mysqllock init`, or `init --lease`), or the lease
+/// table cannot hold leases safely (MyISAM) (EX_CONFIG).
 pub const NO_TABLE: u8 = 78;
+/// `run --lease`: the lease was lost while the command ran (a renewal was refused, or the
+/// local deadline passed without one), so the command was terminated (SIGTERM, then
+/// SIGKILL after `--kill-after`).
+pub const LEASE_LOST: u8 = 79;
+/// A GET_LOCK-based lock on a replicated cluster node (Galera, Group Replication), where
+/// GET_LOCK and KILL act on that node only: use `--lease`, or `--allow-cluster` if every
+/// lock client talks to this one node.
+pub const CLUSTER_NODE: u8 = 80;
 /// The command exists but could not be executed (as in a shell).
 pub const CANNOT_EXECUTE: u8 = 126;
 /// The command was not found (as in a shell).
@@ -34,8 +43,9 @@ pub fn for_error(e: &Error) -> u8 {
     match e {
         Error::InvalidArgument { .. } => USAGE,
         Error::Timeout { .. } => HELD_ELSEWHERE,
-        Error::Connect { .. } | Error::ConnectionLost { .. } => UNAVAILABLE,
-        Error::MissingTable { .. } => NO_TABLE,
+        Error::Connect { .. } | Error::ConnectionLost { .. } | Error::NodeNotReady { .. } => UNAVAILABLE,
+        Error::MissingTable { .. } | Error::UnusableTable { .. } => NO_TABLE,
+        Error::ClusterNode { .. } => CLUSTER_NODE,
         Error::AccessDenied { .. } | Error::TakeoverDenied { .. } => NO_PERMISSION,
         Error::NotHeld { .. } => LOST_WHILE_RUNNING,
         _ => SOFTWARE,
@@ -82,6 +92,17 @@ mod tests {
         let invalid = Error::InvalidArgument { what: "ttl", reason: "NaN is not a finite number of seconds".into() };
         assert_eq!(for_error(&invalid), USAGE);
         assert_eq!(for_error(&Error::Timeout { name: "x".into(), timeout: 0.0 }), HELD_ELSEWHERE);
+    }
+
+    #[test]
+    fn a_cluster_node_refusal_has_its_own_code_and_a_node_not_ready_is_unavailable() {
+        let refused = Error::ClusterNode { name: Some("x".into()), what: "a Galera node (wsrep_on=ON)" };
+        assert_eq!(for_error(&refused), CLUSTER_NODE);
+        let not_ready = Error::NodeNotReady {
+            name: None,
+            source: mysqllock_core::SessionError::server(1047, "WSREP has not yet prepared node for application use"),
+        };
+        assert_eq!(for_error(&not_ready), UNAVAILABLE);
     }
 
     #[test]

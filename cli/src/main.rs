@@ -3,6 +3,7 @@
 
 mod duration;
 mod exit;
+mod lease;
 mod run;
 mod signals;
 mod status;
@@ -11,7 +12,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use mysqllock_core::{AcquireOptions, Config, NativeLocker};
+use mysqllock_core::{AcquireOptions, Config, DistributedLock, Error, LeaseRow, LockStatus, NativeLocker};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -24,7 +25,14 @@ Exit codes:
         (its TTL passed and another node took it over, or its keep-alive could not
         renew it): the run may have overlapped
   77    the database user lacks a privilege
-  78    the lock table does not exist: run `mysqllock init` (or `init --upgrade`)
+  78    the lock table does not exist: run `mysqllock init` (or `init --upgrade`,
+        `init --lease`), or the lease table cannot be used (not InnoDB)
+  79    run --lease: the lease was lost while the command ran (a renewal was refused,
+        or none succeeded before the local deadline); the command got SIGTERM (and
+        SIGKILL after --kill-after)
+  80    the server is a replicated cluster node (Galera, Group Replication), where
+        GET_LOCK is per node: use `run --lease`, or --allow-cluster if every lock
+        client talks to this one node
   126   run: the command could not be executed
   127   run: the command was not found
   128+N run: the command was killed by signal N
@@ -37,9 +45,17 @@ Environment:
 #[command(name = "mysqllock", version, after_help = EXIT_CODES)]
 struct Cli {
     /// Connection URL: mysql://user:password@host:port/database?table=shared_locks
-    /// (also: quote=ansi, socket=/path, charset=..., connect_timeout=seconds).
+    /// (also: lease_table=distributed_locks, quote=ansi, socket=/path, charset=...,
+    /// connect_timeout=seconds, allow_cluster=1).
     #[arg(long, global = true, env = "MYSQLLOCK_DSN", hide_env_values = true, value_name = "URL")]
     dsn: Option<String>,
+
+    /// Allow the GET_LOCK-based locks (run without --lease) on a replicated cluster node
+    /// (Galera, Group Replication), where they are refused (exit 80) because GET_LOCK
+    /// and KILL act on one node only. Only if every lock client talks to this one node;
+    /// otherwise use --lease. The same as allow_cluster=1 in the URL.
+    #[arg(long, global = true)]
+    allow_cluster: bool,
 
     #[command(subcommand)]
     command: Cmd,
@@ -52,10 +68,18 @@ enum Cmd {
     /// With --upgrade, also adds the columns for fencing tokens and for recording who
     /// holds a lock (token, holder_host, holder_pid). Processes running the PHP package
     /// keep working on the upgraded table. Running it again is harmless.
+    ///
+    /// With --lease, creates the lease mode's table instead (distributed_locks, or the
+    /// URL's lease_table=; InnoDB), as Nene\Kit\DistributedLock documents it; with
+    /// --lease --upgrade, also adds a fencing token column and microsecond times.
     Init {
-        /// Also add the token, holder_host and holder_pid columns if they are missing.
+        /// Also add the token, holder_host and holder_pid columns if they are missing
+        /// (with --lease: the token column and microsecond times).
         #[arg(long)]
         upgrade: bool,
+        /// The lease mode's table rather than shared_locks.
+        #[arg(long)]
+        lease: bool,
     },
 
     /// Runs COMMAND only if the lock NAME is acquired, then releases it.
@@ -73,6 +97,14 @@ enum Cmd {
     /// SIGHUP, SIGINT, SIGQUIT and SIGTERM sent to mysqllock are forwarded to it; the
     /// lock is released when it ends, however it ends.
     ///
+    /// With --lease, the lock is a table-only lease (the lease mode: no GET_LOCK, safe on
+    /// replicated clusters) owned by --owner, renewed every third of --ttl while the
+    /// command runs. If it is lost (a renewal refused, or none succeeded before the local
+    /// deadline), the command gets SIGTERM, SIGKILL after --kill-after, and the run exits
+    /// 79. The command gets MYSQLLOCK_NAME, MYSQLLOCK_OWNER and, on an upgraded lease
+    /// table (`init --lease --upgrade`), MYSQLLOCK_TOKEN. If mysqllock itself is killed,
+    /// the lease stays until its TTL passes.
+    ///
     /// DURATION: seconds (90, 1.5) or a number with a unit: 500ms, 90s, 5m, 2h, 1d.
     #[command(after_help = EXIT_CODES)]
     Run {
@@ -83,8 +115,19 @@ enum Cmd {
         timeout: f64,
         /// How long the lock lives at most; after that another node may take it over.
         /// Without --keep-alive, choose it longer than the command can ever run.
-        #[arg(long, default_value = "3600", value_parser = duration::seconds, allow_negative_numbers = true, value_name = "DURATION")]
-        ttl: f64,
+        /// [default: 3600; with --lease: 60, renewed while the command runs]
+        #[arg(long, value_parser = duration::seconds, allow_negative_numbers = true, value_name = "DURATION")]
+        ttl: Option<f64>,
+        /// Use the lease mode (table-only, for replicated clusters) instead of GET_LOCK.
+        #[arg(long, conflicts_with_all = ["keep_alive", "max_hold", "at_least"])]
+        lease: bool,
+        /// With --lease: the lease's owner [default: host:pid:random, unique per run].
+        #[arg(long, requires = "lease", value_name = "STRING")]
+        owner: Option<String>,
+        /// With --lease: how long the command may take to end after the SIGTERM sent
+        /// when the lease was lost, before it gets SIGKILL.
+        #[arg(long, requires = "lease", default_value = "5", value_parser = duration::seconds, allow_negative_numbers = true, value_name = "DURATION")]
+        kill_after: f64,
         /// Renew the lock in the background (every third of --ttl) while the command
         /// runs, up to --max-hold. Use a short --ttl with it (e.g. 60): a node that
         /// crashes or freezes then blocks the others for --ttl only. If a renewal fails,
@@ -121,6 +164,11 @@ enum Cmd {
     /// gone; the next acquirer reclaims the row) or "pending" (the row is taken but its
     /// holder does not hold the GET_LOCK: an acquisition in progress, or a finished
     /// `run --at-least` whose lock stays taken until EXPIRES).
+    ///
+    /// Leases of the lease mode follow after a blank line under their own header:
+    /// RESOURCE, OWNER, TOKEN ("-" without the upgrade), ACQUIRED and EXPIRES (UTC),
+    /// TTL_LEFT_S, and STATE "held" or "expired". A table that does not exist is left
+    /// out; --json lists both kinds, each object with its "kind" ("lock" or "lease").
     Status {
         /// Only this lock.
         name: Option<String>,
@@ -143,23 +191,64 @@ fn main() -> ExitCode {
         eprintln!("mysqllock: no database: pass --dsn URL or set MYSQLLOCK_DSN");
         return ExitCode::from(exit::USAGE);
     };
-    let mut locker = match Config::from_url(&dsn) {
-        Ok(config) => NativeLocker::from_config(config),
+    let config = match Config::from_url(&dsn) {
+        Ok(config) => Config { allow_cluster: config.allow_cluster || cli.allow_cluster, ..config },
         Err(e) => return ExitCode::from(exit::report(&e)),
     };
-    ExitCode::from(dispatch(&mut locker, &cli.command))
+    ExitCode::from(dispatch(&config, &cli.command))
 }
 
+/// The lease mode's default TTL for `run --lease`: renewed every third of it, so a
+/// killed run blocks the others for this long at most.
+const DEFAULT_LEASE_TTL: f64 = 60.0;
+/// The default TTL without --lease.
+const DEFAULT_TTL: f64 = 3600.0;
+
 /// Runs one subcommand and returns its exit code.
-fn dispatch(locker: &mut NativeLocker, command: &Cmd) -> u8 {
+fn dispatch(config: &Config, command: &Cmd) -> u8 {
+    let mut locker = NativeLocker::from_config(config.clone());
     match command {
-        Cmd::Init { upgrade } => init(locker, *upgrade),
-        Cmd::Run { name, timeout, ttl, keep_alive, max_hold, at_least, command } => {
-            let options = AcquireOptions { keep_alive: *keep_alive, max_hold: *max_hold, at_least: *at_least };
-            run::run(locker, &run::Job { name, timeout: *timeout, ttl: *ttl, options, command })
+        Cmd::Init { upgrade, lease: true } => init_lease(config, *upgrade),
+        Cmd::Init { upgrade, lease: false } => init(&mut locker, *upgrade),
+        Cmd::Run { name, timeout, ttl, lease: true, owner, kill_after, command, .. } => {
+            let ttl = ttl.unwrap_or(DEFAULT_LEASE_TTL);
+            let job = lease::LeaseJob {
+                name,
+                owner: owner.as_deref(),
+                timeout: *timeout,
+                ttl,
+                kill_after: *kill_after,
+                command,
+            };
+            lease::run(config, &job)
         }
-        Cmd::Status { name, json } => status(locker, name.as_deref(), *json),
+        Cmd::Run { name, timeout, ttl, keep_alive, max_hold, at_least, command, .. } => {
+            let options = AcquireOptions { keep_alive: *keep_alive, max_hold: *max_hold, at_least: *at_least };
+            let ttl = ttl.unwrap_or(DEFAULT_TTL);
+            run::run(&mut locker, &run::Job { name, timeout: *timeout, ttl, options, command })
+        }
+        Cmd::Status { name, json } => status(config, &mut locker, name.as_deref(), *json),
     }
+}
+
+/// `init --lease [--upgrade]`: the lease table, one line per step.
+fn init_lease(config: &Config, upgrade: bool) -> u8 {
+    let mut lock = DistributedLock::native(config.clone());
+    let table = lock.table().display_name();
+    match lock.create_table() {
+        Ok(true) => println!("created lease table {table}"),
+        Ok(false) if !upgrade => println!("lease table {table} already exists"),
+        Ok(false) => {}
+        Err(e) => return exit::report(&e),
+    }
+    if upgrade {
+        match lock.upgrade_table() {
+            Ok(true) => println!("upgraded lease table {table}: added token, microsecond times"),
+            Ok(false) => println!("lease table {table} is already upgraded"),
+            Err(e) => return exit::report(&e),
+        }
+    }
+    0
 }
 
 /// Creates the table if it is missing and, with `upgrade`, adds the upgrade's columns;
@@ -182,11 +271,35 @@ fn init(locker: &mut NativeLocker, upgrade: bool) -> u8 {
     0
 }
 
-fn status(locker: &mut NativeLocker, name: Option<&str>, json: bool) -> u8 {
-    match locker.status(name) {
-        Ok(rows) if json => print!("{}", status::json(&rows)),
-        Ok(rows) => print!("{}", status::table(&rows)),
-        Err(e) => return exit::report(&e),
+/// Both tables' rows; a table that does not exist (or, for the GET_LOCK locks, a cluster
+/// node where they are refused) is left out, unless neither can be read.
+fn status(config: &Config, locker: &mut NativeLocker, name: Option<&str>, json: bool) -> u8 {
+    let locks = locker.status(name);
+    let mut lease = DistributedLock::native(config.clone());
+    let leases: Result<Vec<LeaseRow>, Error> = match name {
+        Some(name) => lease.holder(name).map(|row| row.into_iter().collect()),
+        None => lease.rows(),
+    };
+    let absent = |e: &Error| matches!(e, Error::MissingTable { .. }) || e.is_cluster_node();
+    let leases = match leases {
+        // A name the lease table cannot hold has no lease.
+        Err(e) if e.is_invalid_argument() && name.is_some() => Ok(Vec::new()),
+        Err(e @ Error::UnusableTable { .. }) => {
+            eprintln!("mysqllock: warning: leases not shown: {}", exit::describe(&e));
+            Ok(Vec::new())
+        }
+        other => other,
+    };
+    let (locks, leases): (Vec<LockStatus>, Vec<LeaseRow>) = match (locks, leases) {
+        (Err(e), _) if !absent(&e) => return exit::report(&e),
+        (_, Err(e)) if !absent(&e) => return exit::report(&e),
+        (Err(e), Err(_)) => return exit::report(&e),
+        (locks, leases) => (locks.unwrap_or_default(), leases.unwrap_or_default()),
+    };
+    if json {
+        print!("{}", status::json(&locks, &leases));
+    } else {
+        print!("{}", status::tables(&locks, &leases));
     }
     0
 }

@@ -124,7 +124,7 @@ fn execute(
         return signals::wait(&mut child);
     };
     let program = command[0].to_string_lossy();
-    signals::wait_watching(&mut child, WATCH_INTERVAL, || {
+    signals::wait_watching(&mut child, WATCH_INTERVAL, None, || {
         // Local state only: no statement per poll.
         if locker.renewal_failed(&lease.name) {
             eprintln!(

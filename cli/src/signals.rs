@@ -16,7 +16,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The signals passed on to the command.
 const FORWARDED: [libc::c_int; 4] = [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM];
@@ -78,7 +78,8 @@ pub fn wait(child: &mut Child) -> io::Result<ExitStatus> {
 
 /// Waits for `child` to end and reaps it, asking `must_stop` every `every` in the
 /// meantime; the first time it answers yes, the child gets SIGTERM (once), and waiting
-/// goes on until it has ended.
+/// goes on until it has ended; with `kill_after`, a child still running that long after
+/// the SIGTERM gets SIGKILL.
 ///
 /// A helper thread waits for the exit, so the command's end is seen at once, not at
 /// the next tick. Should no thread be available, this waits without watching, as for a
@@ -86,6 +87,7 @@ pub fn wait(child: &mut Child) -> io::Result<ExitStatus> {
 pub fn wait_watching(
     child: &mut Child,
     every: Duration,
+    kill_after: Option<Duration>,
     mut must_stop: impl FnMut() -> bool,
 ) -> io::Result<ExitStatus> {
     let pid = child.id();
@@ -96,22 +98,31 @@ pub fn wait_watching(
     if waiter.is_err() {
         return wait(child);
     }
-    let mut terminated = false;
+    let signal = |signal| {
+        // Lossless: the standard library got this id from a pid_t.
+        // SAFETY: plain kill(2); the child is not reaped yet (only `reap` below does
+        // that), so the pid still names it.
+        unsafe { libc::kill(pid as libc::pid_t, signal) };
+    };
+    let mut terminated: Option<Instant> = None;
+    let mut killed = false;
     loop {
         match exited.recv_timeout(every) {
             Ok(seen) => {
                 seen?;
                 break;
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if !terminated && must_stop() {
-                    terminated = true;
-                    // Lossless: the standard library got this id from a pid_t.
-                    // SAFETY: plain kill(2); the child is not reaped yet (only `reap`
-                    // below does that), so the pid still names it.
-                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+            Err(mpsc::RecvTimeoutError::Timeout) => match terminated {
+                None if must_stop() => {
+                    terminated = Some(Instant::now());
+                    signal(libc::SIGTERM);
                 }
-            }
+                Some(at) if !killed && kill_after.is_some_and(|grace| at.elapsed() >= grace) => {
+                    killed = true;
+                    signal(libc::SIGKILL);
+                }
+                _ => {}
+            },
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(io::Error::other("the thread waiting for the command ended without a word"));
             }

@@ -1,6 +1,7 @@
-//! `mysqllock status`: the table's rows, for people (aligned columns) or scripts (JSON).
+//! `mysqllock status`: the tables' rows, for people (aligned columns) or scripts (JSON):
+//! the locks of `shared_locks`, then the leases of the lease mode's table.
 
-use mysqllock_core::LockStatus;
+use mysqllock_core::{LeaseRow, LockStatus};
 use serde_json::json;
 
 /// The column titles of the human-readable table.
@@ -77,9 +78,58 @@ pub fn table(rows: &[LockStatus]) -> String {
     if rows.is_empty() {
         return "no locks held\n".to_owned();
     }
-    let header = HEADER.map(str::to_owned);
-    let lines: Vec<[String; COLUMNS]> = std::iter::once(header).chain(rows.iter().map(cells)).collect();
-    let mut widths = [0; COLUMNS];
+    aligned(HEADER, rows.iter().map(cells))
+}
+
+/// The column titles of the leases' table.
+const LEASE_HEADER: [&str; LEASE_COLUMNS] =
+    ["RESOURCE", "OWNER", "TOKEN", "ACQUIRED", "EXPIRES", "TTL_LEFT_S", "STATE"];
+const LEASE_COLUMNS: usize = 7;
+
+/// A DATETIME as the lease table stores it (UTC, `2025-01-31 02:00:00.123456`) in one
+/// cell: `2025-01-31T02:00:00Z`.
+fn lease_time(stored: &str) -> String {
+    let whole = stored.split('.').next().unwrap_or(stored);
+    format!("{}Z", whole.replacen(' ', "T", 1))
+}
+
+/// "held" while the lease runs, "expired" once anyone may take it.
+fn lease_state(row: &LeaseRow) -> &'static str {
+    if row.is_live() {
+        "held"
+    } else {
+        "expired"
+    }
+}
+
+fn lease_cells(r: &LeaseRow) -> [String; LEASE_COLUMNS] {
+    [
+        r.resource.clone(),
+        r.owner.clone(),
+        or_unknown(r.token),
+        lease_time(&r.acquired_at),
+        lease_time(&r.expires_at),
+        seconds(r.remaining).to_string(),
+        lease_state(r).to_owned(),
+    ]
+}
+
+/// What `status` prints: the locks' table, then, after a blank line, the leases' table
+/// (each only when it has rows), or "no locks held" when neither has any.
+pub fn tables(locks: &[LockStatus], leases: &[LeaseRow]) -> String {
+    if leases.is_empty() {
+        return table(locks);
+    }
+    let mut out = if locks.is_empty() { String::new() } else { table(locks) + "\n" };
+    out.push_str(&aligned(LEASE_HEADER, leases.iter().map(lease_cells)));
+    out
+}
+
+/// Lines of cells, each column as wide as its widest cell, under the header.
+fn aligned<const N: usize>(header: [&str; N], rows: impl Iterator<Item = [String; N]>) -> String {
+    let header = header.map(str::to_owned);
+    let lines: Vec<[String; N]> = std::iter::once(header).chain(rows).collect();
+    let mut widths = [0; N];
     for line in &lines {
         for (w, cell) in widths.iter_mut().zip(line) {
             *w = (*w).max(cell.chars().count());
@@ -96,11 +146,27 @@ pub fn table(rows: &[LockStatus]) -> String {
 
 /// A JSON array with one object per row; times in seconds as the database reports
 /// them (`created`, `acquired_at`, `expires_at`: Unix seconds), `null` where unknown.
-pub fn json(rows: &[LockStatus]) -> String {
+/// Lock rows have `"kind": "lock"`; lease rows (after them) `"kind": "lease"`, with
+/// `resource`, `owner`, `token`, `acquired_at` and `expires_at` (UTC text, as stored),
+/// `remaining_ttl` and `state` ("held" or "expired").
+pub fn json(rows: &[LockStatus], leases: &[LeaseRow]) -> String {
+    let leases = leases.iter().map(|r| {
+        json!({
+            "kind": "lease",
+            "resource": r.resource,
+            "owner": r.owner,
+            "token": r.token,
+            "acquired_at": r.acquired_at,
+            "expires_at": r.expires_at,
+            "remaining_ttl": r.remaining,
+            "state": lease_state(r),
+        })
+    });
     let rows: Vec<_> = rows
         .iter()
         .map(|r| {
             json!({
+                "kind": "lock",
                 "name": r.name,
                 "connection_id": r.connection_id,
                 "host": r.host,
@@ -116,6 +182,7 @@ pub fn json(rows: &[LockStatus]) -> String {
                 "expires_at": r.expires_at(),
             })
         })
+        .chain(leases)
         .collect();
     format!("{}\n", serde_json::Value::Array(rows))
 }
@@ -189,7 +256,7 @@ mod tests {
 
     #[test]
     fn json_shows_what_is_unknown_as_null() {
-        let parsed: serde_json::Value = serde_json::from_str(&json(&[row(5.0, true, true)])).expect("valid JSON");
+        let parsed: serde_json::Value = serde_json::from_str(&json(&[row(5.0, true, true)], &[])).expect("valid JSON");
         for key in ["host", "token", "hostname", "pid"] {
             assert_eq!(parsed[0][key], serde_json::Value::Null, "{key}");
         }
@@ -199,6 +266,49 @@ mod tests {
             (Some(1_700_000_000), Some(1_700_000_060))
         );
         assert_eq!(table(&[]), "no locks held\n");
-        assert_eq!(json(&[]), "[]\n");
+        assert_eq!(json(&[], &[]), "[]\n");
+    }
+
+    fn lease(remaining: f64) -> LeaseRow {
+        LeaseRow {
+            resource: "report".into(),
+            owner: "web-01:4242:00ff".into(),
+            expires_at: "2025-01-31 02:00:30.250000".into(),
+            acquired_at: "2025-01-31 02:00:00".into(),
+            remaining,
+            token: Some(9),
+        }
+    }
+
+    #[test]
+    fn leases_follow_the_locks_after_a_blank_line_under_their_own_header() {
+        let text = tables(&[row(5.0, true, true)], &[lease(12.5)]);
+        let sections: Vec<&str> = text.split("\n\n").collect();
+        assert_eq!(sections.len(), 2, "{text}");
+        assert!(sections[0].starts_with("NAME"), "{text}");
+        let lines: Vec<&str> = sections[1].lines().collect();
+        assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), LEASE_HEADER);
+        assert_eq!(
+            lines[1].split_whitespace().collect::<Vec<_>>(),
+            ["report", "web-01:4242:00ff", "9", "2025-01-31T02:00:00Z", "2025-01-31T02:00:30Z", "12", "held"]
+        );
+    }
+
+    #[test]
+    fn leases_alone_and_nothing_at_all() {
+        let text = tables(&[], &[lease(-0.5)]);
+        assert!(text.starts_with("RESOURCE") && text.contains("expired"), "{text}");
+        assert_eq!(tables(&[], &[]), "no locks held\n");
+        assert_eq!(tables(&[row(5.0, true, true)], &[]), table(&[row(5.0, true, true)]));
+    }
+
+    #[test]
+    fn json_lists_leases_after_locks_with_their_kind() {
+        let parsed: serde_json::Value =
+            serde_json::from_str(&json(&[row(5.0, true, true)], &[lease(3.0)])).expect("valid JSON");
+        assert_eq!((parsed[0]["kind"].as_str(), parsed[1]["kind"].as_str()), (Some("lock"), Some("lease")));
+        assert_eq!(parsed[1]["owner"], "web-01:4242:00ff");
+        assert_eq!(parsed[1]["token"], 9);
+        assert_eq!(parsed[1]["state"], "held");
     }
 }
