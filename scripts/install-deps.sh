@@ -18,8 +18,10 @@ missing=()
 for probe in "${!need[@]}"; do
   [ -e "$probe" ] || missing+=("${need[$probe]}")
 done
-# PDO MySQL and libclang have no binary to probe.
+# PDO MySQL, PDO SQLite and libclang have no binary to probe.
 php -m 2>/dev/null | grep -qx pdo_mysql || missing+=(php8.2-mysql)
+# PDO SQLite: DistributedLock's testing workflow (new PDO('sqlite::memory:')).
+php -m 2>/dev/null | grep -qx pdo_sqlite || missing+=(php8.2-sqlite3)
 # bindgen loads libclang.so (the -dev symlink); libclang-cpp.so, which other packages
 # bring along, is not it.
 ls /usr/lib/llvm-*/lib/libclang.so >/dev/null 2>&1 || missing+=(libclang-dev)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The PHP extension against PHPUnit: the drop-in API of its-mieger/mysql-shared-locks
 # (SPEC §3), the protocol under processes that die, hang and fork (§4), bad input (§7),
+# Nene\Kit\DistributedLock (lease mode; MariaDB native, MariaDB PDO, SQLite PDO),
 # and the stub file against what the extension really registers.
 set -euo pipefail
 : "${MYSQLLOCK_ROOT:?MYSQLLOCK_ROOT is not set (the repository root)}"
@@ -19,7 +20,7 @@ if [ ! -x "$phpunit" ]; then
   exit 1
 fi
 modules=$(php -m)
-for ext in pdo_mysql pcntl posix; do
+for ext in pdo_mysql pdo_sqlite pcntl posix; do
   if ! grep -qx "$ext" <<<"$modules"; then
     echo "30-php: the PHP extension $ext is missing" >&2
     exit 1
