@@ -22,7 +22,17 @@
 //!
 //! So sections that ended by a failed release, by kill -9 or by SIGSTOP are all judged:
 //! a stopped holder's section ends where its lease could be lost, unless it learned of
-//! the loss earlier. A section with END <= START is empty (its lease could be lost
+//! the loss earlier.
+//!
+//! A SIGSTOPped keep-alive holder: SIGSTOP freezes every thread of the process, so its
+//! keep-alive stops with it (for `mysqllock run`, stopping only `mysqllock` freezes the
+//! process that renews), and its lease then ends at the deadline of the keep-alive's
+//! last renewal, which its worker could not journal. Ending the section at the
+//! acquisition's deadline would be lenient (a takeover between that and the renewed
+//! deadline would go unseen); assuming a renewal at the very instant of the stop would
+//! raise false alarms. So once the stop has landed the driver reads that lease's
+//! deadline from the table (a `lease` line), and the section runs at least to it. A
+//! renewal already on the wire when the process froze can only make the real end later. A section with END <= START is empty (its lease could be lost
 //! before acquire returned, e.g. a holder stopped inside the acquire call): it is
 //! counted, and claims nothing.
 //!
