@@ -1,51 +1,92 @@
 #!/usr/bin/env bash
-# A CLI caller of the chaos test: `mysqllock run` in a loop, its command writing to the
-# guard (the protected resource) under $MYSQLLOCK_TOKEN.
+# A CLI caller of the chaos test: `mysqllock run` in a loop, its command journaling the
+# section it holds (format: tests/src/bin/chaos/journal.rs).
 #
-#   worker-cli.sh PATH/TO/mysqllock
+#   worker-cli.sh PATH/TO/mysqllock JOURNAL NAME DSN
 #
-# Started by `chaos drive`, which sets CHAOS_* and MYSQLLOCK_DSN. Each round: run the
-# section under the lock (TTL $CHAOS_TTL, optionally --keep-alive), then record what
-# the release reported, read from mysqllock's exit code: 0 = released OK, 76 = the
-# lock was lost while the command ran. The section command always exits 0 (also when
-# the guard rejects it), so the exit code speaks only of the lock. The holder pid the
-# guard sees is mysqllock's own (the command's $PPID; the lock table records the same).
-# Errors (server restarting, session killed) are logged and the loop goes on.
+# Started by `chaos drive`, which also sets CHAOS_* (see driver.rs, spawn). Each round:
+# `chaos deadline` reads the clocks, then `mysqllock run NAME` (TTL $CHAOS_TTL,
+# optionally --keep-alive) runs the section: it journals `acquired` (PID: mysqllock's,
+# the command's $PPID, which the lock table records too), writes to the guard (the
+# protected resource) under $MYSQLLOCK_TOKEN, holds 50-400 ms, and notes the instant it
+# ends, after which mysqllock releases. The section command always exits 0, so
+# mysqllock's exit code speaks only of the lock: 0 = released OK, 76 = lost while the
+# command ran, 75 = never acquired, 128+N = mysqllock was killed (no release: the kill
+# ends the section), anything else = error. If mysqllock sees the lease lost, it sends
+# the command SIGTERM: the command journals `lost`. The loop then journals `release`
+# with the instant the command ended. Errors (server restarting, session killed) are
+# logged and the loop goes on.
+#
+# MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it:
+#   exclusion    runs the section without mysqllock, under a made-up token
+#   ignore-loss  journals every release as ok and never journals `lost`
 set -u
-mysqllock=${1:?usage: worker-cli.sh PATH/TO/mysqllock}
-for var in CHAOS_DIR CHAOS_GUARD CHAOS_NAME CHAOS_KEEP_ALIVE CHAOS_SEED CHAOS_WORKER CHAOS_TTL CHAOS_TIMEOUT \
-  CHAOS_STOP MYSQLLOCK_DSN; do
+if [ $# != 4 ]; then
+  echo "usage: worker-cli.sh PATH/TO/mysqllock JOURNAL NAME DSN" >&2
+  exit 2
+fi
+mysqllock=$1 journal=$2 name=$3
+export MYSQLLOCK_DSN=$4
+for var in CHAOS_BIN CHAOS_DIR CHAOS_KEEP_ALIVE CHAOS_SEED CHAOS_WORKER CHAOS_TTL CHAOS_TIMEOUT CHAOS_STOP; do
   if [ -z "${!var:-}" ]; then
     echo "worker-cli: $var is not set (run me through chaos drive)" >&2
     exit 2
   fi
 done
+broken=${MYSQLLOCK_BREAK:-}
+case $broken in
+  '' | exclusion | ignore-loss) ;;
+  *) echo "worker-cli: MYSQLLOCK_BREAK=$broken: expected exclusion or ignore-loss" >&2; exit 2 ;;
+esac
 RANDOM=$((CHAOS_SEED % 32768))
-token_file=$CHAOS_DIR/workers/$CHAOS_WORKER.token
+end_file=$CHAOS_DIR/workers/$CHAOS_WORKER.end
 options=(--ttl "$CHAOS_TTL" --timeout "$CHAOS_TIMEOUT")
 if [ "$CHAOS_KEEP_ALIVE" = 1 ]; then
   options+=(--keep-alive)
 fi
 
-# The section: remember the token for the release record, write to the guard, hold a
-# while, write again. $1 = token file, $2 = seconds to hold.
+# The section. $1 = journal, $2 = end file, $3 = seconds to hold, $4 = DEADLINE_NS,
+# $5 = MYSQLLOCK_BREAK. The end file gets "TOKEN MONO_NS" as the command ends (also
+# when SIGTERM tells it the lock was lost), for the release line.
 # shellcheck disable=SC2016 # expanded by the section's own shell
 section='
-printf "%s\n" "${MYSQLLOCK_TOKEN:-}" >"$1"
-if "$CHAOS_GUARD" guard begin "$MYSQLLOCK_NAME" "${MYSQLLOCK_TOKEN:-none}" "$PPID"; then
-  sleep "$2"
-  "$CHAOS_GUARD" guard end "$MYSQLLOCK_NAME" "${MYSQLLOCK_TOKEN:-none}" "$PPID"
+chaos=$CHAOS_BIN token=${MYSQLLOCK_TOKEN:-} holder=$PPID
+if [ -z "$token" ]; then
+  echo "worker-cli: the command got no MYSQLLOCK_TOKEN (is the table upgraded?)" >&2
+  exit 0
 fi
+"$chaos" journal "$1" acquired "$MYSQLLOCK_NAME" "$token" "$4" "$holder" || exit 0
+lost() {
+  if [ "$5" != ignore-loss ]; then
+    "$chaos" journal "$1" lost "$MYSQLLOCK_NAME" "$token" "$holder"
+  fi
+  printf "%s %s\n" "$token" "$("$chaos" now)" >"$2"
+  exit 0
+}
+trap lost TERM
+"$chaos" guard begin "$MYSQLLOCK_NAME" "$token" "$holder"
+sleep "$3" & # the work done under the lock (the behaviour under test)
+wait $!
+"$chaos" guard end "$MYSQLLOCK_NAME" "$token" "$holder"
+printf "%s %s\n" "$token" "$("$chaos" now)" >"$2"
 exit 0'
 
 while [ ! -e "$CHAOS_STOP" ]; do
-  rm -f "$token_file"
+  rm -f "$end_file"
   hold=$(printf '0.%03d' $((50 + RANDOM % 351)))
-  "$mysqllock" run "$CHAOS_NAME" "${options[@]}" -- sh -c "$section" chaos-section "$token_file" "$hold" &
-  holder=$!
-  wait "$holder"
-  rc=$?
-  token=$(cat "$token_file" 2>/dev/null)
+  deadline=$("$CHAOS_BIN" deadline "$CHAOS_TTL") || exit 2
+  if [ "$broken" = exclusion ]; then
+    holder=$$
+    MYSQLLOCK_NAME=$name MYSQLLOCK_TOKEN=$(($("$CHAOS_BIN" now) / 1000)) \
+      sh -c "$section" chaos-section "$journal" "$end_file" "$hold" "$deadline" "$broken"
+    rc=$?
+  else
+    "$mysqllock" run "$name" "${options[@]}" -- \
+      sh -c "$section" chaos-section "$journal" "$end_file" "$hold" "$deadline" "$broken" &
+    holder=$!
+    wait "$holder"
+    rc=$?
+  fi
   case $rc in
     0) result=ok ;;
     76) result=lost ;;
@@ -53,17 +94,19 @@ while [ ! -e "$CHAOS_STOP" ]; do
     *) result=error ;;
   esac
   if [ "$rc" != 0 ]; then
-    echo "worker-cli $CHAOS_WORKER: mysqllock run exited $rc (token ${token:-none})" >&2
+    echo "worker-cli $CHAOS_WORKER: mysqllock run exited $rc" >&2
   fi
-  # A run killed by a signal reported nothing about its release.
-  if [ -n "$token" ] && [ "$rc" -lt 128 ]; then
-    "$CHAOS_GUARD" guard release "$CHAOS_NAME" "$token" "$holder" "$result" \
-      || { echo "worker-cli $CHAOS_WORKER: the guard failed" >&2; exit 2; }
-  elif [ "$rc" = 0 ]; then
-    echo "worker-cli $CHAOS_WORKER: the command got no MYSQLLOCK_TOKEN (is the table upgraded?)" >&2
+  if [ "$broken" = ignore-loss ]; then
+    result=ok
+  fi
+  # A run killed by a signal reported nothing about its release: the kill ends it.
+  if [ -s "$end_file" ] && [ "$rc" -lt 128 ]; then
+    read -r token ended <"$end_file"
+    "$CHAOS_BIN" journal "$journal" --at "$ended" release "$name" "$token" "$result" "$holder" \
+      || { echo "worker-cli $CHAOS_WORKER: cannot write the journal" >&2; exit 2; }
   fi
   case $result in
     ok | lost) ;;
-    *) sleep 0.2 ;;
+    *) sleep 0.2 ;; # a pause before trying again, not a wait for anybody
   esac
 done

@@ -1,22 +1,29 @@
 /*
  * A C caller of the chaos test: mysqllock_acquire_ex() in a loop (libmysqllock),
- * writing to the guard (the protected resource) under the fencing token it returns.
+ * journaling each section it holds (format: tests/src/bin/chaos/journal.rs).
  *
- * Started by `chaos drive`, which sets CHAOS_* and MYSQLLOCK_DSN. Each round: acquire
- * (TTL CHAOS_TTL, MYSQLLOCK_KEEP_ALIVE if CHAOS_KEEP_ALIVE=1), begin, hold 50-400 ms,
- * end, release, then record what mysqllock_release() reported: ok (MYSQLLOCK_OK), lost
- * (MYSQLLOCK_NOT_HELD) or error. Errors (server restarting, session killed) are logged
- * and the loop goes on.
+ *   chaos-worker-c JOURNAL NAME DSN
  *
- * CHAOS_BREAK breaks this worker on purpose, to show that the checker catches it:
- *   skip-lock    takes no lock at all and writes under a made-up token
- *   ignore-loss  records every release as ok, whatever mysqllock_release() said
+ * Started by `chaos drive`, which also sets CHAOS_* (see driver.rs, spawn). Each round:
+ * read the clocks, acquire (TTL CHAOS_TTL, MYSQLLOCK_KEEP_ALIVE if CHAOS_KEEP_ALIVE=1),
+ * journal `acquired`, write to the guard (the protected resource) under the fencing
+ * token, hold 50-400 ms (a keep-alive holder asks for its remaining TTL halfway:
+ * `renewed` or `lost`), journal the instant, release, journal what mysqllock_release()
+ * reported: ok (MYSQLLOCK_OK), lost (MYSQLLOCK_NOT_HELD) or error. Errors (server
+ * restarting, session killed) are logged and the loop goes on.
+ *
+ * MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it:
+ *   exclusion    never calls acquire: "acquires" at once under a made-up token
+ *   ignore-loss  journals every release as ok and never journals `lost`
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <inttypes.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,32 +74,78 @@ static long random_between(long low, long high)
     return low + (long)((rng_state * 2685821657736338717ULL) % (uint64_t)(high - low + 1));
 }
 
-/* Runs `chaos guard OP NAME TOKEN PID [RESULT]`: 0 = accepted or recorded, 1 = rejected.
- * A guard that cannot run ends this worker (the driver starts a new one). */
-static int guard(const char *op, const char *name, uint64_t token, const char *result)
+static uint64_t clock_ns(clockid_t clock)
+{
+    struct timespec now;
+    clock_gettime(clock, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* DEADLINE_NS of a TTL lease whose acquire is called next: the monotonic clock now,
+ * plus the wall clock's way to floor(now) + ceil(ttl) + 1 (see ttl_deadline_ns in
+ * journal.rs), less a 5 ms margin. The wall clock is read after the monotonic one, so
+ * its floor is never past the acquisition's. */
+static uint64_t ttl_deadline(double ttl)
+{
+    uint64_t mono = mono_ns();
+    uint64_t into_second = clock_ns(CLOCK_REALTIME) % 1000000000u;
+    return mono + (uint64_t)ceil(ttl) * 1000000000u + (1000000000u - into_second) - 5000000u;
+}
+
+static const char *journal_path;
+
+/* Appends one journal line: a single write(2) on a descriptor opened with O_APPEND. */
+static void journal(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+static void journal(const char *format, ...)
+{
+    char line[512];
+    va_list args;
+    va_start(args, format);
+    int n = vsnprintf(line, sizeof line - 1, format, args);
+    va_end(args);
+    if (n < 0 || (size_t)n >= sizeof line - 1) {
+        fprintf(stderr, "worker.c: journal line too long\n");
+        exit(2);
+    }
+    line[n++] = '\n';
+    int fd = open(journal_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || write(fd, line, (size_t)n) != n) {
+        fprintf(stderr, "worker.c: cannot write to %s: %s\n", journal_path, strerror(errno));
+        exit(2);
+    }
+    close(fd);
+}
+
+/* Runs `chaos guard begin|end NAME TOKEN PID`: true = accepted. */
+static bool guard(const char *op, const char *name, uint64_t token)
 {
     char token_text[24], pid_text[24];
-    char *guard_path = (char *)setting("CHAOS_GUARD");
+    char *chaos = (char *)setting("CHAOS_BIN");
     snprintf(token_text, sizeof token_text, "%" PRIu64, token);
     snprintf(pid_text, sizeof pid_text, "%ld", (long)getpid());
-    char *argv[] = {guard_path, "guard", (char *)op, (char *)name, token_text, pid_text, (char *)result, NULL};
+    char *argv[] = {chaos, "guard", (char *)op, (char *)name, token_text, pid_text, NULL};
     pid_t child;
     int status;
-    if (posix_spawn(&child, guard_path, NULL, NULL, argv, environ) != 0) {
-        fprintf(stderr, "worker.c: cannot start %s\n", guard_path);
-        exit(2);
+    if (posix_spawn(&child, chaos, NULL, NULL, argv, environ) != 0) {
+        fprintf(stderr, "worker.c: cannot start %s\n", chaos);
+        return false;
     }
     while (waitpid(child, &status, 0) < 0) {
         if (errno != EINTR) {
             fprintf(stderr, "worker.c: waiting for the guard: %s\n", strerror(errno));
-            exit(2);
+            return false;
         }
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
         fprintf(stderr, "worker.c: the guard failed (%s %s)\n", op, name);
-        exit(2);
     }
-    return WEXITSTATUS(status);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 static mysqllock_client *connect_client(const char *dsn, const char *stop_file)
@@ -109,33 +162,38 @@ static mysqllock_client *connect_client(const char *dsn, const char *stop_file)
     return client;
 }
 
-/* A token above every real one (the table's counter is far below the clock in µs). */
-static uint64_t made_up_token(void)
+int main(int argc, char **argv)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
-}
-
-int main(void)
-{
-    const char *name = setting("CHAOS_NAME");
+    if (argc != 4) {
+        fprintf(stderr, "usage: chaos-worker-c JOURNAL NAME DSN\n");
+        return 2;
+    }
+    journal_path = argv[1];
+    const char *name = argv[2];
+    const char *dsn = argv[3];
     const char *stop_file = setting("CHAOS_STOP");
-    const char *broken = getenv("CHAOS_BREAK") != NULL ? getenv("CHAOS_BREAK") : "";
-    bool skip_lock = strcmp(broken, "skip-lock") == 0;
+    const char *broken = getenv("MYSQLLOCK_BREAK") != NULL ? getenv("MYSQLLOCK_BREAK") : "";
+    bool skip_lock = strcmp(broken, "exclusion") == 0;
     bool ignore_loss = strcmp(broken, "ignore-loss") == 0;
+    if (broken[0] != '\0' && !skip_lock && !ignore_loss) {
+        fprintf(stderr, "worker.c: MYSQLLOCK_BREAK=%s: expected exclusion or ignore-loss\n", broken);
+        return 2;
+    }
     double ttl = strtod(setting("CHAOS_TTL"), NULL);
     double timeout = strtod(setting("CHAOS_TIMEOUT"), NULL);
+    bool keep_alive = strcmp(setting("CHAOS_KEEP_ALIVE"), "1") == 0;
     mysqllock_options options = {0};
-    options.flags = strcmp(setting("CHAOS_KEEP_ALIVE"), "1") == 0 ? MYSQLLOCK_KEEP_ALIVE : 0;
+    options.flags = keep_alive ? MYSQLLOCK_KEEP_ALIVE : 0;
     rng_state = strtoull(setting("CHAOS_SEED"), NULL, 10) | 1u;
-    mysqllock_client *client = connect_client(setting("MYSQLLOCK_DSN"), stop_file);
+    long pid = (long)getpid();
+    mysqllock_client *client = connect_client(dsn, stop_file);
 
     while (access(stop_file, F_OK) != 0) {
         uint64_t token = 0;
         mysqllock_status status = MYSQLLOCK_OK;
+        uint64_t deadline = ttl_deadline(ttl);
         if (skip_lock) {
-            token = made_up_token();
+            token = mono_ns() / 1000u; /* above every real token */
         } else {
             status = mysqllock_acquire_ex(client, name, timeout, ttl, &options, &token);
         }
@@ -146,9 +204,9 @@ int main(void)
             say("acquire", status);
             if (status == MYSQLLOCK_INTERNAL) {
                 mysqllock_client_free(client);
-                client = connect_client(setting("MYSQLLOCK_DSN"), stop_file);
+                client = connect_client(dsn, stop_file);
             }
-            nap_ms(200);
+            nap_ms(200); /* a pause before trying again, not a wait for anybody */
             continue;
         }
         if (token == 0) {
@@ -157,10 +215,26 @@ int main(void)
             nap_ms(200);
             continue;
         }
-        if (guard("begin", name, token, NULL) == 0) {
-            nap_ms(random_between(50, 400));
-            guard("end", name, token, NULL);
+        journal("acquired %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %ld", mono_ns(), name, token, deadline, pid);
+        guard("begin", name, token);
+        long hold = random_between(50, 400);
+        nap_ms(hold / 2); /* the work done under the lock (the behaviour under test) */
+        if (keep_alive && !skip_lock) {
+            uint64_t before = mono_ns();
+            double remaining = 0;
+            status = mysqllock_remaining_ttl(client, name, &remaining);
+            if (status == MYSQLLOCK_OK && remaining > 0) {
+                uint64_t until = before + (uint64_t)((remaining + 1.0) * 1e9) - 5000000u;
+                journal("renewed %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %ld", mono_ns(), name, token, until, pid);
+            } else if (status == MYSQLLOCK_NOT_HELD && !ignore_loss) {
+                journal("lost %" PRIu64 " %s %" PRIu64 " %ld", mono_ns(), name, token, pid);
+            } else if (status != MYSQLLOCK_OK && status != MYSQLLOCK_NOT_HELD) {
+                say("remaining TTL", status);
+            }
         }
+        nap_ms(hold - hold / 2);
+        guard("end", name, token);
+        uint64_t releasing = mono_ns();
         const char *result = "ok";
         if (!skip_lock) {
             status = mysqllock_release(client, name);
@@ -169,11 +243,11 @@ int main(void)
                 result = status == MYSQLLOCK_NOT_HELD ? "lost" : "error";
             }
         }
-        guard("release", name, token, ignore_loss ? "ok" : result);
+        journal("release %" PRIu64 " %s %" PRIu64 " %s %ld", releasing, name, token, ignore_loss ? "ok" : result, pid);
         if (strcmp(result, "error") == 0) {
             /* The lock may still be registered as held: start over on a new session. */
             mysqllock_client_free(client);
-            client = connect_client(setting("MYSQLLOCK_DSN"), stop_file);
+            client = connect_client(dsn, stop_file);
         }
     }
     mysqllock_client_free(client);

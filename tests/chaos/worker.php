@@ -1,16 +1,24 @@
 <?php
 // A PHP caller of the chaos test: SharedLock::lock() in a loop (the mysqllock
-// extension), writing to the guard (the protected resource) under getToken().
+// extension), journaling each section it holds (format: tests/src/bin/chaos/journal.rs).
 //
-//   php -d extension=libmysqllock_php.so tests/chaos/worker.php
+//   php -d extension=libmysqllock_php.so tests/chaos/worker.php JOURNAL NAME DSN
 //
-// Started by `chaos drive`, which sets CHAOS_* and MYSQLLOCK_DSN. Each round: lock
-// (TTL CHAOS_TTL, keepAlive if CHAOS_KEEP_ALIVE=1), begin, hold 50-400 ms, end, release,
-// then record what release() reported: ok, lost (SharedLockReleaseException), error.
-// Errors (server restarting, session killed) are logged and the loop goes on.
+// Started by `chaos drive`, which also sets CHAOS_* (see driver.rs, spawn). Each round:
+// read the clocks, lock NAME (TTL CHAOS_TTL, keepAlive if CHAOS_KEEP_ALIVE=1), journal
+// `acquired`, write to the guard (the protected resource) under getToken(), hold
+// 50-400 ms (a keep-alive holder asks for its remaining TTL halfway: `renewed` or
+// `lost`), journal the instant, release, journal what release() reported (`release`:
+// ok, lost = SharedLockReleaseException for a lock no longer held, error). Errors
+// (server restarting, session killed) are logged and the loop goes on.
+//
+// MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it:
+//   exclusion    never calls lock(): "acquires" at once under a made-up token
+//   ignore-loss  journals every release as ok and never journals `lost`
 declare(strict_types=1);
 
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockReleaseException;
+use ItsMieger\MySqlSharedLocks\Exception\SharedLockRemainingTTLException;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 
@@ -29,72 +37,129 @@ function say(string $text): void
     fwrite(STDERR, sprintf("worker.php %s: %s\n", setting('CHAOS_WORKER'), $text));
 }
 
-/**
- * Runs `chaos guard ARGS...`: 0 = accepted or recorded, 1 = rejected. A guard that
- * cannot run ends this worker (the driver starts a new one).
- */
-function guard(string ...$args): int
+/** Appends one journal line: a single write(2) on a file opened with O_APPEND. */
+function journal(string $line): void
 {
-    $process = proc_open([setting('CHAOS_GUARD'), 'guard', ...$args], [], $pipes);
+    global $journal;
+    if (file_put_contents($journal, "$line\n", FILE_APPEND) !== strlen($line) + 1) {
+        say("cannot write to $journal");
+        exit(2);
+    }
+}
+
+/**
+ * DEADLINE_NS of a TTL lease whose acquire (or renew) is called next: the monotonic
+ * clock now, plus the wall clock's way to floor(now) + ceil(ttl) + 1 (see
+ * ttl_deadline_ns in journal.rs), less a 5 ms margin. The wall clock is read after the
+ * monotonic one, so its floor is never past the acquisition's.
+ */
+function ttl_deadline(float $ttl): int
+{
+    $mono = hrtime(true);
+    [$fraction] = explode(' ', microtime());
+    $intoSecond = (int) round((float) $fraction * 1e6) * 1000;
+    return $mono + (int) ceil($ttl) * 1000000000 + (1000000000 - $intoSecond) - 5000000;
+}
+
+/** Runs `chaos guard begin|end NAME TOKEN PID`: true = accepted. */
+function guard(string ...$args): bool
+{
+    $process = proc_open([setting('CHAOS_BIN'), 'guard', ...$args], [], $pipes);
     $code = $process === false ? -1 : proc_close($process);
     if ($code !== 0 && $code !== 1) {
         say('the guard failed (' . implode(' ', $args) . "): exit $code");
-        exit(2);
     }
-    return $code;
+    return $code === 0;
 }
 
+if ($argc !== 4) {
+    fwrite(STDERR, "usage: worker.php JOURNAL NAME DSN\n");
+    exit(2);
+}
+[, $journal, $name, $dsn] = $argv;
 if (!extension_loaded('mysqllock')) {
     fwrite(STDERR, "worker.php: the mysqllock extension is not loaded\n");
     exit(2);
 }
-ini_set('mysqllock.dsn', setting('MYSQLLOCK_DSN'));
+$broken = (string) getenv('MYSQLLOCK_BREAK');
+if (!in_array($broken, ['', 'exclusion', 'ignore-loss'], true)) {
+    fwrite(STDERR, "worker.php: MYSQLLOCK_BREAK=$broken: expected exclusion or ignore-loss\n");
+    exit(2);
+}
+ini_set('mysqllock.dsn', $dsn);
 mt_srand((int) setting('CHAOS_SEED'));
-$name = setting('CHAOS_NAME');
 $ttl = (float) setting('CHAOS_TTL');
 $timeout = (float) setting('CHAOS_TIMEOUT');
 $stop = setting('CHAOS_STOP');
-$options = setting('CHAOS_KEEP_ALIVE') === '1' ? ['keepAlive' => true] : [];
+$keepAlive = setting('CHAOS_KEEP_ALIVE') === '1';
+$options = $keepAlive ? ['keepAlive' => true] : [];
 $pid = (string) getmypid();
 
 while (!file_exists($stop)) {
-    try {
-        $lock = SharedLock::lock($name, $timeout, $ttl, $options);
-    } catch (SharedLockTimeoutException $e) {
-        continue;
-    } catch (\Throwable $e) {
-        say('lock: ' . get_class($e) . ': ' . $e->getMessage());
-        usleep(200000);
-        continue;
+    $deadline = ttl_deadline($ttl);
+    if ($broken === 'exclusion') {
+        $lock = null;
+        $token = (string) intdiv(hrtime(true), 1000); // above every real token
+    } else {
+        try {
+            $lock = SharedLock::lock($name, $timeout, $ttl, $options);
+        } catch (SharedLockTimeoutException $e) {
+            continue;
+        } catch (\Throwable $e) {
+            say('lock: ' . get_class($e) . ': ' . $e->getMessage());
+            usleep(200000); // a pause before trying again, not a wait for anybody
+            continue;
+        }
+        try {
+            $token = (string) $lock->getToken();
+        } catch (\Throwable $e) {
+            // Lost before we could learn the token: no section to journal.
+            say('getToken: ' . get_class($e) . ': ' . $e->getMessage());
+            try {
+                $lock->release();
+            } catch (\Throwable $ignored) {
+            }
+            continue;
+        }
     }
-    try {
-        $token = (string) $lock->getToken();
-    } catch (\Throwable $e) {
-        say('getToken: ' . get_class($e) . ': ' . $e->getMessage());
+    journal("acquired " . hrtime(true) . " $name $token $deadline $pid");
+    guard('begin', $name, $token, $pid);
+    $hold = mt_rand(50, 400) * 1000;
+    usleep(intdiv($hold, 2)); // the work done under the lock (the behaviour under test)
+    if ($keepAlive && $lock !== null) {
+        $before = hrtime(true);
+        try {
+            $remaining = $lock->getRemainingTTL();
+            $until = $before + (int) (($remaining + 1.0) * 1e9) - 5000000;
+            if ($remaining > 0) {
+                journal("renewed " . hrtime(true) . " $name $token $until $pid");
+            }
+        } catch (SharedLockRemainingTTLException $e) {
+            if ($broken !== 'ignore-loss') {
+                journal("lost " . hrtime(true) . " $name $token $pid");
+            }
+        } catch (\Throwable $e) {
+            say("remaining TTL of token $token: " . get_class($e) . ': ' . $e->getMessage());
+        }
+    }
+    usleep($hold - intdiv($hold, 2));
+    guard('end', $name, $token, $pid);
+    $releasing = hrtime(true);
+    $result = 'ok';
+    if ($lock !== null) {
         try {
             $lock->release();
-        } catch (\Throwable $ignored) {
+        } catch (SharedLockReleaseException $e) {
+            // getPrevious() carries the core's error: "lock ... is not held: <why>" when lost.
+            $cause = $e->getPrevious() !== null ? $e->getPrevious()->getMessage() : $e->getMessage();
+            $result = str_contains($cause, 'is not held') ? 'lost' : 'error';
+            say("release of token $token: $result: $cause");
+        } catch (\Throwable $e) {
+            $result = 'error';
+            say("release of token $token: " . get_class($e) . ': ' . $e->getMessage());
         }
-        usleep(200000);
-        continue;
     }
-    if (guard('begin', $name, $token, $pid) === 0) {
-        usleep(mt_rand(50, 400) * 1000);
-        guard('end', $name, $token, $pid);
-    }
-    try {
-        $lock->release();
-        $result = 'ok';
-    } catch (SharedLockReleaseException $e) {
-        // getPrevious() carries the core's error: "lock ... is not held: <why>" when lost.
-        $cause = $e->getPrevious() !== null ? $e->getPrevious()->getMessage() : $e->getMessage();
-        $result = str_contains($cause, 'is not held') ? 'lost' : 'error';
-        say("release of token $token: $result: $cause");
-    } catch (\Throwable $e) {
-        $result = 'error';
-        say("release of token $token: " . get_class($e) . ': ' . $e->getMessage());
-    }
-    guard('release', $name, $token, $pid, $result);
+    journal("release $releasing $name $token " . ($broken === 'ignore-loss' ? 'ok' : $result) . " $pid");
     if ($result === 'error') {
         exit(3); // the lock may still be registered as held: the driver starts a new worker
     }

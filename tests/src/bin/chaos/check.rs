@@ -1,267 +1,382 @@
-//! `chaos check`: judges a run from the guard's journal alone.
+//! `chaos check`: judges a run from the workers' journals and the driver's journal
+//! alone (format: `journal`). It never looks at the lock table, the lock library or the
+//! guard: a lock that lets two holders in is caught even if every write it protects
+//! was fenced.
 //!
-//! A *section* is one holder's stay in the resource: its `begin`, `end` and `release`
-//! lines, tied together by lock name, fencing token and holder pid. Per lock name:
+//! # Sections
 //!
-//! 1. sections whose begin and end were both accepted never overlap (in journal order);
-//! 2. accepted begins carry strictly increasing tokens;
-//! 3. mutual exclusion as the holders saw it: a section whose release reported OK had
-//!    its begin and its end accepted, and no other section began (accepted) between its
-//!    begin and its end. A holder whose lease was taken over must learn it at release;
-//!    a holder that believed it held the lock while another wrote is the bug this test
-//!    exists to find, whatever the cause (two holders at once, a token that went
-//!    backwards, a release that hid a loss);
-//! 4. progress: acquisitions (sections that reached the resource) per second of chaos at
-//!    or above the floor, and every caller kind completed sections.
+//! A section is one acquisition as its holder saw it: the worker's `acquired` line and
+//! the `renewed`, `lost` and `release` lines of the same journal with the same NAME,
+//! TOKEN and PID. It spans [START, END]:
+//!
+//! - START = the `acquired` line's MONO_NS (acquire had returned);
+//! - if its release reported `ok`, END = the release's MONO_NS (read before release was
+//!   called): the lock told the holder it held the lock until then, whatever else
+//!   happened (a deadline passed, its session was killed, its process was stopped);
+//! - otherwise END = the earliest of: the release's MONO_NS (verdict `lost` or `error`);
+//!   the `lost` line; the SENT_NS of a landed fault that ends it (`pid`: a kill -9 of its
+//!   process; `section`: a KILL of its session; `all`: the server went down; a section
+//!   beginning while such a fault was landing is cut at its start); and its lease's
+//!   deadline as last extended: the largest DEADLINE_NS of its `acquired` and `renewed`
+//!   lines and of the driver's `lease` lines for it (`-` everywhere: no deadline).
+//!
+//! So sections that ended by a failed release, by kill -9 or by SIGSTOP are all judged:
+//! a stopped holder's section ends where its lease could be lost, unless it learned of
+//! the loss earlier.
+//!
+//! A SIGSTOPped keep-alive holder: SIGSTOP freezes every thread of the process, so its
+//! keep-alive stops with it (for `mysqllock run`, stopping only `mysqllock` freezes the
+//! process that renews), and its lease then ends at the deadline of the keep-alive's
+//! last renewal, which its worker could not journal. Ending the section at the
+//! acquisition's deadline would be lenient (a takeover between that and the renewed
+//! deadline would go unseen); assuming a renewal at the very instant of the stop would
+//! raise false alarms. So once the stop has landed the driver reads that lease's
+//! deadline from the table (a `lease` line), and the section runs at least to it. A
+//! renewal already on the wire when the process froze can only make the real end later. A section with END <= START is empty (its lease could be lost
+//! before acquire returned, e.g. a holder stopped inside the acquire call): it is
+//! counted, and claims nothing.
+//!
+//! # Rules, per lock name
+//!
+//! 1. No two non-empty sections overlap: each begins at or after the END of every
+//!    section that began before it.
+//! 2. Tokens strictly increase in section order (non-empty sections by START).
+//! 3. Every fault kind named in `--require KIND=N,...` landed at least N times (the
+//!    driver journals only faults it saw land).
+//! 4. Progress: acquisitions (all `acquired` lines) per second of chaos (between the
+//!    driver's chaos-start and chaos-end) at least `--floor`, and every caller kind in
+//!    `--kinds` has sections released `ok`.
+//!
+//! An unreadable journal line fails the run too: a checker that skipped what it cannot
+//! read could be green for the wrong reason.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
-use crate::journal::{self, Entry, Op};
+use crate::journal::{Ends, Line, Verdict};
 
 /// How many violations the summary spells out with their journal lines.
-const SHOWN_VIOLATIONS: usize = 10;
+const SHOWN_VIOLATIONS: usize = 8;
 
-/// One holder's stay in the resource.
-#[derive(Debug, Default, Clone)]
+/// One acquisition as its holder saw it.
+#[derive(Debug, Clone)]
 struct Section {
-    begin: Option<Entry>,
-    end: Option<Entry>,
-    release: Option<Entry>,
+    /// The worker slot whose journal holds it (`php-2`).
+    label: String,
+    name: String,
+    token: u64,
+    pid: u32,
+    start: u64,
+    /// The lease's deadline as last extended; None = unknown (never runs out).
+    deadline: Option<u64>,
+    release: Option<(u64, Verdict)>,
+    lost: Option<u64>,
+    /// The earliest landed fault that ends it: (instant, fault kind).
+    cut: Option<(u64, String)>,
+    /// Its journal lines, for the report.
+    lines: Vec<String>,
 }
 
 impl Section {
-    fn first(&self) -> &Entry {
-        // Every section is created from one of its lines.
-        self.begin.as_ref().or(self.end.as_ref()).or(self.release.as_ref()).expect("a section has a line")
-    }
-
-    fn name(&self) -> &str {
-        &self.first().name
-    }
-
     fn kind(&self) -> &str {
-        &self.first().kind
+        self.label.rsplit_once('-').map_or(self.label.as_str(), |(kind, _)| kind)
     }
 
-    fn released_ok(&self) -> bool {
-        self.release.as_ref().is_some_and(|r| r.verdict == "ok")
-    }
-
-    /// [begin, end] in journal order, when both were accepted.
-    fn accepted_span(&self) -> Option<(u64, u64)> {
-        match (&self.begin, &self.end) {
-            (Some(b), Some(e)) if b.accepted() && e.accepted() => Some((b.seq, e.seq)),
-            _ => None,
+    /// END, and what ended it.
+    fn end(&self) -> (u64, String) {
+        if let Some((at, Verdict::Ok)) = self.release {
+            return (at, "release ok".to_owned());
         }
+        let mut candidates: Vec<(u64, String)> = Vec::new();
+        if let Some((at, verdict)) = self.release {
+            candidates.push((at, format!("release {}", verdict.as_str())));
+        }
+        if let Some(at) = self.lost {
+            candidates.push((at, "lost".to_owned()));
+        }
+        if let Some((at, kind)) = &self.cut {
+            candidates.push((*at, kind.clone()));
+        }
+        if let Some(at) = self.deadline {
+            candidates.push((at, "deadline".to_owned()));
+        }
+        candidates.into_iter().min_by_key(|(at, _)| *at).unwrap_or((u64::MAX, "nothing".to_owned()))
     }
 
-    fn lines(&self) -> String {
-        [&self.begin, &self.end, &self.release].iter().filter_map(|e| e.as_ref()).fold(String::new(), |mut s, e| {
-            let _ = writeln!(s, "      {e}");
-            s
-        })
+    fn empty(&self) -> bool {
+        self.end().0 <= self.start
+    }
+
+    fn extend(&mut self, deadline: Option<u64>) {
+        self.deadline = match (self.deadline, deadline) {
+            // An unknown deadline is "never runs out": it stays so.
+            (None, _) | (_, None) => None,
+            (Some(a), Some(b)) => Some(a.max(b)),
+        };
     }
 }
 
-/// Groups the journal's begin/end/release lines into sections, in journal order.
-fn sections(entries: &[Entry]) -> Vec<Section> {
-    let mut out: Vec<Section> = Vec::new();
-    let mut open: HashMap<(String, u64, u32), usize> = HashMap::new();
-    for e in entries {
-        let key = (e.name.clone(), e.token, e.pid);
-        let slot = match e.op {
-            Op::Begin => None,
-            Op::End | Op::Release => open.get(&key).copied(),
-            Op::Fault | Op::Phase => continue,
+/// A landed fault from the driver's journal.
+#[derive(Debug, Clone)]
+struct Fault {
+    sent: u64,
+    landed: u64,
+    kind: String,
+    ends: Ends,
+    name: Option<String>,
+    token: Option<u64>,
+    pid: Option<u32>,
+    line: String,
+}
+
+/// Everything read from a run's directory.
+#[derive(Default)]
+struct Run {
+    sections: Vec<Section>,
+    faults: Vec<Fault>,
+    chaos: (Option<u64>, Option<u64>),
+    unreadable: Vec<String>,
+}
+
+/// Reads one worker journal into sections (`label`: the slot, from the file name).
+fn read_worker(run: &mut Run, label: &str, text: &str) {
+    // Index of the open section per (name, token, pid) in this journal.
+    let mut open: BTreeMap<(String, u64, u32), usize> = BTreeMap::new();
+    for (i, raw) in text.lines().enumerate() {
+        let Some(line) = Line::parse(raw) else {
+            run.unreadable.push(format!("{label}.journal:{}: {raw:?}", i + 1));
+            continue;
         };
-        let i = slot.unwrap_or_else(|| {
-            out.push(Section::default());
-            open.insert(key.clone(), out.len() - 1);
-            out.len() - 1
-        });
-        match e.op {
-            Op::Begin => out[i].begin = Some(e.clone()),
-            Op::End => out[i].end = Some(e.clone()),
+        let shown = format!("{label}: {raw}");
+        let (key, rest) = match &line {
+            Line::Acquired { at, name, token, deadline, pid } => {
+                run.sections.push(Section {
+                    label: label.to_owned(),
+                    name: name.clone(),
+                    token: *token,
+                    pid: *pid,
+                    start: *at,
+                    deadline: *deadline,
+                    release: None,
+                    lost: None,
+                    cut: None,
+                    lines: vec![shown],
+                });
+                open.insert((name.clone(), *token, *pid), run.sections.len() - 1);
+                continue;
+            }
+            Line::Renewed { name, token, pid, .. }
+            | Line::Release { name, token, pid, .. }
+            | Line::Lost { name, token, pid, .. } => ((name.clone(), *token, *pid), line.clone()),
             _ => {
-                out[i].release = Some(e.clone());
+                run.unreadable.push(format!("{label}.journal:{}: not a worker line: {raw:?}", i + 1));
+                continue;
+            }
+        };
+        let Some(&s) = open.get(&key) else {
+            run.unreadable.push(format!("{label}.journal:{}: no acquired line before {raw:?}", i + 1));
+            continue;
+        };
+        let section = &mut run.sections[s];
+        section.lines.push(shown);
+        match rest {
+            Line::Renewed { deadline, .. } => section.extend(deadline),
+            Line::Lost { at, .. } => section.lost = Some(section.lost.map_or(at, |l| l.min(at))),
+            Line::Release { at, verdict, .. } => {
+                section.release = Some((at, verdict));
                 open.remove(&key);
             }
-        }
-    }
-    out
-}
-
-/// A broken invariant, with the journal lines that show it.
-struct Violation {
-    what: String,
-    evidence: String,
-}
-
-/// (1) Accepted sections of one name never overlap.
-fn accepted_overlaps(sections: &[&Section]) -> Vec<Violation> {
-    let mut spans: Vec<(u64, u64, &Section)> =
-        sections.iter().filter_map(|s| s.accepted_span().map(|(b, e)| (b, e, *s))).collect();
-    spans.sort_by_key(|(b, _, _)| *b);
-    let mut out = Vec::new();
-    // The section reaching furthest so far: every later one must begin after its end.
-    let mut widest: Option<(u64, &Section)> = None;
-    for (begin, end, s) in spans {
-        if let Some((reach, w)) = widest {
-            if begin < reach {
-                out.push(Violation {
-                    what: format!("two accepted sections of {} overlap", s.name()),
-                    evidence: format!("{}{}", w.lines(), s.lines()),
-                });
-            }
-        }
-        match widest {
-            Some((reach, _)) if reach >= end => {}
-            _ => widest = Some((end, s)),
-        }
-    }
-    out
-}
-
-/// (2) Accepted begins of one name carry strictly increasing tokens.
-fn tokens_not_increasing(entries: &[&Entry]) -> Vec<Violation> {
-    let begins: Vec<&&Entry> = entries.iter().filter(|e| e.op == Op::Begin && e.accepted()).collect();
-    begins
-        .windows(2)
-        .filter(|w| w[1].token <= w[0].token)
-        .map(|w| Violation {
-            what: format!("accepted tokens of {} did not increase", w[0].name),
-            evidence: format!("      {}\n      {}\n", w[0], w[1]),
-        })
-        .collect()
-}
-
-/// (3) A holder told "released OK" held the resource alone from its begin to its end.
-fn exclusion_broken(sections: &[&Section], entries: &[&Entry]) -> Vec<Violation> {
-    let mut out = Vec::new();
-    for s in sections.iter().filter(|s| s.released_ok()) {
-        let rejected = [&s.begin, &s.end].into_iter().flatten().find(|x| !x.accepted());
-        if let Some(x) = rejected {
-            let since = s.begin.as_ref().map_or(0, |b| b.seq);
-            let around = x.seq.saturating_sub(8).min(since);
-            out.push(Violation {
-                what: format!(
-                    "{} holder's release reported OK, but the resource rejected its {}",
-                    s.kind(),
-                    x.op.as_str()
-                ),
-                evidence: format!("{}{}", s.lines(), between(entries, around, x.seq)),
-            });
-            continue;
-        }
-        let (Some(b), Some(e)) = (&s.begin, &s.end) else {
-            out.push(Violation {
-                what: format!("{} holder's release reported OK, but its section has no begin or no end", s.kind()),
-                evidence: s.lines(),
-            });
-            continue;
-        };
-        let intruders: Vec<&&Entry> =
-            entries.iter().filter(|x| x.op == Op::Begin && x.accepted() && x.seq > b.seq && x.seq < e.seq).collect();
-        if !intruders.is_empty() {
-            out.push(Violation {
-                what: format!("{} holder's release reported OK, but another holder began inside its section", s.kind()),
-                evidence: format!("{}{}", s.lines(), between(entries, b.seq, e.seq)),
-            });
-        }
-    }
-    out
-}
-
-/// The journal lines strictly between two sequence numbers (other holders, faults).
-fn between(entries: &[&Entry], from: u64, to: u64) -> String {
-    entries.iter().filter(|x| x.seq > from && x.seq < to).fold(String::new(), |mut s, e| {
-        let _ = writeln!(s, "    | {e}");
-        s
-    })
-}
-
-/// Counts per caller kind, in a stable order.
-type PerKind = BTreeMap<String, u64>;
-
-fn show(counts: &PerKind) -> String {
-    counts.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
-}
-
-/// The run's figures, for the summary.
-#[derive(Default)]
-struct Figures {
-    acquisitions: PerKind,
-    released_ok: PerKind,
-    released_lost: PerKind,
-    released_error: PerKind,
-    faults: PerKind,
-    begins_rejected: u64,
-    ends_rejected: u64,
-}
-
-fn figures(entries: &[Entry]) -> Figures {
-    let mut f = Figures::default();
-    for e in entries {
-        let bump = |m: &mut PerKind, k: &str| *m.entry(k.to_owned()).or_default() += 1;
-        match (e.op, e.verdict.as_str()) {
-            (Op::Begin, v) => {
-                bump(&mut f.acquisitions, &e.kind);
-                f.begins_rejected += u64::from(v == "rejected");
-            }
-            (Op::End, "rejected") => f.ends_rejected += 1,
-            (Op::Release, "ok") => bump(&mut f.released_ok, &e.kind),
-            (Op::Release, "lost") => bump(&mut f.released_lost, &e.kind),
-            (Op::Release, _) => bump(&mut f.released_error, &e.kind),
-            (Op::Fault, kind) => bump(&mut f.faults, kind),
             _ => {}
         }
     }
-    f
 }
 
-/// The longest time between two successive begins on `name`, in seconds: how long the
-/// resource went without a new holder (a hung or dead holder, a restarting server).
-fn longest_gap(entries: &[Entry], name: &str) -> f64 {
-    let begins: Vec<u64> = entries.iter().filter(|e| e.op == Op::Begin && e.name == name).map(|e| e.mono_ns).collect();
-    begins.windows(2).map(|w| w[1].saturating_sub(w[0])).max().unwrap_or(0) as f64 / 1e9
+/// Reads the driver's journal: faults, lease observations, the chaos phase.
+fn read_driver(run: &mut Run, text: &str) {
+    let mut leases = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        match Line::parse(raw) {
+            Some(Line::Phase { at, phase }) if phase == "chaos-start" => run.chaos.0 = Some(at),
+            Some(Line::Phase { at, phase }) if phase == "chaos-end" => run.chaos.1 = Some(at),
+            Some(Line::Phase { .. }) => {}
+            Some(Line::Fault { sent, landed, kind, ends, name, token, pid }) => {
+                run.faults.push(Fault { sent, landed, kind, ends, name, token, pid, line: format!("driver: {raw}") });
+            }
+            Some(Line::Lease { name, token, deadline, pid, .. }) => leases.push((name, token, pid, deadline, raw)),
+            _ => run.unreadable.push(format!("driver.journal:{}: {raw:?}", i + 1)),
+        }
+    }
+    for (name, token, pid, deadline, raw) in leases {
+        for s in run.sections.iter_mut().filter(|s| s.name == name && s.token == token && s.pid == pid) {
+            s.extend(Some(deadline));
+            s.lines.push(format!("driver: {raw}"));
+        }
+    }
+    for f in &run.faults {
+        for s in &mut run.sections {
+            let hit = match f.ends {
+                Ends::None => false,
+                Ends::Pid => f.pid == Some(s.pid),
+                Ends::Section => f.name.as_deref() == Some(s.name.as_str()) && f.token == Some(s.token),
+                Ends::All => true,
+            };
+            // Only sections that began before the fault had landed.
+            if hit && s.start < f.landed {
+                let at = f.sent.max(s.start);
+                if s.cut.as_ref().is_none_or(|(c, _)| at < *c) {
+                    s.cut = Some((at, f.kind.clone()));
+                }
+                if s.cut.as_ref().is_some_and(|(c, _)| *c == at) {
+                    s.lines.push(f.line.clone());
+                }
+            }
+        }
+    }
 }
 
-/// Seconds between the driver's chaos-start and chaos-end marks, if both are there.
-fn chaos_seconds(entries: &[Entry]) -> Option<f64> {
-    let at = |phase: &str| entries.iter().find(|e| e.op == Op::Phase && e.verdict == phase).map(|e| e.mono_ns);
-    Some((at("chaos-end")?.checked_sub(at("chaos-start")?)?) as f64 / 1e9)
+/// Reads `DIR/journals/*.journal` and `DIR/driver.journal`.
+fn read_run(dir: &Path) -> Result<Run, String> {
+    let mut run = Run::default();
+    let journals = dir.join("journals");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&journals)
+        .map_err(|e| format!("{}: {e}", journals.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "journal"))
+        .collect();
+    files.sort();
+    for path in files {
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let label = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        read_worker(&mut run, &label, &text);
+    }
+    let driver = dir.join("driver.journal");
+    let text = std::fs::read_to_string(&driver).map_err(|e| format!("{}: {e}", driver.display()))?;
+    read_driver(&mut run, &text);
+    Ok(run)
+}
+
+/// A broken rule, with the journal lines that show it.
+struct Violation {
+    what: String,
+    evidence: Vec<String>,
+}
+
+/// Seconds since the chaos began, for the report.
+struct Clock(u64);
+
+impl Clock {
+    fn at(&self, ns: u64) -> String {
+        if ns == u64::MAX {
+            return "never".to_owned();
+        }
+        format!("{:+.3} s", (ns as i128 - self.0 as i128) as f64 / 1e9)
+    }
+
+    fn describe(&self, s: &Section) -> String {
+        let (end, why) = s.end();
+        format!("{} token {} pid {} [{}, {}] (ended by {why})", s.label, s.token, s.pid, self.at(s.start), self.at(end))
+    }
+}
+
+/// Rules 1 and 2 for the sections of one name; also the shortest time from a lease's
+/// deadline to the next holder's start (how tight the deadlines are: a lenient checker
+/// would leave much room there).
+fn judge_name(sections: &[&Section], faults: &[Fault], clock: &Clock) -> (Vec<Violation>, Option<u64>) {
+    let mut live: Vec<&Section> = sections.iter().copied().filter(|s| !s.empty()).collect();
+    live.sort_by_key(|s| (s.start, s.token));
+    let mut out = Vec::new();
+    // The section reaching furthest so far: every later one must begin at or after its end.
+    let mut widest: Option<&Section> = None;
+    let mut previous: Option<&Section> = None;
+    let mut tightest: Option<u64> = None;
+    for s in live {
+        if let Some(w) = widest {
+            let reach = w.end().0;
+            if s.start >= reach && w.end().1 == "deadline" {
+                let gap = s.start - reach;
+                tightest = Some(tightest.map_or(gap, |t| t.min(gap)));
+            }
+            if s.start < reach {
+                let together = (reach.min(s.end().0) - s.start) as f64 / 1e9;
+                let window = |f: &&Fault| f.sent <= reach && f.landed >= w.start;
+                let mut evidence: Vec<String> = w.lines.iter().chain(&s.lines).cloned().collect();
+                evidence.extend(faults.iter().filter(window).map(|f| f.line.clone()));
+                evidence.dedup();
+                out.push(Violation {
+                    what: format!(
+                        "{}: two holders at once for {together:.3} s: {} and {}",
+                        s.name,
+                        clock.describe(w),
+                        clock.describe(s)
+                    ),
+                    evidence,
+                });
+            }
+        }
+        if let Some(p) = previous {
+            if s.token <= p.token {
+                out.push(Violation {
+                    what: format!(
+                        "{}: tokens did not increase in section order: {} then {}",
+                        s.name,
+                        clock.describe(p),
+                        clock.describe(s)
+                    ),
+                    evidence: p.lines.iter().chain(&s.lines).cloned().collect(),
+                });
+            }
+        }
+        previous = Some(s);
+        if widest.is_none_or(|w| s.end().0 > w.end().0) {
+            widest = Some(s);
+        }
+    }
+    (out, tightest)
 }
 
 /// What `chaos check` was asked.
-struct Options {
-    dir: String,
+#[derive(Debug, Clone)]
+pub struct Options {
+    dir: PathBuf,
     floor: f64,
     kinds: Vec<String>,
+    require: Vec<(String, u64)>,
     seed: String,
 }
 
 fn options(args: &[String]) -> Result<Options, String> {
-    let mut o = Options { dir: String::new(), floor: 1.0, kinds: Vec::new(), seed: "?".to_owned() };
+    let mut o = Options { dir: PathBuf::new(), floor: 1.0, kinds: Vec::new(), require: Vec::new(), seed: "?".into() };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let list = || value.split(',').filter(|k| !k.is_empty()).map(str::to_owned);
         match flag.as_str() {
-            "--dir" => o.dir = value.clone(),
+            "--dir" => o.dir = value.into(),
             "--floor" => o.floor = value.parse().map_err(|_| format!("--floor {value}: not a number"))?,
-            "--kinds" => o.kinds = value.split(',').filter(|k| !k.is_empty()).map(str::to_owned).collect(),
+            "--kinds" => o.kinds = list().collect(),
+            "--require" => {
+                for item in list() {
+                    let (kind, n) = item.split_once('=').ok_or_else(|| format!("--require {item}: expected KIND=N"))?;
+                    let n = n.parse().map_err(|_| format!("--require {item}: {n} is not a count"))?;
+                    o.require.push((kind.to_owned(), n));
+                }
+            }
             "--seed" => o.seed = value.clone(),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
-    if o.dir.is_empty() {
-        return Err("usage: chaos check --dir DIR [--floor ACQ_PER_S] [--kinds cli,php,c] [--seed N]".to_owned());
+    if o.dir.as_os_str().is_empty() {
+        return Err("usage: chaos check --dir DIR [--floor ACQ_PER_S] [--kinds cli,php,c] \
+                    [--require KIND=N,...] [--seed N]"
+            .to_owned());
     }
     Ok(o)
 }
 
-/// `chaos check --dir DIR [--floor F] [--kinds cli,php,c] [--seed N]`: prints the
-/// summary; exit 1 on any violation or too little progress, 2 on bad usage.
+/// `chaos check --dir DIR [--floor F] [--kinds K,...] [--require KIND=N,...] [--seed N]`:
+/// prints the summary; exit 1 on any violation, missing fault or too little progress, 2
+/// on bad usage or unreadable files.
 pub fn main(args: &[String]) -> i32 {
     let o = match options(args) {
         Ok(o) => o,
@@ -270,73 +385,114 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let path = std::path::Path::new(&o.dir).join(crate::guard::LOG);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("chaos check: {}: {e}", path.display());
-            return 2;
+    match read_run(&o.dir) {
+        Ok(run) => {
+            let (report, failed) = judge(&run, &o);
+            print!("{report}");
+            i32::from(failed)
         }
-    };
-    let entries = journal::parse_all(&text);
-    let (report, failed) = judge(&entries, &o);
-    print!("{report}");
-    i32::from(failed)
+        Err(message) => {
+            eprintln!("chaos check: {message}");
+            2
+        }
+    }
+}
+
+type Counts = BTreeMap<String, u64>;
+
+fn show(counts: &Counts) -> String {
+    if counts.is_empty() {
+        return "none".to_owned();
+    }
+    counts.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
 }
 
 /// The summary text, and whether the run failed.
-fn judge(entries: &[Entry], o: &Options) -> (String, bool) {
-    let all = sections(entries);
-    let mut names: Vec<&str> =
-        entries.iter().filter(|e| matches!(e.op, Op::Begin | Op::End | Op::Release)).map(|e| e.name.as_str()).collect();
+fn judge(run: &Run, o: &Options) -> (String, bool) {
+    let first = run.sections.iter().map(|s| s.start).chain(run.faults.iter().map(|f| f.sent)).min().unwrap_or(0);
+    let clock = Clock(run.chaos.0.unwrap_or(first));
+    let mut names: Vec<&str> = run.sections.iter().map(|s| s.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
+
+    let mut r = String::new();
+    let seconds = match run.chaos {
+        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+        _ => 0.0,
+    };
+    let _ = writeln!(r, "chaos check (seed {}, {seconds:.1} s of chaos, locks {})", o.seed, names.join(" "));
     let mut violations = Vec::new();
     for name in &names {
-        let of_name: Vec<&Section> = all.iter().filter(|s| s.name() == *name).collect();
-        let lines: Vec<&Entry> = entries.iter().filter(|e| e.name == *name || e.op == Op::Fault).collect();
-        violations.extend(accepted_overlaps(&of_name));
-        violations.extend(tokens_not_increasing(&lines));
-        violations.extend(exclusion_broken(&of_name, &lines));
+        let of_name: Vec<&Section> = run.sections.iter().filter(|s| s.name == *name).collect();
+        let mut ended: Counts = BTreeMap::new();
+        for s in &of_name {
+            let why = if s.empty() { "empty".to_owned() } else { s.end().1 };
+            *ended.entry(why).or_default() += 1;
+        }
+        let live = of_name.iter().filter(|s| !s.empty()).count();
+        let (found, tightest) = judge_name(&of_name, &run.faults, &clock);
+        let tightest = tightest.map_or(String::new(), |t| {
+            format!("; next holder {:.3} s after a lease's deadline at the closest", t as f64 / 1e9)
+        });
+        let _ = writeln!(
+            r,
+            "  {name}: {} sections checked ({live} non-empty), {} violations; ended by: {}{tightest}",
+            of_name.len(),
+            found.len(),
+            show(&ended)
+        );
+        violations.extend(found);
     }
-    let f = figures(entries);
-    let seconds = chaos_seconds(entries).unwrap_or(0.0);
-    let total: u64 = f.acquisitions.values().sum();
-    let rate = if seconds > 0.0 { total as f64 / seconds } else { 0.0 };
+
+    let mut landed: Counts = BTreeMap::new();
+    for f in &run.faults {
+        *landed.entry(f.kind.clone()).or_default() += 1;
+    }
+    let _ = writeln!(r, "  faults landed: {} ({})", run.faults.len(), show(&landed));
     let mut shortfalls = Vec::new();
+    for (kind, n) in &o.require {
+        let got = landed.get(kind).copied().unwrap_or(0);
+        if got < *n {
+            shortfalls.push(format!("fault {kind} landed {got} times, at least {n} required"));
+        }
+    }
+
+    let mut acquisitions: Counts = BTreeMap::new();
+    let mut released_ok: Counts = BTreeMap::new();
+    for s in &run.sections {
+        *acquisitions.entry(s.kind().to_owned()).or_default() += 1;
+        if matches!(s.release, Some((_, Verdict::Ok))) {
+            *released_ok.entry(s.kind().to_owned()).or_default() += 1;
+        }
+    }
+    let total = run.sections.len();
+    let rate = if seconds > 0.0 { total as f64 / seconds } else { 0.0 };
+    let _ = writeln!(r, "  acquisitions: {total} ({rate:.2}/s, floor {:.2}/s): {}", o.floor, show(&acquisitions));
+    let _ = writeln!(r, "  released ok: {}", show(&released_ok));
     if rate < o.floor {
         shortfalls.push(format!("{rate:.2} acquisitions/s is below the floor of {:.2}/s", o.floor));
     }
     for kind in &o.kinds {
-        if f.released_ok.get(kind).copied().unwrap_or(0) == 0 {
-            shortfalls.push(format!("no {kind} caller completed a section with its release reported OK"));
+        if released_ok.get(kind).copied().unwrap_or(0) == 0 {
+            shortfalls.push(format!("no {kind} caller completed a section (release ok)"));
         }
     }
+    for line in &run.unreadable {
+        shortfalls.push(format!("unreadable journal line: {line}"));
+    }
 
-    let total_of = |m: &PerKind| m.values().sum::<u64>();
-    let mut r = String::new();
-    let mut line = |label: &str, value: String| {
-        let _ = writeln!(r, "  {label:<24} {value}");
-    };
-    line("acquisitions:", format!("{total} ({rate:.2}/s, floor {:.2}/s): {}", o.floor, show(&f.acquisitions)));
-    line("sections released OK:", format!("{}: {}", total_of(&f.released_ok), show(&f.released_ok)));
-    line("releases reported lost:", format!("{}: {}", total_of(&f.released_lost), show(&f.released_lost)));
-    line("releases failing else:", format!("{}: {}", total_of(&f.released_error), show(&f.released_error)));
-    line("faults injected:", format!("{}: {}", total_of(&f.faults), show(&f.faults)));
-    line("rejected stale writes:", format!("{} begin, {} end", f.begins_rejected, f.ends_rejected));
-    let gaps: Vec<String> = names.iter().map(|n| format!("{n} {:.1} s", longest_gap(entries, n))).collect();
-    line("longest without a begin:", gaps.join(", "));
-    line("violations:", violations.len().to_string());
-    let head = format!("chaos summary (seed {}, {seconds:.1} s of chaos, locks {})\n", o.seed, names.join(" "));
-    r.insert_str(0, &head);
+    let _ = writeln!(r, "  violations: {}", violations.len());
     for v in violations.iter().take(SHOWN_VIOLATIONS) {
-        let _ = write!(r, "  VIOLATION: {}\n{}", v.what, v.evidence);
+        let _ = writeln!(r, "  VIOLATION: {}", v.what);
+        for line in &v.evidence {
+            let _ = writeln!(r, "      {line}");
+        }
     }
     if violations.len() > SHOWN_VIOLATIONS {
         let _ = writeln!(r, "  ... and {} more violations", violations.len() - SHOWN_VIOLATIONS);
     }
     for s in &shortfalls {
-        let _ = writeln!(r, "  TOO LITTLE PROGRESS: {s}");
+        let _ = writeln!(r, "  FAILED: {s}");
     }
     (r, !violations.is_empty() || !shortfalls.is_empty())
 }
@@ -345,77 +501,189 @@ fn judge(entries: &[Entry], o: &Options) -> (String, bool) {
 mod tests {
     use super::*;
 
-    fn journal(lines: &[&str]) -> Vec<Entry> {
-        let text: Vec<String> = lines.iter().enumerate().map(|(i, l)| format!("{} {} {l}", i + 1, i * 1000)).collect();
-        journal::parse_all(&text.join("\n"))
+    const S: u64 = 1_000_000_000;
+
+    /// A run from worker journals (label, lines) and driver lines; times in the lines
+    /// are whole seconds, turned into nanoseconds here.
+    fn run(workers: &[(&str, &[&str])], driver: &[&str]) -> Run {
+        let ns = |line: &str| {
+            line.split(' ')
+                .map(|w| match w.strip_suffix('s').and_then(|n| n.parse::<f64>().ok()) {
+                    Some(secs) => ((secs * S as f64) as u64).to_string(),
+                    None => w.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut r = Run::default();
+        for (label, lines) in workers {
+            let text: Vec<String> = lines.iter().map(|l| ns(l)).collect();
+            read_worker(&mut r, label, &text.join("\n"));
+        }
+        let text: Vec<String> = driver.iter().map(|l| ns(l)).collect();
+        read_driver(&mut r, &text.join("\n"));
+        r
     }
 
-    fn verdict(lines: &[&str]) -> (String, bool) {
-        let o = Options { dir: String::new(), floor: 0.0, kinds: Vec::new(), seed: "0".into() };
-        judge(&journal(lines), &o)
+    fn verdict(r: &Run, require: &[(&str, u64)]) -> (String, bool) {
+        let o = Options {
+            dir: PathBuf::new(),
+            floor: 0.0,
+            kinds: Vec::new(),
+            require: require.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect(),
+            seed: "0".into(),
+        };
+        judge(r, &o)
     }
 
     #[test]
-    fn a_taken_over_holder_that_learns_it_at_release_is_no_violation() {
-        let (report, failed) = verdict(&[
-            "c begin a 5 100 accepted",
-            "php begin a 6 200 accepted",
-            "c end a 5 100 rejected",
-            "c release a 5 100 lost",
-            "php end a 6 200 accepted",
-            "php release a 6 200 ok",
-        ]);
+    fn holders_one_after_the_other_pass() {
+        let r = run(
+            &[
+                ("c-1", &["acquired 1s a 5 3s 100", "release 2s a 5 ok 100"]),
+                ("php-2", &["acquired 2.1s a 6 4s 200", "release 2.5s a 6 ok 200"]),
+            ],
+            &[],
+        );
+        let (report, failed) = verdict(&r, &[]);
         assert!(!failed, "{report}");
-        assert!(report.contains("violations:              0"), "{report}");
+        assert!(report.contains("a: 2 sections checked (2 non-empty), 0 violations"), "{report}");
     }
 
     #[test]
-    fn a_holder_told_ok_whose_end_was_rejected_is_a_violation() {
-        let (report, failed) = verdict(&[
-            "c begin a 5 100 accepted",
-            "php begin a 6 200 accepted",
-            "c end a 5 100 rejected",
-            "c release a 5 100 ok",
-        ]);
+    fn two_holders_at_once_are_a_violation() {
+        let r = run(
+            &[
+                ("c-1", &["acquired 1s a 5 3s 100", "release 2s a 5 ok 100"]),
+                ("php-2", &["acquired 1.5s a 6 4s 200", "release 2.5s a 6 ok 200"]),
+            ],
+            &[],
+        );
+        let (report, failed) = verdict(&r, &[]);
         assert!(failed);
-        assert!(report.contains("rejected its end"), "{report}");
+        assert!(report.contains("VIOLATION: a: two holders at once for 0.500 s: c-1 token 5"), "{report}");
     }
 
     #[test]
-    fn a_holder_told_ok_whose_begin_was_rejected_is_a_violation() {
-        // Its token was not the newest: another acquisition came after it while it held.
-        let (report, failed) =
-            verdict(&["php begin a 6 200 accepted", "c begin a 5 100 rejected", "c release a 5 100 ok"]);
-        assert!(failed);
-        assert!(report.contains("c holder's release reported OK, but the resource rejected its begin"), "{report}");
+    fn a_release_reporting_ok_stretches_the_section_past_its_deadline() {
+        // The lock told c-1 it held until 5 s, though its deadline was 3 s and php-2
+        // took over at 4 s: the "ignore the loss" bug.
+        let r = run(
+            &[
+                ("c-1", &["acquired 1s a 5 3s 100", "release 5s a 5 ok 100"]),
+                ("php-2", &["acquired 4s a 6 6s 200", "release 4.5s a 6 ok 200"]),
+            ],
+            &[],
+        );
+        assert!(verdict(&r, &[]).1);
     }
 
     #[test]
-    fn a_holder_told_ok_while_another_began_inside_its_section_is_a_violation() {
-        // An accept-everything resource would let both in; the releases still tell.
-        let (report, failed) = verdict(&[
-            "c begin a 5 100 accepted",
-            "cli begin a 9 300 accepted",
-            "c end a 5 100 accepted",
-            "c release a 5 100 ok",
-        ]);
+    fn a_holder_that_learns_of_the_loss_ends_at_its_deadline() {
+        let r = run(
+            &[
+                ("c-1", &["acquired 1s a 5 3s 100", "release 5s a 5 lost 100"]),
+                ("php-2", &["acquired 4s a 6 6s 200", "release 4.5s a 6 ok 200"]),
+            ],
+            &[],
+        );
+        let (report, failed) = verdict(&r, &[]);
+        assert!(!failed, "{report}");
+        assert!(report.contains("ended by: deadline 1, release ok 1"), "{report}");
+    }
+
+    #[test]
+    fn a_takeover_before_the_deadline_of_a_stopped_holder_is_a_violation() {
+        // c-1 was stopped and never released: its section runs to its deadline.
+        let r = run(
+            &[
+                ("c-1", &["acquired 1s a 5 3s 100"]),
+                ("php-2", &["acquired 2.5s a 6 6s 200", "release 2.6s a 6 ok 200"]),
+            ],
+            &["fault 1.2s 1.21s stop none a 5 100"],
+        );
+        assert!(verdict(&r, &[]).1);
+    }
+
+    #[test]
+    fn a_lease_the_driver_saw_extended_counts_to_its_new_deadline() {
+        // The keep-alive had renewed invisibly: the table showed the lease to 4 s.
+        let r = run(
+            &[
+                ("c-1", &["acquired 1s a 5 3s 100", "release 9s a 5 lost 100"]),
+                ("php-2", &["acquired 3.5s a 6 6s 200", "release 3.6s a 6 ok 200"]),
+            ],
+            &["fault 1.2s 1.21s stop none a 5 100", "lease 1.22s a 5 4s 100"],
+        );
+        let (report, failed) = verdict(&r, &[]);
         assert!(failed);
-        assert!(report.contains("another holder began inside its section"), "{report}");
+        assert!(report.contains("ended by deadline"), "{report}");
+    }
+
+    #[test]
+    fn a_killed_holder_ends_when_the_kill_was_sent() {
+        let r = run(
+            &[
+                ("c-1", &["acquired 1s a 5 3s 100"]),
+                ("php-2", &["acquired 1.3s a 6 6s 200", "release 1.6s a 6 ok 200"]),
+            ],
+            &["fault 1.2s 1.25s kill9 pid a 5 100"],
+        );
+        let (report, failed) = verdict(&r, &[("kill9", 1)]);
+        assert!(!failed, "{report}");
+        assert!(report.contains("ended by: kill9 1, release ok 1"), "{report}");
+    }
+
+    #[test]
+    fn a_section_beginning_while_the_server_goes_down_claims_nothing() {
+        let r = run(
+            &[
+                ("c-1", &["acquired 1.5s a 5 3s 100", "release 9s a 5 error 100"]),
+                ("php-2", &["acquired 2.5s a 6 6s 200", "release 2.6s a 6 ok 200"]),
+            ],
+            &["fault 1.2s 2.4s restart all - - -"],
+        );
+        let (report, failed) = verdict(&r, &[]);
+        assert!(!failed, "{report}");
+        assert!(report.contains("ended by: empty 1, release ok 1"), "{report}");
     }
 
     #[test]
     fn tokens_that_go_backwards_are_a_violation() {
-        let (report, failed) = verdict(&["c begin a 5 100 accepted", "c begin a 4 101 accepted"]);
+        let r = run(
+            &[
+                ("c-1", &["acquired 1s a 7 3s 100", "release 2s a 7 ok 100"]),
+                ("php-2", &["acquired 2.1s a 6 4s 200", "release 2.5s a 6 ok 200"]),
+            ],
+            &[],
+        );
+        let (report, failed) = verdict(&r, &[]);
         assert!(failed);
-        assert!(report.contains("did not increase"), "{report}");
+        assert!(report.contains("tokens did not increase"), "{report}");
     }
 
     #[test]
-    fn too_few_acquisitions_per_second_fail_the_run() {
-        let o = Options { dir: String::new(), floor: 1.0, kinds: vec!["php".into()], seed: "0".into() };
-        let entries = journal(&["driver phase - 0 1 chaos-start", "driver phase - 0 1 chaos-end"]);
-        let (report, failed) = judge(&entries, &o);
+    fn an_unknown_deadline_never_runs_out() {
+        let r = run(
+            &[("c-1", &["acquired 1s a 5 - 100"]), ("php-2", &["acquired 60s a 6 62s 200", "release 61s a 6 ok 200"])],
+            &[],
+        );
+        assert!(verdict(&r, &[]).1);
+    }
+
+    #[test]
+    fn a_fault_kind_that_did_not_land_often_enough_fails_the_run() {
+        let r = run(&[], &["fault 1s 1.1s kill9 pid a 5 100"]);
+        let (report, failed) = verdict(&r, &[("kill9", 2)]);
         assert!(failed);
-        assert!(report.contains("no php caller completed"), "{report}");
+        assert!(report.contains("fault kill9 landed 1 times, at least 2 required"), "{report}");
+    }
+
+    #[test]
+    fn an_unreadable_line_fails_the_run() {
+        let r = run(&[("c-1", &["acquired 1s a 5"])], &[]);
+        let (report, failed) = verdict(&r, &[]);
+        assert!(failed);
+        assert!(report.contains("unreadable journal line"), "{report}");
     }
 }

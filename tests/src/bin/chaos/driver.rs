@@ -1,5 +1,11 @@
-//! `chaos drive`: runs the workers for a bounded time and injects faults into whoever
-//! holds a lock at that moment.
+//! `chaos drive`: runs the workers for a bounded time, injects faults into whoever holds
+//! a lock at that moment, and journals each fault once it saw it land
+//! (`DIR/driver.journal`, format in `journal`).
+//!
+//! Workers are commands: `PROGRAM ARGS... JOURNAL NAME DSN`, the driver appending the
+//! slot's journal path (`DIR/journals/LABEL.journal`), the lock name and the server's
+//! URL; the rest of their settings come from `CHAOS_*` variables (see `spawn`). Each runs
+//! in a process group of its own and dies with the driver.
 //!
 //! Holders are found the way an operator would: through the lock table of an upgraded
 //! table (`holder_pid`, `connection_id`, `token`), filtered to processes of our own
@@ -7,21 +13,29 @@
 //! worker the recorded pid is the `mysqllock run` process; PHP and C workers are the
 //! holding process themselves.
 //!
-//! Faults, every 1–3 s at random (seeded; `--fault-gap` changes it), most into a random
-//! holder:
-//! - `kill9`: SIGKILL of the holder process (a PHP/C worker is respawned; a CLI worker's
-//!   loop goes on, and `mysqllock`'s death sends SIGTERM to its command);
-//! - `stop` (PHP, C), `stop-group` and `stop-mysqllock` (CLI): SIGSTOP for 3–4 s, longer
-//!   than the 2 s TTL, then SIGCONT. For CLI holders both variants are used: stopping
-//!   the whole process group is a frozen machine (the command pauses too and resumes
-//!   after a takeover); stopping only `mysqllock` freezes its keep-alive while the
-//!   command keeps writing, the case where the holder's own process cannot know;
-//! - `kill-session`: `KILL <connection_id>` of the holder's database session;
-//! - `stop-any` (one fault in eleven): SIGSTOP of a random worker's process group for
-//!   3–4 s, holder or not, so waiters are also frozen halfway through an acquisition;
-//! - `kill-query` (one in eleven): `KILL QUERY` of a session waiting in GET_LOCK;
-//! - `restart` and `crash`: a clean restart of the server and a SIGKILL of it followed by
-//!   a start on the same port and data (scheduled, `--restarts` in all, alternating).
+//! Fault kinds (`--faults`, default all; each time the driver tries the kinds that
+//! landed least so far first, so every kind lands about equally often):
+//! - `kill9`: SIGKILL of a holder process (a PHP/C worker is respawned; a CLI worker's
+//!   loop goes on, and `mysqllock`'s death sends SIGTERM to its command). Landed when
+//!   the process is gone (a zombie or no /proc entry). Ends the pid's sections.
+//! - `stop` (PHP, C), `stop-group` and `stop-mysqllock` (CLI): SIGSTOP of a holder for
+//!   3–4 s, longer than the 2 s TTL, then SIGCONT. Stopping a CLI worker's whole group
+//!   is a frozen machine; stopping only `mysqllock` freezes its keep-alive while the
+//!   command goes on. Landed when /proc shows the holder in state `T`; the driver then
+//!   journals the stopped lease's deadline as the table shows it (`lease` lines: a
+//!   keep-alive renews invisibly to the checker until it is frozen).
+//! - `kill-session`: `KILL <connection_id>` of a holder's session. Landed when the
+//!   session is gone from the process list. Ends that section.
+//! - `stop-any`: SIGSTOP of any worker's process group, holder or not, so waiters are
+//!   frozen halfway through an acquisition too.
+//! - `kill-query`: `KILL QUERY` of a session waiting in GET_LOCK. Landed when the server
+//!   accepted it.
+//! - `restart` and `crash` (scheduled, `--restarts` in all, alternating): a clean restart
+//!   of the server, and a SIGKILL of it followed by a start on the same port and data.
+//!   Landed when the server answers again. Ends every section.
+//!
+//! `--victims KIND,...` restricts the faults aimed at workers to workers of those kinds
+//! (the self-test aims them at the one worker it broke).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -33,8 +47,7 @@ use std::time::{Duration, Instant};
 
 use mysqllock_core::{Config, NativeLocker, Session, Value};
 
-use crate::guard::{Call, Guard};
-use crate::journal::Op;
+use crate::journal::{self, Ends, Line};
 use crate::rng::Rng;
 
 /// The lease every worker takes, and how long it waits for it.
@@ -49,6 +62,14 @@ const MAX_STOPPED: usize = 2;
 /// How long the workers get to finish their section after the stop file appears.
 const WIND_DOWN: Duration = Duration::from_secs(12);
 const TICK: Duration = Duration::from_millis(50);
+/// How often and how long the driver looks for a fault to land.
+const LANDING_POLL: Duration = Duration::from_millis(2);
+const LANDING_WAIT: Duration = Duration::from_secs(5);
+const SERVER_BACK_WAIT: Duration = Duration::from_secs(60);
+
+/// The faults aimed at workers (restart and crash are scheduled apart).
+const HOLDER_FAULTS: [&str; 7] =
+    ["kill9", "stop", "stop-group", "stop-mysqllock", "kill-session", "stop-any", "kill-query"];
 
 /// One worker of the plan: `KIND NAME keep-alive|plain PROGRAM ARGS...`.
 #[derive(Debug, Clone)]
@@ -101,6 +122,9 @@ struct Options {
     restarts: u32,
     /// Seconds between faults: at random between the two.
     fault_gap: (f64, f64),
+    faults: Vec<String>,
+    /// Worker kinds that faults may hit (empty: all).
+    victims: Vec<String>,
     specs: Vec<Spec>,
 }
 
@@ -114,12 +138,15 @@ fn options(args: &[String]) -> Result<Options, String> {
         seed: 1,
         restarts: 2,
         fault_gap: FAULT_GAP_SECONDS,
+        faults: HOLDER_FAULTS.map(str::to_owned).to_vec(),
+        victims: Vec::new(),
         specs: Vec::new(),
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let number = |v: &str| v.parse::<f64>().map_err(|_| format!("{flag} {v}: not a number"));
+        let list = || value.split(',').filter(|k| !k.is_empty() && *k != "none").map(str::to_owned).collect();
         match flag.as_str() {
             "--dir" => o.dir = value.into(),
             "--db-dir" => o.db_dir = value.into(),
@@ -133,13 +160,21 @@ fn options(args: &[String]) -> Result<Options, String> {
                     value.split_once(',').ok_or_else(|| format!("--fault-gap {value}: expected LOW,HIGH"))?;
                 o.fault_gap = (number(low)?, number(high)?);
             }
+            "--faults" => {
+                o.faults = list();
+                if let Some(bad) = o.faults.iter().find(|f| !HOLDER_FAULTS.contains(&f.as_str())) {
+                    return Err(format!("--faults: unknown fault {bad} (known: {})", HOLDER_FAULTS.join(",")));
+                }
+            }
+            "--victims" => o.victims = list(),
             "--worker" => o.specs.push(Spec::parse(value)?),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
     if o.dir.as_os_str().is_empty() || o.db_dir.as_os_str().is_empty() || o.dsn.is_empty() || o.specs.is_empty() {
         return Err("usage: chaos drive --dir DIR --db-dir DIR --mariadb-script PATH --dsn URL [--seconds N] \
-                    [--seed N] [--restarts N] [--fault-gap LOW,HIGH] --worker \"KIND NAME keep-alive|plain PROGRAM ARGS...\"..."
+                    [--seed N] [--restarts N] [--fault-gap LOW,HIGH] [--faults KIND,...|none] [--victims KIND,...] \
+                    --worker \"KIND NAME keep-alive|plain PROGRAM ARGS...\"..."
             .to_owned());
     }
     Ok(o)
@@ -163,20 +198,39 @@ struct Holder {
     connection_id: u64,
 }
 
+/// A fault that landed, to be journaled.
+struct Landed {
+    sent: u64,
+    landed: u64,
+    kind: &'static str,
+    ends: Ends,
+    target: Option<(String, u64, i32)>,
+}
+
+/// A server restart under way.
+struct Restart {
+    kind: &'static str,
+    sent: u64,
+    thread: JoinHandle<Result<(), String>>,
+}
+
 struct Driver {
     o: Options,
     rng: Rng,
-    guard: Guard,
     locker: NativeLocker,
     workers: Vec<Worker>,
     stopped: Vec<Stopped>,
-    restart: Option<JoinHandle<Result<(), String>>>,
+    restart: Option<Restart>,
     /// This very binary, as it was at the start (a rebuild during the run replaces the
-    /// file, and /proc/self/exe would then name a deleted one): the workers' guard.
-    guard_path: PathBuf,
+    /// file, and /proc/self/exe would then name a deleted one): the workers' guard and
+    /// clock.
+    chaos_path: PathBuf,
     /// Restarts begun so far: every second one is a crash.
     restarts_started: u32,
+    /// Landed faults per kind, in HOLDER_FAULTS order.
+    landed: [u32; HOLDER_FAULTS.len()],
     log: File,
+    journal: PathBuf,
     start: Instant,
     winding_down: bool,
 }
@@ -202,10 +256,11 @@ pub fn main(args: &[String]) -> i32 {
 
 impl Driver {
     fn new(o: Options) -> Result<Driver, String> {
+        fs::create_dir_all(o.dir.join("journals")).map_err(|e| format!("{}: {e}", o.dir.display()))?;
         fs::create_dir_all(o.dir.join("workers")).map_err(|e| format!("{}: {e}", o.dir.display()))?;
         let config = Config::from_url(&o.dsn).map_err(|e| e.chain())?;
         let log = File::create(o.dir.join("driver.log")).map_err(|e| format!("driver.log: {e}"))?;
-        let guard_path = std::env::current_exe().map_err(|e| format!("locating the chaos binary: {e}"))?;
+        let chaos_path = std::env::current_exe().map_err(|e| format!("locating the chaos binary: {e}"))?;
         let workers = o
             .specs
             .iter()
@@ -220,14 +275,15 @@ impl Driver {
             .collect();
         Ok(Driver {
             rng: Rng::new(o.seed),
-            guard: Guard::new(&o.dir),
             locker: NativeLocker::from_config(config),
+            journal: o.dir.join("driver.journal"),
             o,
             workers,
             stopped: Vec::new(),
             restart: None,
-            guard_path,
+            chaos_path,
             restarts_started: 0,
+            landed: [0; HOLDER_FAULTS.len()],
             log,
             start: Instant::now(),
             winding_down: false,
@@ -238,10 +294,22 @@ impl Driver {
         let _ = writeln!(self.log, "+{:7.3}s {text}", self.start.elapsed().as_secs_f64());
     }
 
-    /// Appends a fault or phase line to the guard's journal.
-    fn journal(&mut self, op: Op, name: &str, token: u64, pid: i32, verdict: &str) -> Result<(), String> {
-        let call = Call { kind: "driver", op, name, token, pid: pid.max(0) as u32, verdict };
-        self.guard.call(&call).map(|_| ()).map_err(|e| format!("writing the guard journal: {e}"))
+    fn write(&self, line: &Line) -> Result<(), String> {
+        journal::append(&self.journal, &line.to_string()).map_err(|e| format!("writing the driver journal: {e}"))
+    }
+
+    fn write_fault(&mut self, f: &Landed) -> Result<(), String> {
+        let (name, token, pid) = match &f.target {
+            Some((name, token, pid)) => (Some(name.clone()), Some(*token).filter(|t| *t > 0), u32::try_from(*pid).ok()),
+            None => (None, None, None),
+        };
+        let line =
+            Line::Fault { sent: f.sent, landed: f.landed, kind: f.kind.to_owned(), ends: f.ends, name, token, pid };
+        self.note(&format!("landed after {:.1} ms: {line}", (f.landed - f.sent) as f64 / 1e6));
+        if let Some(i) = HOLDER_FAULTS.iter().position(|k| *k == f.kind) {
+            self.landed[i] += 1;
+        }
+        self.write(&line)
     }
 
     /// The chaos, then the wind-down, which also runs when the chaos failed: no worker
@@ -258,7 +326,7 @@ impl Driver {
             println!("chaos: worker {} on {} ({mode}): {}", w.label, w.spec.name, w.spec.argv.join(" "));
         }
         self.start = Instant::now();
-        self.journal(Op::Phase, "-", 0, 0, "chaos-start")?;
+        self.write(&Line::Phase { at: journal::monotonic_ns(), phase: "chaos-start".into() })?;
         let seconds = Duration::from_secs_f64(self.o.seconds);
         let end = self.start + seconds;
         let mut restarts: Vec<Instant> = (1..=self.o.restarts)
@@ -269,18 +337,16 @@ impl Driver {
             self.tend_workers()?;
             self.continue_due();
             let now = Instant::now();
-            let restarting = self.restart.as_ref().is_some_and(|h| !h.is_finished());
+            let restarting = self.restart.as_ref().is_some_and(|r| !r.thread.is_finished());
             if !restarting {
-                if let Some(h) = self.restart.take() {
-                    let outcome = h.join().map_err(|_| "the restart thread panicked".to_owned())?;
-                    outcome?;
-                    self.note("server is back");
+                if let Some(r) = self.restart.take() {
+                    self.finish_restart(r)?;
                 }
             }
             if !restarting && restarts.first().is_some_and(|at| now >= *at) {
                 restarts.remove(0);
-                self.start_restart()?;
-            } else if !restarting && now >= next_fault {
+                self.start_restart();
+            } else if !restarting && now >= next_fault && !self.o.faults.is_empty() {
                 next_fault = if self.inject()? { now + self.fault_gap() } else { now + Duration::from_millis(200) };
             }
             std::thread::sleep(TICK);
@@ -317,28 +383,35 @@ impl Driver {
         Ok(())
     }
 
+    /// Starts worker `i`: `PROGRAM ARGS... JOURNAL NAME DSN`, with the settings in
+    /// `CHAOS_*`: CHAOS_BIN (this binary: `guard`, `now`, `deadline`, `journal`),
+    /// CHAOS_DIR (the guard's directory), CHAOS_KIND, CHAOS_WORKER (its label),
+    /// CHAOS_KEEP_ALIVE (1 or 0), CHAOS_SEED, CHAOS_TTL, CHAOS_TIMEOUT (seconds) and
+    /// CHAOS_STOP (a file whose existence asks the worker to finish its section and end).
     fn spawn(&mut self, i: usize) -> Result<(), String> {
-        let guard_path = self.guard_path.clone();
+        let chaos_path = self.chaos_path.clone();
         let stop_file = self.o.dir.join("stop");
         let w = &mut self.workers[i];
         let log_path = self.o.dir.join("workers").join(format!("{}.log", w.label));
+        let journal = self.o.dir.join("journals").join(format!("{}.journal", w.label));
         let log = OpenOptions::new().create(true).append(true).open(&log_path).map_err(|e| format!("{e}"))?;
         let err = log.try_clone().map_err(|e| format!("{e}"))?;
         let seed = self.o.seed.wrapping_mul(1000).wrapping_add(i as u64 * 100 + u64::from(w.spawns));
         let mut command = Command::new(&w.spec.argv[0]);
         command
             .args(&w.spec.argv[1..])
+            .arg(&journal)
+            .arg(&w.spec.name)
+            .arg(&self.o.dsn)
+            .env("CHAOS_BIN", &chaos_path)
             .env("CHAOS_DIR", &self.o.dir)
-            .env("CHAOS_GUARD", &guard_path)
             .env("CHAOS_KIND", &w.spec.kind)
-            .env("CHAOS_NAME", &w.spec.name)
             .env("CHAOS_KEEP_ALIVE", if w.spec.keep_alive { "1" } else { "0" })
             .env("CHAOS_SEED", seed.to_string())
             .env("CHAOS_WORKER", &w.label)
             .env("CHAOS_TTL", TTL_SECONDS)
             .env("CHAOS_TIMEOUT", ACQUIRE_TIMEOUT_SECONDS)
             .env("CHAOS_STOP", &stop_file)
-            .env("MYSQLLOCK_DSN", &self.o.dsn)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err)
@@ -378,7 +451,12 @@ impl Driver {
         }
     }
 
-    /// The live holders that are processes of our own workers, not stopped already.
+    fn victim(&self, worker: usize) -> bool {
+        self.o.victims.is_empty() || self.o.victims.contains(&self.workers[worker].spec.kind)
+    }
+
+    /// The live holders that are processes of our own workers (victims only), not
+    /// stopped already.
     fn holders(&mut self) -> Vec<Holder> {
         let rows = match self.locker.status(None) {
             Ok(rows) => rows,
@@ -394,7 +472,7 @@ impl Driver {
                 let pid = i32::try_from(r.pid?).ok()?;
                 let group = pgid_of(pid)?;
                 let worker = self.workers.iter().position(|w| w.pgid() == Some(group))?;
-                if self.stopped.iter().any(|s| s.worker == worker) {
+                if self.stopped.iter().any(|s| s.worker == worker) || !self.victim(worker) {
                     return None;
                 }
                 Some(Holder { worker, pid, name: r.name, token: r.token.unwrap_or(0), connection_id: r.connection_id })
@@ -402,54 +480,179 @@ impl Driver {
             .collect()
     }
 
-    /// Injects one fault: mostly into a random holder (kill9, stop, kill-session, three
-    /// times in eleven each), sometimes into whoever is there (`stop-any`: any worker,
-    /// holder or not, so waiters are frozen halfway through an acquisition too;
-    /// `kill-query`: a session waiting in GET_LOCK). False when there was nobody to hit.
+    /// Injects one fault, trying the enabled kinds that landed least so far first.
+    /// False when none could be aimed at anybody or none landed.
     fn inject(&mut self) -> Result<bool, String> {
-        let roll = self.rng.below(11);
-        match roll {
-            0 => return self.stop_any(),
-            1 => return self.kill_query(),
-            _ => {}
-        }
+        let mut kinds: Vec<(u32, u64, &'static str)> = HOLDER_FAULTS
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| self.o.faults.iter().any(|f| f == *k))
+            .map(|(i, k)| (self.landed[i], self.rng.next_u64(), *k))
+            .collect();
+        kinds.sort_unstable();
         let holders = self.holders();
-        if holders.is_empty() {
-            return Ok(false);
-        }
-        let h = holders[self.rng.below(holders.len())].clone();
-        let kind = self.workers[h.worker].spec.kind.clone();
-        let label = self.workers[h.worker].label.clone();
-        let fault = match roll {
-            2..=4 => {
-                signal(h.pid, libc::SIGKILL);
-                "kill9"
+        for (_, _, kind) in kinds {
+            if let Some(landed) = self.try_fault(kind, &holders)? {
+                self.write_fault(&landed)?;
+                return Ok(true);
             }
-            5..=7 if self.stopped.len() < MAX_STOPPED => self.stop(&h, &kind),
-            _ => match self.kill_session(h.connection_id) {
-                Ok(()) => "kill-session",
-                Err(e) => {
-                    self.note(&format!("KILL {} failed: {e}", h.connection_id));
-                    return Ok(false);
-                }
-            },
-        };
-        self.note(&format!(
-            "fault {fault}: {label} pid {} holding {} (token {}, session {})",
-            h.pid, h.name, h.token, h.connection_id
-        ));
-        self.journal(Op::Fault, &h.name, h.token, h.pid, fault)?;
-        Ok(true)
+        }
+        Ok(false)
     }
 
-    fn kill_session(&mut self, id: u64) -> Result<(), String> {
-        let session = self.locker.session().map_err(|e| e.chain())?;
-        session.kill(id).map_err(|e| e.to_string())
+    /// One fault of `kind`, if there is somebody to aim it at; Some once it landed.
+    fn try_fault(&mut self, kind: &'static str, holders: &[Holder]) -> Result<Option<Landed>, String> {
+        let stoppable = self.stopped.len() < MAX_STOPPED;
+        let is_cli = |h: &&Holder| self.workers[h.worker].spec.kind == "cli";
+        let candidates: Vec<&Holder> = match kind {
+            "kill9" | "kill-session" => holders.iter().collect(),
+            "stop" if stoppable => holders.iter().filter(|h| !is_cli(h)).collect(),
+            "stop-group" | "stop-mysqllock" if stoppable => holders.iter().filter(is_cli).collect(),
+            "stop-any" if stoppable => return Ok(self.stop_any()),
+            "kill-query" => return Ok(self.kill_query()),
+            _ => Vec::new(),
+        };
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        let h = candidates[self.rng.below(candidates.len())].clone();
+        let label = self.workers[h.worker].label.clone();
+        self.note(&format!(
+            "fault {kind}: {label} pid {} holding {} (token {}, session {})",
+            h.pid, h.name, h.token, h.connection_id
+        ));
+        let target = Some((h.name.clone(), h.token, h.pid));
+        let landed = match kind {
+            "kill9" => {
+                let sent = journal::monotonic_ns();
+                signal(h.pid, libc::SIGKILL);
+                let landed = self.await_landing(|| process_gone(h.pid));
+                landed.map(|landed| Landed { sent, landed, kind, ends: Ends::Pid, target })
+            }
+            "kill-session" => {
+                let sent = journal::monotonic_ns();
+                match self
+                    .locker
+                    .session()
+                    .map_err(|e| e.chain())
+                    .and_then(|s| s.kill(h.connection_id).map_err(|e| e.to_string()))
+                {
+                    Ok(()) => {
+                        let landed = self.await_session_gone(h.connection_id);
+                        landed.map(|landed| Landed { sent, landed, kind, ends: Ends::Section, target })
+                    }
+                    Err(e) => {
+                        self.note(&format!("KILL {} failed: {e}", h.connection_id));
+                        None
+                    }
+                }
+            }
+            _ => {
+                let group = self.workers[h.worker].pgid().unwrap_or(h.pid);
+                let signalled = if kind == "stop-group" { -group } else { h.pid };
+                self.stop(h.worker, signalled, h.pid, kind).map(|landed| Landed { target, ..landed })
+            }
+        };
+        if landed.is_none() {
+            self.note(&format!("fault {kind} on {label} did not land"));
+        }
+        Ok(landed)
+    }
+
+    /// Polls `gone` until it holds; the instant it was seen to, or None after
+    /// LANDING_WAIT.
+    fn await_landing(&self, mut gone: impl FnMut() -> bool) -> Option<u64> {
+        let deadline = Instant::now() + LANDING_WAIT;
+        loop {
+            if gone() {
+                return Some(journal::monotonic_ns());
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(LANDING_POLL);
+        }
+    }
+
+    /// Waits until the server's process list no longer shows session `id`.
+    fn await_session_gone(&mut self, id: u64) -> Option<u64> {
+        let deadline = Instant::now() + LANDING_WAIT;
+        loop {
+            let listed = self
+                .locker
+                .session()
+                .map_err(|e| e.chain())
+                .and_then(|s| {
+                    s.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[id.into()])
+                        .map_err(|e| e.to_string())
+                })
+                .map(|out| out.rows.first().and_then(|r| r.first()).and_then(Value::as_u64));
+            match listed {
+                Ok(Some(0)) => return Some(journal::monotonic_ns()),
+                Ok(_) => {}
+                Err(e) => {
+                    self.note(&format!("cannot read the process list: {e}"));
+                    return None;
+                }
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(LANDING_POLL);
+        }
+    }
+
+    /// SIGSTOP of `signalled` (a pid or a negative group id) of worker `worker`, landed
+    /// when `watched` shows state T; then the deadlines of the leases its processes hold,
+    /// as the table shows them, go to the journal.
+    fn stop(&mut self, worker: usize, signalled: i32, watched: i32, kind: &'static str) -> Option<Landed> {
+        let sent = journal::monotonic_ns();
+        signal(signalled, libc::SIGSTOP);
+        let until = Instant::now() + Duration::from_secs_f64(self.rng.between(STOP_SECONDS.0, STOP_SECONDS.1));
+        self.stopped.push(Stopped { worker, target: signalled, until });
+        let landed = self.await_landing(|| process_state(watched) == Some('T'))?;
+        self.observe_leases(worker);
+        let name = self.workers[worker].spec.name.clone();
+        Some(Landed { sent, landed, kind, ends: Ends::None, target: Some((name, 0, watched)) })
+    }
+
+    /// Journals, for every lease held by a process of worker `worker` (just stopped),
+    /// the earliest instant it can end as the table shows it now: the row's `remaining`
+    /// counts to `created + ttl`, and another session may reclaim it only once the wall
+    /// clock reaches `created + ttl + 1` (README "The lease protocol"; `journal::
+    /// ttl_deadline_ns` argues the same for an acquisition). The monotonic clock is read
+    /// before the query, whose clock reading comes later: a lower bound. A renewal its
+    /// frozen keep-alive had already sent may still land after this read: that only
+    /// lengthens the lease, so the deadline stays a lower bound.
+    fn observe_leases(&mut self, worker: usize) {
+        let Some(group) = self.workers[worker].pgid() else { return };
+        let before = journal::monotonic_ns();
+        let rows = match self.locker.status(Some(&self.workers[worker].spec.name.clone())) {
+            Ok(rows) => rows,
+            Err(e) => {
+                self.note(&format!("cannot read the stopped lease: {}", e.chain()));
+                return;
+            }
+        };
+        for r in rows {
+            let (Some(pid), Some(token)) = (r.pid, r.token) else { continue };
+            let pid = i32::try_from(pid).unwrap_or(-1);
+            if !r.holder_alive || pgid_of(pid) != Some(group) {
+                continue;
+            }
+            let until = ((r.remaining + 1.0).max(0.0) * 1e9) as u64;
+            let deadline = (before + until).saturating_sub(journal::CLOCK_MARGIN_NS);
+            let line = Line::Lease { at: before, name: r.name.clone(), token, deadline, pid: pid as u32 };
+            self.note(&format!("stopped lease: {line} (remaining {:.3} s)", r.remaining));
+            if let Err(e) = self.write(&line) {
+                self.note(&e);
+            }
+        }
     }
 
     /// `KILL QUERY` of a random session waiting in GET_LOCK: the wait ends at once with
     /// NULL, as if it had timed out, in the middle of an acquisition.
-    fn kill_query(&mut self) -> Result<bool, String> {
+    fn kill_query(&mut self) -> Option<Landed> {
         const WAITERS: &str =
             "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()";
         let waiters = match self.locker.session() {
@@ -460,69 +663,71 @@ impl Driver {
             Ok(out) => out.rows.iter().filter_map(|r| r.first().and_then(Value::as_u64)).collect(),
             Err(e) => {
                 self.note(&format!("cannot list the sessions waiting in GET_LOCK: {e}"));
-                return Ok(false);
+                return None;
             }
         };
         if ids.is_empty() {
-            return Ok(false);
+            return None;
         }
         let id = ids[self.rng.below(ids.len())];
+        let sent = journal::monotonic_ns();
         let killed = match self.locker.session() {
             Ok(s) => s.execute(&format!("KILL QUERY {id}"), &[]).map(|_| ()).map_err(|e| e.to_string()),
             Err(e) => Err(e.chain()),
         };
         if let Err(e) = killed {
             self.note(&format!("KILL QUERY {id} failed: {e}"));
-            return Ok(false);
+            return None;
         }
         self.note(&format!("fault kill-query: session {id}, waiting in GET_LOCK"));
-        self.journal(Op::Fault, "-", id, 0, "kill-query")?;
-        Ok(true)
+        Some(Landed { sent, landed: journal::monotonic_ns(), kind: "kill-query", ends: Ends::None, target: None })
     }
 
     /// Stops the whole process group of a random running worker that is not stopped yet.
-    fn stop_any(&mut self) -> Result<bool, String> {
+    fn stop_any(&mut self) -> Option<Landed> {
         let candidates: Vec<usize> = (0..self.workers.len())
             .filter(|i| self.workers[*i].child.is_some() && !self.stopped.iter().any(|s| s.worker == *i))
+            .filter(|i| self.victim(*i))
             .collect();
-        if candidates.is_empty() || self.stopped.len() >= MAX_STOPPED {
-            return Ok(false);
+        if candidates.is_empty() {
+            return None;
         }
         let i = candidates[self.rng.below(candidates.len())];
-        let Some(group) = self.workers[i].pgid() else { return Ok(false) };
-        signal(-group, libc::SIGSTOP);
-        let until = Instant::now() + Duration::from_secs_f64(self.rng.between(STOP_SECONDS.0, STOP_SECONDS.1));
-        self.stopped.push(Stopped { worker: i, target: -group, until });
-        let (label, name) = (self.workers[i].label.clone(), self.workers[i].spec.name.clone());
-        self.note(&format!("fault stop-any: {label} process group {group} (lock {name})"));
-        self.journal(Op::Fault, &name, 0, group, "stop-any")?;
-        Ok(true)
-    }
-
-    /// Stops a holder for longer than its TTL; returns the fault's name.
-    fn stop(&mut self, h: &Holder, kind: &str) -> &'static str {
-        let group = self.workers[h.worker].pgid().unwrap_or(h.pid);
-        let (target, fault) = match kind {
-            "cli" if self.rng.below(2) == 0 => (-group, "stop-group"),
-            "cli" => (h.pid, "stop-mysqllock"),
-            _ => (h.pid, "stop"),
-        };
-        signal(target, libc::SIGSTOP);
-        let until = Instant::now() + Duration::from_secs_f64(self.rng.between(STOP_SECONDS.0, STOP_SECONDS.1));
-        self.stopped.push(Stopped { worker: h.worker, target, until });
-        fault
+        let group = self.workers[i].pgid()?;
+        let label = self.workers[i].label.clone();
+        self.note(&format!("fault stop-any: {label} process group {group}"));
+        self.stop(i, -group, group, "stop-any")
     }
 
     /// Starts the next scheduled server restart (clean or crash, alternating) in a thread.
-    fn start_restart(&mut self) -> Result<(), String> {
+    fn start_restart(&mut self) {
         let crash = self.restarts_started % 2 == 1;
         self.restarts_started += 1;
-        let fault = if crash { "crash" } else { "restart" };
-        self.note(&format!("fault {fault}: the database server"));
-        self.journal(Op::Fault, "-", 0, 0, fault)?;
+        let kind = if crash { "crash" } else { "restart" };
+        self.note(&format!("fault {kind}: the database server"));
         let (script, db_dir) = (self.o.mariadb_script.clone(), self.o.db_dir.clone());
-        self.restart = Some(std::thread::spawn(move || restart_server(&script, &db_dir, crash)));
-        Ok(())
+        let sent = journal::monotonic_ns();
+        let thread = std::thread::spawn(move || restart_server(&script, &db_dir, crash));
+        self.restart = Some(Restart { kind, sent, thread });
+    }
+
+    /// After the restart thread ended: waits until the server answers, then journals the
+    /// restart as landed.
+    fn finish_restart(&mut self, r: Restart) -> Result<(), String> {
+        r.thread.join().map_err(|_| "the restart thread panicked".to_owned())??;
+        let deadline = Instant::now() + SERVER_BACK_WAIT;
+        loop {
+            match self.locker.status(None) {
+                Ok(_) => break,
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(format!("the server did not answer after the {}: {}", r.kind, e.chain()));
+                }
+                Err(_) => std::thread::sleep(TICK),
+            }
+        }
+        let landed =
+            Landed { sent: r.sent, landed: journal::monotonic_ns(), kind: r.kind, ends: Ends::All, target: None };
+        self.write_fault(&landed)
     }
 
     /// Ends the run: lets stopped processes go, asks workers to finish, waits, kills
@@ -530,29 +735,40 @@ impl Driver {
     fn wind_down(&mut self) -> Result<(), String> {
         self.winding_down = true;
         let restarted = match self.restart.take() {
-            Some(h) => h.join().map_err(|_| "the restart thread panicked".to_owned()).and_then(|r| r),
+            Some(r) => self.finish_restart(r),
             None => Ok(()),
         };
         for s in std::mem::take(&mut self.stopped) {
             self.resume(&s);
         }
+        // The chaos ends here: what follows is the workers finishing their last section.
+        self.write(&Line::Phase { at: journal::monotonic_ns(), phase: "chaos-end".into() })?;
         File::create(self.o.dir.join("stop")).map_err(|e| format!("creating the stop file: {e}"))?;
         let deadline = Instant::now() + WIND_DOWN;
         while Instant::now() < deadline && self.workers.iter().any(|w| w.child.is_some()) {
             self.tend_workers()?;
             std::thread::sleep(TICK);
         }
-        for w in &mut self.workers {
-            if let Some(mut child) = w.child.take() {
-                signal(-(child.id() as i32), libc::SIGKILL);
-                let _ = child.wait();
-                let text = format!("worker {} did not finish in time: killed", w.label);
-                let _ = writeln!(self.log, "{text}");
-                println!("chaos: {text}");
-            }
+        for i in 0..self.workers.len() {
+            let Some(mut child) = self.workers[i].child.take() else { continue };
+            let group = child.id() as i32;
+            let sent = journal::monotonic_ns();
+            signal(-group, libc::SIGKILL);
+            let _ = child.wait();
+            // Its sections end with it (a CLI worker's mysqllock dies with the group).
+            let landed = Landed {
+                sent,
+                landed: journal::monotonic_ns(),
+                kind: "wind-down-kill",
+                ends: Ends::Pid,
+                target: Some((self.workers[i].spec.name.clone(), 0, group)),
+            };
+            self.write_fault(&landed)?;
+            let text = format!("worker {} did not finish in time: killed", self.workers[i].label);
+            self.note(&text);
+            println!("chaos: {text}");
         }
         restarted?;
-        self.journal(Op::Phase, "-", 0, 0, "chaos-end")?;
         let starts: u32 = self.workers.iter().map(|w| w.spawns).sum();
         println!(
             "chaos: {:.1} s with {} workers ({starts} worker processes started); details in {}",
@@ -619,12 +835,27 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
-/// The process group of `pid`, from /proc (None once it is gone).
-fn pgid_of(pid: i32) -> Option<i32> {
+/// The fields of /proc/PID/stat after "pid (comm)" (comm may hold spaces and
+/// parentheses): state, ppid, pgrp, ...
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
     let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(2)?.parse().ok()
+    Some(after.split_whitespace().map(str::to_owned).collect())
+}
+
+/// The process group of `pid` (None once it is gone).
+fn pgid_of(pid: i32) -> Option<i32> {
+    stat_fields(pid)?.get(2)?.parse().ok()
+}
+
+/// The state letter of `pid` (R, S, T, Z, ...).
+fn process_state(pid: i32) -> Option<char> {
+    stat_fields(pid)?.first()?.chars().next()
+}
+
+/// A process that died: gone from /proc, or a zombie not yet reaped.
+fn process_gone(pid: i32) -> bool {
+    matches!(process_state(pid), None | Some('Z' | 'X'))
 }
 
 /// kill(2); a process that is already gone is no error here.

@@ -1,22 +1,22 @@
 //! The protected resource: a fenced register per lock name, shared by every worker
-//! process through files under the run's directory.
+//! process through files under the run's directory. It is what the holders protect,
+//! the way a user's fenced write would; `chaos check` does not read it (the checker
+//! judges the run from the workers' and the driver's own journals, see `journal`).
 //!
 //! `chaos guard begin|end NAME TOKEN PID` is a write to the resource under a fencing
 //! token, checked the classic way: the resource remembers the highest token that began
 //! writing to it, accepts a `begin` only with a greater token and an `end` only with a
 //! token at least that high. A holder that lost its lease unawares and comes back after
-//! a newer holder began has a smaller token: its writes are rejected. `chaos guard
-//! release NAME TOKEN PID ok|lost|error` only records what the holder's release
-//! reported, for the checker.
+//! a newer holder began has a smaller token: its writes are rejected (exit 1).
 //!
-//! Each operation runs under flock(2) on `guard.lock` and is complete once its journal
-//! line is appended (one write(2) with O_APPEND): the journal is the truth, and
-//! `guard.state` (highest tokens, sequence counter, journal length) is only a cache that
-//! is brought up to date from the journal's tail when it lags. So a guard process that
-//! dies at any instant leaves either a complete operation or none. The driver never
-//! signals guard processes (it kills or stops holders); a stopped process group can
-//! pause one for a few seconds while it holds the flock, which delays the others but
-//! changes no outcome.
+//! Each operation runs under flock(2) on `guard.lock` and is complete once its line is
+//! appended to `guard.log` (one write(2) with O_APPEND): the log is the truth, and
+//! `guard.state` (highest tokens, sequence counter, log length) is only a cache that is
+//! brought up to date from the log's tail when it lags. So a guard process that dies at
+//! any instant leaves either a complete operation or none. The driver never signals
+//! guard processes (it kills or stops holders); a stopped process group can pause one
+//! for a few seconds while it holds the flock, which delays the others but changes no
+//! outcome. A log line: `SEQ MONO_NS KIND begin|end NAME TOKEN PID accepted|rejected`.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -24,11 +24,87 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use crate::journal::{self, Entry, Op};
+use crate::journal;
 
 pub const LOG: &str = "guard.log";
 const STATE: &str = "guard.state";
 const LOCK: &str = "guard.lock";
+
+/// A write to the resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// A holder starts writing to the resource under its token.
+    Begin,
+    /// A holder finishes writing under its token.
+    End,
+}
+
+impl Op {
+    fn parse(word: &str) -> Option<Op> {
+        match word {
+            "begin" => Some(Op::Begin),
+            "end" => Some(Op::End),
+            _ => None,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Op::Begin => "begin",
+            Op::End => "end",
+        }
+    }
+}
+
+/// One line of the guard's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    seq: u64,
+    mono_ns: u64,
+    kind: String,
+    op: Op,
+    name: String,
+    token: u64,
+    pid: u32,
+    accepted: bool,
+}
+
+impl Entry {
+    fn parse(line: &str) -> Option<Entry> {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.len() != 8 {
+            return None;
+        }
+        Some(Entry {
+            seq: w[0].parse().ok()?,
+            mono_ns: w[1].parse().ok()?,
+            kind: w[2].to_owned(),
+            op: Op::parse(w[3])?,
+            name: w[4].to_owned(),
+            token: w[5].parse().ok()?,
+            pid: w[6].parse().ok()?,
+            accepted: match w[7] {
+                "accepted" => true,
+                "rejected" => false,
+                _ => return None,
+            },
+        })
+    }
+
+    fn render(&self) -> String {
+        let verdict = if self.accepted { "accepted" } else { "rejected" };
+        format!(
+            "{} {} {} {} {} {} {} {verdict}\n",
+            self.seq,
+            self.mono_ns,
+            self.kind,
+            self.op.as_str(),
+            self.name,
+            self.token,
+            self.pid
+        )
+    }
+}
 
 /// The guard's memory, rebuilt from the journal whenever the cache lags.
 #[derive(Debug, Default, PartialEq)]
@@ -44,7 +120,7 @@ struct State {
 impl State {
     fn apply(&mut self, e: &Entry) {
         self.seq = self.seq.max(e.seq);
-        if e.op == Op::Begin && e.accepted() {
+        if e.op == Op::Begin && e.accepted {
             let high = self.highest.entry(e.name.clone()).or_default();
             *high = (*high).max(e.token);
         }
@@ -71,24 +147,11 @@ impl State {
     }
 }
 
-/// One call on the guard, before it is judged.
-pub struct Call<'a> {
-    pub kind: &'a str,
-    pub op: Op,
-    pub name: &'a str,
-    pub token: u64,
-    pub pid: u32,
-    /// The verdict for ops that are only recorded (release, fault, phase); ignored for
-    /// begin and end, which the guard judges.
-    pub verdict: &'a str,
-}
-
 /// The fence: whether a write under `token` is accepted when `highest` began last.
 fn judge(op: Op, token: u64, highest: u64) -> bool {
     match op {
         Op::Begin => token > highest,
         Op::End => token >= highest,
-        Op::Release | Op::Fault | Op::Phase => true,
     }
 }
 
@@ -102,40 +165,33 @@ impl Guard {
         Guard { dir: dir.to_owned() }
     }
 
-    /// Judges (begin/end) or records (the rest) one call and appends it to the journal;
-    /// returns the journal entry.
-    pub fn call(&self, call: &Call<'_>) -> io::Result<Entry> {
+    /// Judges one write and appends it to the log; returns whether it was accepted.
+    pub fn call(&self, kind: &str, op: Op, name: &str, token: u64, pid: u32) -> io::Result<bool> {
         let lock = OpenOptions::new().create(true).truncate(false).write(true).open(self.dir.join(LOCK))?;
         flock_exclusive(&lock)?;
         let mut log = OpenOptions::new().create(true).append(true).read(true).open(self.dir.join(LOG))?;
         let mut state = self.load(&mut log)?;
-        let verdict = match call.op {
-            Op::Begin | Op::End => {
-                let highest = state.highest.get(call.name).copied().unwrap_or(0);
-                if judge(call.op, call.token, highest) { "accepted" } else { "rejected" }.to_owned()
-            }
-            Op::Release | Op::Fault | Op::Phase => journal::word(call.verdict),
-        };
+        let highest = state.highest.get(name).copied().unwrap_or(0);
         let entry = Entry {
             seq: state.seq + 1,
-            mono_ns: monotonic_ns(),
-            kind: journal::word(call.kind),
-            op: call.op,
-            name: journal::word(call.name),
-            token: call.token,
-            pid: call.pid,
-            verdict,
+            mono_ns: journal::monotonic_ns(),
+            kind: journal::word(kind),
+            op,
+            name: journal::word(name),
+            token,
+            pid,
+            accepted: judge(op, token, highest),
         };
-        let line = format!("{entry}\n");
+        let line = entry.render();
         log.write_all(line.as_bytes())?;
         state.apply(&entry);
         state.log_len += line.len() as u64;
         self.save(&state)?;
-        Ok(entry)
+        Ok(entry.accepted)
     }
 
-    /// The cached state, brought up to date with any journal lines it does not cover
-    /// (a guard that died between its append and its cache update).
+    /// The cached state, brought up to date with any log lines it does not cover (a
+    /// guard that died between its append and its cache update).
     fn load(&self, log: &mut File) -> io::Result<State> {
         let cached = fs::read_to_string(self.dir.join(STATE)).ok().and_then(|t| State::parse(&t));
         let len = log.metadata()?.len();
@@ -144,7 +200,7 @@ impl Guard {
             log.seek(SeekFrom::Start(state.log_len))?;
             let mut tail = String::new();
             log.read_to_string(&mut tail)?;
-            for e in journal::parse_all(&tail) {
+            for e in tail.lines().filter_map(Entry::parse) {
                 state.apply(&e);
             }
             state.log_len = len;
@@ -172,17 +228,9 @@ fn flock_exclusive(file: &File) -> io::Result<()> {
     }
 }
 
-/// CLOCK_MONOTONIC in nanoseconds: comparable across the run's processes.
-pub fn monotonic_ns() -> u64 {
-    // SAFETY: timespec is plain data; clock_gettime writes it.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid clock id and a writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// `chaos guard begin|end|release NAME TOKEN PID [RESULT]`: exit 0 when accepted (or
-/// recorded), 1 when rejected, 2 on bad usage or an I/O failure.
+/// `chaos guard begin|end NAME TOKEN PID` (CHAOS_DIR: the run's directory, CHAOS_KIND:
+/// the caller's kind): exit 0 when accepted, 1 when rejected, 2 on bad usage or an I/O
+/// failure.
 pub fn main(args: &[String]) -> i32 {
     match run(args) {
         Ok(true) => 0,
@@ -195,23 +243,14 @@ pub fn main(args: &[String]) -> i32 {
 }
 
 fn run(args: &[String]) -> Result<bool, String> {
-    const USAGE: &str =
-        "usage: chaos guard begin|end NAME TOKEN PID | chaos guard release NAME TOKEN PID ok|lost|error";
-    let (op, name, token, pid, verdict) = match args {
-        [op, name, token, pid] if op == "begin" || op == "end" => (op, name, token, pid, ""),
-        [op, name, token, pid, result] if op == "release" && ["ok", "lost", "error"].contains(&result.as_str()) => {
-            (op, name, token, pid, result.as_str())
-        }
-        _ => return Err(USAGE.to_owned()),
-    };
+    const USAGE: &str = "usage: chaos guard begin|end NAME TOKEN PID";
+    let [op, name, token, pid] = args else { return Err(USAGE.to_owned()) };
+    let op = Op::parse(op).ok_or(USAGE)?;
     let token: u64 = token.parse().map_err(|_| format!("TOKEN must be a positive integer, not {token:?}"))?;
     let pid: u32 = pid.parse().map_err(|_| format!("PID must be a process id, not {pid:?}"))?;
     let dir = std::env::var("CHAOS_DIR").map_err(|_| "CHAOS_DIR is not set (the run's directory)".to_owned())?;
     let kind = std::env::var("CHAOS_KIND").unwrap_or_else(|_| "unknown".to_owned());
-    let op = Op::parse(op).ok_or(USAGE)?;
-    let call = Call { kind: &kind, op, name, token, pid, verdict };
-    let entry = Guard::new(Path::new(&dir)).call(&call).map_err(|e| format!("{dir}: {e}"))?;
-    Ok(entry.verdict != "rejected")
+    Guard::new(Path::new(&dir)).call(&kind, op, name, token, pid).map_err(|e| format!("{dir}: {e}"))
 }
 
 #[cfg(test)]

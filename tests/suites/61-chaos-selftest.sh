@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The chaos checker's self-test (issue 13): a checker that never fails proves nothing,
+# so this suite breaks the lock on purpose in each surface and requires `chaos check`
+# to report two holders at once, naming the broken worker.
+#
+# For each surface (PHP extension, C library, CLI) and each way to break it, a short
+# chaos round on a name of its own: the broken worker of that surface (MYSQLLOCK_BREAK,
+# read by tests/chaos/worker.*) contends with a correct worker of each other surface.
+#   exclusion    the broken worker never calls acquire and "holds" at once (no faults)
+#   ignore-loss  the broken worker reports every release as OK and never reports a loss,
+#                while the driver stops it past its TTL or kills its session (faults
+#                aimed at it only), so others take the lock over in the meantime
+# The three surfaces of one break run at once (three drivers on one server; each
+# driver only ever signals its own workers). The suite fails if any round's checker
+# stays green, or fails for another reason than an overlap involving the broken worker.
+#
+# Environment: MYSQLLOCK_ROOT, MYSQLLOCK_BIN (set by scripts/test.sh); optional
+# SELFTEST_SECONDS (exclusion rounds, default 6; ignore-loss rounds twice that),
+# CHAOS_KEEP=1 keeps the run's files.
+set -uo pipefail
+root=${MYSQLLOCK_ROOT:?MYSQLLOCK_ROOT is not set (the repository root)}
+bin=${MYSQLLOCK_BIN:?MYSQLLOCK_BIN is not set (the target/release directory)}
+cd "$root"
+seconds=${SELFTEST_SECONDS:-6}
+
+fail() {
+  echo "61-chaos-selftest: $*" >&2
+  exit 1
+}
+
+for tool in gcc php mariadb mariadbd; do
+  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] \
+    || fail "$tool is not installed (scripts/install-deps.sh installs it)"
+done
+for file in chaos mysqllock libmysqllock.so libmysqllock_php.so; do
+  [ -f "$bin/$file" ] || fail "$bin/$file is missing (run cargo build --release --workspace)"
+done
+
+work=$(mktemp -d /tmp/mysqllock-selftest.XXXXXX)
+finish() {
+  local rc=$?
+  bash scripts/mariadb.sh stop "$work/db" >/dev/null 2>&1
+  if [ "$rc" = 0 ] && [ "${CHAOS_KEEP:-0}" != 1 ]; then
+    rm -rf "$work"
+  else
+    echo "61-chaos-selftest: the runs' files are kept in $work"
+  fi
+}
+trap finish EXIT
+
+bash scripts/mariadb.sh start "$work/db" >/dev/null || fail "the self-test's server did not start"
+dsn=$(sed -n 's/^MYSQLLOCK_TEST_DSN=//p' "$work/db/env")
+MYSQLLOCK_DSN=$dsn "$bin/mysqllock" init --upgrade >/dev/null || fail "mysqllock init --upgrade failed"
+worker_c=$work/chaos-worker-c
+gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -I include -o "$worker_c" tests/chaos/worker.c \
+  -L "$bin" -lmysqllock -Wl,-rpath,"$bin" -lm -pthread || fail "tests/chaos/worker.c does not compile"
+
+# The worker command of a surface, optionally broken: "KIND MODE PROGRAM ARGS...".
+worker() {
+  local kind=$1 broken=$2 env=()
+  [ -n "$broken" ] && env=(env "MYSQLLOCK_BREAK=$broken")
+  case $kind in
+    cli) echo "cli plain ${env[*]} bash $root/tests/chaos/worker-cli.sh $bin/mysqllock" ;;
+    php) echo "php plain ${env[*]} php -d extension=$bin/libmysqllock_php.so $root/tests/chaos/worker.php" ;;
+    c) echo "c plain ${env[*]} $worker_c" ;;
+  esac
+}
+
+surfaces=(php c cli)
+start=$SECONDS
+failures=0
+for broken in exclusion ignore-loss; do
+  if [ "$broken" = exclusion ]; then
+    faults=(--faults none --seconds "$seconds")
+  else
+    faults=(--faults stop,stop-group,kill-session --fault-gap 0.5,1 --seconds $((seconds * 2)))
+  fi
+  pids=()
+  for surface in "${surfaces[@]}"; do
+    name=selftest-$surface-$broken
+    specs=()
+    read -r kind mode program <<<"$(worker "$surface" "$broken")"
+    specs+=(--worker "$kind $name $mode $program")
+    for other in "${surfaces[@]}"; do
+      if [ "$other" != "$surface" ]; then
+        read -r kind mode program <<<"$(worker "$other" "")"
+        specs+=(--worker "$kind $name $mode $program")
+      fi
+    done
+    "$bin/chaos" drive --dir "$work/$name" --db-dir "$work/db" --mariadb-script "$root/scripts/mariadb.sh" \
+      --dsn "$dsn" --restarts 0 --seed "$RANDOM" --victims "$surface" "${faults[@]}" "${specs[@]}" \
+      >"$work/$name.drive" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[i]}" || fail "the driver of selftest-${surfaces[i]}-$broken failed: $(tail -3 "$work/selftest-${surfaces[i]}-$broken.drive")"
+  done
+  for surface in "${surfaces[@]}"; do
+    name=selftest-$surface-$broken
+    "$bin/chaos" check --dir "$work/$name" --floor 0 >"$work/$name.check" 2>&1
+    verdict=$?
+    # The broken worker is the first of its round: label SURFACE-1.
+    caught=$(grep -E -m1 "VIOLATION: $name: two holders at once .*\b$surface-1 token" "$work/$name.check")
+    if [ "$verdict" = 1 ] && [ -n "$caught" ]; then
+      echo "61-chaos-selftest: $surface with MYSQLLOCK_BREAK=$broken caught:"
+      echo "  ${caught#  }"
+    else
+      failures=$((failures + 1))
+      echo "61-chaos-selftest: FAILED: $surface with MYSQLLOCK_BREAK=$broken was not caught (checker exit $verdict):"
+      sed 's/^/    /' "$work/$name.check"
+    fi
+  done
+done
+echo "61-chaos-selftest: $((SECONDS - start)) s for $((${#surfaces[@]} * 2)) broken rounds"
+[ "$failures" = 0 ] || fail "$failures broken rounds were not caught by the checker"
+echo "61-chaos-selftest: the checker caught every broken surface"
