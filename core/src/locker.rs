@@ -246,9 +246,7 @@ impl<C: Connector> Locker<C> {
         let Locker { slots, connector, .. } = self;
         let slot = &mut slots[slot];
         if slot.session.is_none() {
-            let mut session = connector.connect()?;
-            refuse_cluster_node(&mut session, connector.allows_cluster())?;
-            slot.session = Some(session);
+            slot.session = Some(open(connector)?);
         }
         slot.session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))
     }
@@ -408,7 +406,7 @@ impl<C: Connector> Locker<C> {
         let place = &mut slots[slot];
         let session = match &mut place.session {
             Some(session) => session,
-            None => place.session.insert(connector.connect()?),
+            None => place.session.insert(open(connector)?),
         };
         let result = f(&mut Db { session, sql, table }, leases);
         if matches!(result, Err(Error::ConnectionLost { .. })) {
@@ -886,13 +884,19 @@ impl<C: Connector> Locker<C> {
     }
 }
 
-/// GET_LOCK and KILL act on one node of a replicated cluster: refuse such a server for
-/// the GET_LOCK-based locks unless the deployment says all lock traffic goes to one node.
-/// Native sessions learned the answer in their setup round trip; others are asked once.
-fn refuse_cluster_node<S: Session>(session: &mut S, allowed: bool) -> Result<()> {
-    if allowed {
-        return Ok(());
+/// Every session a locker uses comes from here. GET_LOCK and KILL act on one node of a
+/// replicated cluster: such a server is refused for the GET_LOCK-based locks unless the
+/// deployment says all lock traffic goes to one node. Native sessions learned the answer
+/// in their setup round trip; others are asked once.
+fn open<C: Connector>(connector: &mut C) -> Result<C::Session> {
+    let mut session = connector.connect()?;
+    if !connector.allows_cluster() {
+        refuse_cluster_node(&mut session)?;
     }
+    Ok(session)
+}
+
+fn refuse_cluster_node<S: Session>(session: &mut S) -> Result<()> {
     let topology = match session.topology() {
         Some(known) => known,
         None => crate::topology::probe(session).map_err(|e| classify(e, None, &crate::Table::default()))?,
