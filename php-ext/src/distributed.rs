@@ -447,7 +447,10 @@ fn with_entry<T>(handle: i64, method: &str, f: impl FnOnce(&mut Entry) -> Result
     let entry = OBJECTS.with(|objects| objects.try_borrow_mut().ok().and_then(|mut o| o.remove(&handle)));
     let Some(mut entry) = entry else {
         return Err(PhpException::new(
-            format!("DistributedLock::{method}() was called while this object is already running a call"),
+            format!(
+                "DistributedLock::{method}(): this object has no connection state: __destruct() already ran, or \
+                 it was called from inside another of its calls (a PDO subclass, an error handler)"
+            ),
             0,
             ce::error(),
         ));
