@@ -615,7 +615,8 @@ fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -
              MAX(CASE WHEN c.COLUMN_NAME = 'resource' THEN c.CHARACTER_MAXIMUM_LENGTH END), \
              MAX(CASE WHEN c.COLUMN_NAME = 'owner' THEN c.CHARACTER_MAXIMUM_LENGTH END), \
              MAX(CASE WHEN c.COLUMN_NAME = 'resource' THEN c.CHARACTER_SET_NAME END), \
-             MAX(CASE WHEN c.COLUMN_NAME = 'owner' THEN c.CHARACTER_SET_NAME END) \
+             MAX(CASE WHEN c.COLUMN_NAME = 'owner' THEN c.CHARACTER_SET_NAME END), \
+             MAX(CASE WHEN c.COLUMN_NAME = 'resource' THEN c.COLUMN_KEY END) \
              FROM information_schema.TABLES AS t \
              JOIN information_schema.COLUMNS AS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME \
              WHERE t.TABLE_SCHEMA = COALESCE(?, DATABASE()) AND t.TABLE_NAME = ? \
@@ -645,6 +646,15 @@ fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -
     else {
         return Err(unusable("it has no resource or owner column: is it the lease table?".into()));
     };
+    // The upsert decides by the key: without one on resource, every acquire inserts and
+    // two owners would both win.
+    let key = row.get(7).and_then(Value::as_text).unwrap_or_default();
+    if key != "PRI" && key != "UNI" {
+        return Err(unusable(
+            "its resource column is neither its primary key nor unique, so two owners could both acquire one resource"
+                .into(),
+        ));
+    }
     let charsets: Vec<Charset> = [5, 6]
         .iter()
         .map(|&i| Charset::from_mysql_name(&row.get(i).and_then(Value::as_text).unwrap_or_default()))

@@ -478,3 +478,12 @@ fn a_standalone_server_is_not_a_cluster_node() {
     assert!(!topology.is_cluster(), "{topology:?}");
     assert!(topology.mariadb);
 }
+
+#[test]
+fn a_lease_table_without_a_key_on_resource_is_refused() {
+    let table = "lease_no_key";
+    let ddl = USERS_DDL.replace("distributed_locks", table).replace(" PRIMARY KEY", "");
+    query(&mut raw(), &ddl, &[]);
+    let err = DistributedLock::native(lease_config(table)).acquire("r", "o", 30.0).unwrap_err();
+    assert!(matches!(err, Error::UnusableTable { .. }), "{err}");
+}

@@ -14,6 +14,14 @@ use std::time::{Duration, Instant};
 use mysqllock_core::{Config, DistributedLock, MysqlSession, NativeLocker, Session};
 use mysqllock_tests::unique;
 
+/// Tests that need every node read-lock this; the one that cuts a node off write-locks it,
+/// so no other test meets an isolated node by surprise.
+static CLUSTER: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn whole_cluster() -> std::sync::RwLockReadGuard<'static, ()> {
+    CLUSTER.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
         panic!("{name} is not set: run through tests/suites/70-galera.sh, or export scripts/galera.sh's DIR/env")
@@ -56,6 +64,7 @@ fn table(name: &str, upgraded: bool) -> String {
 
 #[test]
 fn every_node_reports_itself_as_a_galera_node() {
+    let _cluster = whole_cluster();
     for node in 1..=3 {
         let s = MysqlSession::connect(&config(node, "")).unwrap();
         let topology = s.topology().unwrap();
@@ -65,6 +74,7 @@ fn every_node_reports_itself_as_a_galera_node() {
 
 #[test]
 fn a_lease_of_the_shared_locks_protocol_is_refused_on_a_galera_node() {
+    let _cluster = whole_cluster();
     let mut locker = NativeLocker::from_config(config(1, ""));
     let err = locker.acquire(&unique("refused"), 0.0, 10.0).unwrap_err();
     assert!(err.is_cluster_node(), "{err}");
@@ -74,6 +84,7 @@ fn a_lease_of_the_shared_locks_protocol_is_refused_on_a_galera_node() {
 
 #[test]
 fn a_session_lock_is_refused_on_a_galera_node() {
+    let _cluster = whole_cluster();
     let mut locker = NativeLocker::from_config(config(2, ""));
     let err = locker.lock_session(&unique("session"), 0.0).unwrap_err();
     assert!(err.is_cluster_node(), "{err}");
@@ -81,6 +92,7 @@ fn a_session_lock_is_refused_on_a_galera_node() {
 
 #[test]
 fn allowed_get_lock_locks_work_on_one_node() {
+    let _cluster = whole_cluster();
     let mut locker = NativeLocker::from_config(config(1, "allow_cluster=1&table=shared_locks_allowed"));
     locker.init_table().unwrap();
     let name = unique("allowed");
@@ -92,6 +104,7 @@ fn allowed_get_lock_locks_work_on_one_node() {
 
 #[test]
 fn a_lease_held_through_one_node_is_refused_through_the_others() {
+    let _cluster = whole_cluster();
     let t = table("galera_leases", false);
     let r = unique("across");
     let (mut one, mut two, mut three) = (lease(1, &t), lease(2, &t), lease(3, &t));
@@ -106,6 +119,7 @@ fn a_lease_held_through_one_node_is_refused_through_the_others() {
 
 #[test]
 fn simultaneous_acquisitions_from_three_nodes_have_exactly_one_winner() {
+    let _cluster = whole_cluster();
     let t = table("galera_leases", false);
     let rounds = 60;
     let barrier = Arc::new(Barrier::new(3));
@@ -136,6 +150,7 @@ fn simultaneous_acquisitions_from_three_nodes_have_exactly_one_winner() {
 
 #[test]
 fn tokens_strictly_increase_across_takeovers_through_different_nodes() {
+    let _cluster = whole_cluster();
     let t = table("galera_leases_fenced", true);
     let r = unique("tokens");
     let mut last = 0;
@@ -153,6 +168,7 @@ fn tokens_strictly_increase_across_takeovers_through_different_nodes() {
 
 #[test]
 fn a_node_cut_off_from_the_cluster_answers_with_a_typed_error_and_rejoins() {
+    let _alone = CLUSTER.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     let t = table("galera_leases", false);
     let r = unique("isolated");
     let mut three = lease(3, &t);
