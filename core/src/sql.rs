@@ -63,6 +63,12 @@ pub(crate) struct Sql {
     /// woken by the release finds it gone. Matches nothing (and releases nothing) unless
     /// both halves are ours: the caller then sorts out what is left.
     pub release: String,
+    /// [`Sql::release`] when the holder ends without releasing (request or process end,
+    /// client free): deletes the row only while it is still marked `lock_acquired = 1`,
+    /// the state in which the original package would reclaim it at once once the session
+    /// is gone. A row marked 0 (by anyone) stays until its TTL, as the original leaves
+    /// it: a session ending never frees such a row early.
+    pub release_at_end: String,
     /// The lease's remaining time, counted to `created + ttl`: `created` is a whole
     /// second, so the true end may be up to a second later, never earlier. Callers
     /// asserting a minimum get the safe side.
@@ -148,6 +154,10 @@ impl Sql {
             delete_own: format!("DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID()"),
             release: format!(
                 "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND RELEASE_LOCK(name) = 1"
+            ),
+            release_at_end: format!(
+                "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 1 \
+                 AND RELEASE_LOCK(name) = 1"
             ),
             remaining: format!(
                 "SELECT l.created + l.ttl - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(l.name) <=> CONNECTION_ID() \
