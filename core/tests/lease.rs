@@ -50,11 +50,13 @@ fn waiter_gets_the_lock_within_milliseconds_of_release() {
     let mut a = locker();
     a.acquire(&name, 0.0, 30.0).unwrap();
     let n = name.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let mut b = locker();
+        tx.send(b.connection_id().unwrap()).unwrap();
         b.acquire(&n, 20.0, 30.0).map(|_| Instant::now())
     });
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until_queued(rx.recv().unwrap());
     a.release(&name).unwrap();
     let released = Instant::now();
     let acquired = waiter.join().unwrap().unwrap();
@@ -359,15 +361,18 @@ fn a_releaser_acquiring_again_at_once_queues_behind_the_waiter_it_woke() {
     let mut a = locker();
     a.acquire(&name, 0.0, 30.0).unwrap();
     let n = name.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let mut b = locker();
+        tx.send(b.connection_id().unwrap()).unwrap();
         b.acquire(&n, 20.0, 30.0).unwrap();
         let got = Instant::now();
+        // The behaviour under test: the woken waiter holds the lock, doing work, for 400 ms.
         std::thread::sleep(Duration::from_millis(400));
         b.release(&n).unwrap();
         got
     });
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until_queued(rx.recv().unwrap());
     a.release(&name).unwrap();
     a.acquire(&name, 20.0, 30.0).unwrap();
     let again = Instant::now();
@@ -381,7 +386,7 @@ fn one_try_takes_over_from_a_live_holder_whose_ttl_passed() {
     let name = unique("try-stale");
     let (mut hung, mut next) = (locker(), locker());
     hung.acquire(&name, 0.0, 1.0).unwrap();
-    std::thread::sleep(Duration::from_millis(2100));
+    wait_until_expired("shared_locks", &name);
     let start = Instant::now();
     assert!(next.try_acquire(&name, 30.0).unwrap().is_some(), "the hung holder kept the lock past its TTL");
     assert!(start.elapsed() < Duration::from_secs(4), "took {:?}", start.elapsed());
