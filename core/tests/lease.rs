@@ -453,3 +453,17 @@ fn an_at_least_row_outlives_its_holders_end_until_its_time() {
     assert_eq!(rows(&name).into_iter().map(|r| r.2).collect::<Vec<_>>(), vec![0], "the kept row");
     assert!(locker().try_acquire(&name, 30.0).unwrap().is_none(), "free before its at-least time");
 }
+
+/// The latin1 key folds `Fóo` and `foo` into one row; the owner's GET_LOCK must be found
+/// under the name as it took it, not under the column's latin1 bytes (which would make
+/// every live holder of a non-ASCII name look dead).
+#[test]
+fn a_live_holder_of_a_non_ascii_name_is_not_taken_for_dead() {
+    let base = unique("accent");
+    let (mut a, mut b) = (locker(), locker());
+    a.acquire(&format!("{base}-Fóo"), 0.0, 30.0).unwrap();
+    assert!(b.try_acquire(&format!("{base}-foo"), 30.0).unwrap().is_none(), "another spelling took a live lock");
+    assert!(b.try_acquire(&format!("{base}-Fóo"), 30.0).unwrap().is_none(), "the same spelling took a live lock");
+    a.release(&format!("{base}-Fóo")).unwrap();
+    assert!(b.try_acquire(&format!("{base}-foo"), 30.0).unwrap().is_some());
+}
