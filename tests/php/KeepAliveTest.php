@@ -43,7 +43,7 @@ final class KeepAliveTest extends TestCase
     {
         $name = $this->lockName();
         $holder = $this->startHolder($name, 2, self::KEEP_ALIVE);
-        $holder->command(['sleep', 7]);
+        $holder->command(['sleep', 7]); // the behaviour under test: the holder is busy past its TTL
         $this->assertTakenUntil($name, 6.0); // `created` is a whole second: 5+ s after acquisition
         $this->assertReply('slept', $holder->receive(5));
         $this->assertReply('ok', $holder->call(['assert', $name, 0]));
@@ -58,7 +58,7 @@ final class KeepAliveTest extends TestCase
     {
         $name = $this->lockName();
         $holder = $this->startHolder($name, 2);
-        $holder->command(['sleep', 6]);
+        $holder->command(['sleep', 6]); // the behaviour under test: the holder is busy past its TTL
         $this->assertTrue(self::waitUntil(fn () => !self::taken($name), 5, 0.1));
     }
 
@@ -68,7 +68,7 @@ final class KeepAliveTest extends TestCase
         $name = $this->lockName();
         $start = microtime(true);
         $holder = $this->startHolder($name, 2, ['keepAlive' => true, 'maxHold' => 4]);
-        $holder->command(['sleep', 12]);
+        $holder->command(['sleep', 12]); // the behaviour under test: the holder is busy past max-hold
         // Counted from `created`: a TTL of 2 alone ends at 2 s, maxHold 4 at 4 s.
         $this->assertTakenUntil($name, 3.0);
         $this->assertTrue(self::waitUntil(fn () => !self::taken($name), $start + 9 - microtime(true), 0.1), 'still taken 9 s after it was locked');
