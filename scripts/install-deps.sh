@@ -13,6 +13,8 @@ declare -A need=(
   [/usr/bin/valgrind]=valgrind
   [/usr/bin/gcc]=gcc
   [/usr/bin/python3]=python3
+  [/usr/sbin/php-fpm8.2]=php8.2-fpm
+  [/usr/bin/cgi-fcgi]=libfcgi-bin
 )
 missing=()
 for probe in "${!need[@]}"; do

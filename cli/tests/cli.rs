@@ -94,9 +94,32 @@ fn wait_until_held_on(dsn: &str, name: &str) {
         if status_json_on(dsn, name).iter().any(|row| row["state"] == "alive") {
             return;
         }
+        // The poll interval of this wait helper.
         std::thread::sleep(Duration::from_millis(50));
     }
     panic!("lock {name:?} never showed up as held");
+}
+
+/// Waits until some session waits in a GET_LOCK on `name` (the server's process list
+/// shows the waiter's statement, in which a queued name is a hex literal).
+fn wait_until_queued(name: &str) {
+    let mut admin = test_session();
+    let hex: String = name.bytes().map(|b| format!("{b:02X}")).collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = admin
+            .execute(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND INFO LIKE ?",
+                &[format!("%{hex}%").as_str().into()],
+            )
+            .expect("reads the process list");
+        if out.first(0).as_i64() == Some(1) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no session ever queued for {name:?}");
+        // The poll interval of this wait helper.
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// A lock table of its own, so tests can upgrade it (or keep it original) whatever
@@ -160,6 +183,7 @@ fn wait_for_file(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !path.exists() {
         assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        // The poll interval of this wait helper.
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -204,6 +228,8 @@ impl Holder {
     /// `mysqllock run NAME EXTRA -- sh -c 'PRELUDE wait-for-the-stop-file'` on `dsn`.
     fn start_on(dsn: &str, name: &str, extra: &[&str], prelude: &str, scratch: &Scratch) -> Self {
         let stop = scratch.path(&format!("stop-{name}"));
+        // The command is the holder doing work until told to stop: its `sleep 0.05` is
+        // the poll interval of its wait for the stop file.
         let script = format!("{prelude} while [ ! -e '{}' ]; do sleep 0.05; done", stop.display());
         let mut args = vec!["run", name];
         args.extend_from_slice(extra);
@@ -275,14 +301,18 @@ fn waits_up_to_the_timeout_and_acquires_once_the_holder_finishes() {
     wait_until_held(&name);
 
     let ran = scratch.file("ran");
-    let mut waiter = mysqllock(&["run", &name, "--timeout", "2", "--", "touch", &ran]).spawn().expect("waiter starts");
-    std::thread::sleep(Duration::from_millis(300));
+    let mut waiter = mysqllock(&["run", &name, "--timeout", "20", "--", "touch", &ran]).spawn().expect("waiter starts");
+    wait_until_queued(&name);
     assert!(waiter.try_wait().expect("waiter status").is_none(), "the waiter gave up while the lock was held");
     assert!(!Path::new(&ran).exists(), "the waiter ran while the lock was held");
 
     assert_eq!(holder.finish().code, Some(0));
+    let released = Instant::now();
     assert_eq!(waiter.wait().expect("waiter ends").code(), Some(0));
+    let waited = released.elapsed();
     assert!(Path::new(&ran).exists(), "the waiter did not run after the release");
+    // Generous: the point is that it acquired at the release, not at its 20 s timeout.
+    assert!(waited < Duration::from_secs(5), "the waiter ran {waited:?} after the release");
 }
 
 #[test]
@@ -344,6 +374,7 @@ fn status_shows_the_holder_and_is_empty_after_release() {
     let name = unique("status");
     let id_file = scratch.file("id");
     let stop = scratch.file("stop");
+    // The holder's work: polling (`sleep 0.05`) for the stop file.
     let script = format!("echo $MYSQLLOCK_CONNECTION_ID > '{id_file}'; while [ ! -e '{stop}' ]; do sleep 0.05; done");
     let mut holder = mysqllock(&["run", &name, "--", "sh", "-c", &script]).spawn().expect("holder starts");
     wait_until_held(&name);
@@ -392,6 +423,7 @@ fn sigterm_is_forwarded_to_the_command_and_the_lock_released() {
     let name = unique("sigterm");
     let ready = scratch.file("ready");
     // The marker is written once the trap is set, so the signal cannot come too early.
+    // `sleep 30` is the command's work, which the signal interrupts.
     let script = format!("trap 'kill $p; exit 42' TERM; sleep 30 & p=$!; touch '{ready}'; wait");
     let mut child = mysqllock(&["run", &name, "--", "sh", "-c", &script]).spawn().expect("starts");
     wait_for_file(Path::new(&ready));
@@ -410,6 +442,7 @@ fn command_is_terminated_when_mysqllock_itself_is_killed() {
     let name = unique("pdeathsig");
     let ready = scratch.file("ready");
     let got_term = scratch.file("got-term");
+    // `sleep 30` is the command's work, which the signal interrupts.
     let script = format!("trap 'touch {got_term}; exit 0' TERM; sleep 30 & p=$!; touch '{ready}'; wait $p");
     let mut child = mysqllock(&["run", &name, "--", "sh", "-c", &script]).spawn().expect("starts");
     wait_for_file(Path::new(&ready));
@@ -508,7 +541,20 @@ fn empty_name_is_refused() {
 #[test]
 fn name_of_65_characters_is_refused() {
     let name = format!("{}-", unique("long")).repeat(10).chars().take(65).collect::<String>();
-    assert_refused(&name, &[], "at most 64");
+    assert_eq!(name.chars().count(), 65);
+    assert_refused(&name, &[], "has 65 characters; at most 64 fit the table");
+    // Characters, not bytes: 65 two-byte characters are refused, 64 of them are taken.
+    let wide = format!("{}-", unique("é")).repeat(20).chars().take(65).collect::<String>();
+    assert!(wide.len() > 65 && wide.chars().count() == 65);
+    assert_refused(&wide, &[], "has 65 characters; at most 64 fit the table");
+    let scratch = Scratch::new();
+    for fits in [name.chars().take(64).collect::<String>(), wide.chars().take(64).collect::<String>()] {
+        let ran = scratch.file("ran");
+        let out = run(&["run", &fits, "--", "touch", &ran]);
+        assert_eq!(out.code, Some(0), "a name of 64 characters was refused: {}", out.stderr);
+        assert!(Path::new(&ran).exists(), "the command did not run under a 64-character name");
+        std::fs::remove_file(&ran).unwrap();
+    }
 }
 
 #[test]
@@ -596,7 +642,8 @@ fn keep_alive_holds_the_lock_past_its_ttl_while_the_command_runs() {
     init();
     let name = unique("keepalive");
     let started = Instant::now();
-    // The command runs 5 s, well past the 2 s TTL: only renewals keep the lock.
+    // The behaviour under test: the command works (`sleep 5`) well past the 2 s TTL;
+    // only renewals keep the lock.
     let holder = mysqllock(&["run", &name, "--keep-alive", "--ttl", "2", "--", "sleep", "5"])
         .stderr(Stdio::piped())
         .spawn()
@@ -609,6 +656,7 @@ fn keep_alive_holds_the_lock_past_its_ttl_while_the_command_runs() {
         last_try = started.elapsed();
         let out = run(&["run", &name, "--timeout", "0", "--", "true"]);
         assert_eq!(out.code, Some(75), "another run got the lock after {last_try:?}: {}", out.stderr);
+        // The behaviour under test: time passes while the command works; this paces the tries.
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(last_try > Duration::from_millis(3500), "no try after the TTL had passed ({last_try:?})");
@@ -629,8 +677,24 @@ fn at_least_keeps_the_lock_taken_after_a_short_command() {
     assert_eq!(right_after.code, Some(75), "{}", right_after.stderr);
     assert!(!Path::new(&ran).exists(), "the job ran twice within --at-least");
 
-    // The lease is whole seconds on the database clock: it ends between 3 and 4 s in.
-    std::thread::sleep(Duration::from_millis(3500).saturating_sub(started.elapsed()));
+    // The lease is whole seconds on the database clock: wait until it has run out there.
+    let mut admin = test_session();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while admin
+        .execute(
+            "SELECT COUNT(*) FROM shared_locks WHERE name = ? AND created + ttl >= UNIX_TIMESTAMP()",
+            &[name.as_str().into()],
+        )
+        .expect("reads the table")
+        .first(0)
+        .as_i64()
+        != Some(0)
+    {
+        assert!(Instant::now() < deadline, "the --at-least row never ran out");
+        // The poll interval of this wait for the database clock.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(started.elapsed() >= Duration::from_secs(2), "the --at-least row ran out after {:?}", started.elapsed());
     let later = run(&["run", &name, "--timeout", "1.5", "--", "touch", &ran]);
     assert_eq!(later.code, Some(0), "{}", later.stderr);
     assert!(Path::new(&ran).exists(), "the job did not run once --at-least had passed");
@@ -663,6 +727,7 @@ fn command_still_running_at_max_hold_gets_sigterm() {
     init();
     let name = unique("maxholdterm");
     let started = Instant::now();
+    // `sleep 30`: the command's work, which max-hold cuts short.
     let out = run(&["run", &name, "--keep-alive", "--ttl", "1", "--max-hold", "2", "--", "sleep", "30"]);
     assert_eq!(out.code, Some(128 + 15), "{}", out.stderr);
     assert!(started.elapsed() < Duration::from_secs(15), "the command ran on for {:?}", started.elapsed());
@@ -758,14 +823,16 @@ fn failed_renewal_terminates_the_command_and_reports_the_lost_lock() {
     let table = ScratchTable::created("renewfail", &["init"]);
     let scratch = Scratch::new();
     let name = unique("renewfail");
-    let holder = Holder::start_on(&table.dsn, &name, &["--keep-alive", "--ttl", "2"], "", &scratch);
+    let termed = scratch.file("termed");
+    let prelude = format!("trap 'touch {termed}; exit 143' TERM;");
+    let holder = Holder::start_on(&table.dsn, &name, &["--keep-alive", "--ttl", "2"], &prelude, &scratch);
     wait_until_held_on(&table.dsn, &name);
 
     // Table locked: every renewal waits until the keep-alive gives up on it (5 s), by
-    // which time the 2 s lease has run out unrenewed.
+    // which time the 2 s lease has run out unrenewed; then the command gets SIGTERM.
     let mut blocker = test_session();
     blocker.execute(&format!("LOCK TABLES `{}` WRITE", table.name), &[]).expect("locks the table");
-    std::thread::sleep(Duration::from_secs(8));
+    wait_for_file(Path::new(&termed));
     blocker.execute("UNLOCK TABLES", &[]).expect("unlocks the table");
 
     let out = holder.finish();

@@ -613,6 +613,14 @@ impl<C: Connector> Locker<C> {
     /// With "at least" ([`AcquireOptions::at_least`]) the row stays until that time,
     /// marked as no longer holding the GET_LOCK; only the GET_LOCK is released now.
     pub fn release(&mut self, name: &str) -> Result<()> {
+        self.release_as(name, false)
+    }
+
+    /// `release`, or (`at_end`) what the end of the holder (request or process end,
+    /// [`release_all`](Self::release_all)) does: a row no longer marked
+    /// `lock_acquired = 1` is left in place until its TTL, as the original package leaves
+    /// every row when its session ends; only the GET_LOCK is let go.
+    fn release_as(&mut self, name: &str, at_end: bool) -> Result<()> {
         let Some(held) = self.leases.get_mut(name) else {
             return Err(self.not_held(name));
         };
@@ -628,8 +636,17 @@ impl<C: Connector> Locker<C> {
             // Row and GET_LOCK in one statement when both are ours (the usual case).
             let lingered = at_least > 0
                 && db.run(name, &sql.linger, &[at_least.into(), name.into(), at_least.into()])?.affected_rows == 1;
-            if lingered || db.run(name, &sql.release, &[name.into()])?.affected_rows == 1 {
+            let release = if at_end { &sql.release_at_end } else { &sql.release };
+            if lingered || db.run(name, release, &[name.into()])?.affected_rows == 1 {
                 return Ok((1, Ok(true)));
+            }
+            if at_end {
+                // The row is gone or no longer marked: leave it; the GET_LOCK goes.
+                return Ok((
+                    0,
+                    db.run(name, &sql.release_if_mine, &[name.into(), name.into()])
+                        .map(|o| o.first(0).as_i64() == Some(1)),
+                ));
             }
             // Something is off: clean up what is still ours, row first (so a waiter
             // woken by the GET_LOCK finds it gone), and find out what was lost.
@@ -763,13 +780,18 @@ impl<C: Connector> Locker<C> {
         }
     }
 
-    /// Releases everything this session holds (request end, process exit). Returns the
-    /// failures; a lock that was already lost is not one.
+    /// Releases everything this session holds (request end, process exit, client free).
+    /// Returns the failures; a lock that was already lost is not one.
+    ///
+    /// As with the original package, whose rows outlive the session that ends: a lease
+    /// whose row is no longer marked `lock_acquired = 1` keeps its row until its TTL
+    /// (only its GET_LOCK is released); marked rows are deleted, which only spares the
+    /// next acquirer the reclaim the original would do at once.
     pub fn release_all(&mut self) -> Vec<Error> {
         let mut errors = Vec::new();
         let leases: Vec<String> = self.leases.keys().cloned().collect();
         for n in leases {
-            match self.release(&n) {
+            match self.release_as(&n, true) {
                 Ok(()) | Err(Error::NotHeld { .. }) => {}
                 Err(e) => errors.push(e),
             }

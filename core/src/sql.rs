@@ -14,6 +14,12 @@ use crate::config::Table;
 pub(crate) const UPGRADE_COLUMNS: [&str; 3] = ["token", "holder_host", "holder_pid"];
 
 /// The statements of the TTL-lease protocol for one table.
+///
+/// Wherever a statement names a GET_LOCK by the `name` column (`IS_USED_LOCK`,
+/// `RELEASE_LOCK`), the column is `CAST(name AS CHAR)`: the server compares lock names
+/// as bytes in the string's own character set, so the latin1 bytes of a stored `Fóo`
+/// are not the lock `GET_LOCK(?)` took with the name bound in the connection's
+/// character set. The cast converts to the connection's character set, as a bound name.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
     /// The table has the upgrade's columns (see [`Sql::new`]).
@@ -63,6 +69,12 @@ pub(crate) struct Sql {
     /// woken by the release finds it gone. Matches nothing (and releases nothing) unless
     /// both halves are ours: the caller then sorts out what is left.
     pub release: String,
+    /// [`Sql::release`] when the holder ends without releasing (request or process end,
+    /// client free): deletes the row only while it is still marked `lock_acquired = 1`,
+    /// the state in which the original package would reclaim it at once once the session
+    /// is gone. A row marked 0 (by anyone) stays until its TTL, as the original leaves
+    /// it: a session ending never frees such a row early.
+    pub release_at_end: String,
     /// The lease's remaining time, counted to `created + ttl`: `created` is a whole
     /// second, so the true end may be up to a second later, never earlier. Callers
     /// asserting a minimum get the safe side.
@@ -100,7 +112,7 @@ impl Sql {
         let status = format!(
             "SELECT l.name, l.connection_id, l.created, l.ttl, l.lock_acquired, \
              l.created + l.ttl - UNIX_TIMESTAMP(NOW(6)), UNIX_TIMESTAMP(NOW(6)) - l.created, \
-             IS_USED_LOCK(l.name), p.HOST, {recorded} \
+             IS_USED_LOCK(CAST(l.name AS CHAR)), p.HOST, {recorded} \
              FROM {t} AS l LEFT JOIN information_schema.PROCESSLIST AS p ON p.ID = l.connection_id"
         );
         let (columns, holder) = if upgraded { (", holder_host, holder_pid", ", ?, ?") } else { ("", "") };
@@ -118,13 +130,13 @@ impl Sql {
             claim_holding: claim("1"),
             inspect: format!(
                 "SELECT IS_USED_LOCK(?) <=> CONNECTION_ID(), l.name, l.connection_id, l.lock_acquired, \
-                 l.created, l.ttl, l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(l.name) \
+                 l.created, l.ttl, l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(CAST(l.name AS CHAR)) \
                  FROM (SELECT 1 AS one) AS probe LEFT JOIN {t} AS l ON l.name = ?"
             ),
             reclaim: format!(
                 "DELETE FROM {t} WHERE name = ? AND connection_id = ? AND created = ? AND ttl = ? \
                  AND (created + ttl < UNIX_TIMESTAMP() \
-                      OR (lock_acquired = 1 AND NOT (IS_USED_LOCK(name) <=> connection_id)))"
+                      OR (lock_acquired = 1 AND NOT (IS_USED_LOCK(CAST(name AS CHAR)) <=> connection_id)))"
             ),
             reclaim_reused_id: format!(
                 "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND created = ? AND ttl = ?"
@@ -147,24 +159,28 @@ impl Sql {
             release_if_mine: "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), RELEASE_LOCK(?), 0)".to_owned(),
             delete_own: format!("DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID()"),
             release: format!(
-                "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND RELEASE_LOCK(name) = 1"
+                "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND RELEASE_LOCK(CAST(name AS CHAR)) = 1"
+            ),
+            release_at_end: format!(
+                "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 1 \
+                 AND RELEASE_LOCK(CAST(name AS CHAR)) = 1"
             ),
             remaining: format!(
-                "SELECT l.created + l.ttl - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(l.name) <=> CONNECTION_ID() \
+                "SELECT l.created + l.ttl - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(CAST(l.name AS CHAR)) <=> CONNECTION_ID() \
                  FROM {t} AS l WHERE l.name = ? AND l.connection_id = CONNECTION_ID()"
             ),
             renew: format!(
                 "UPDATE {t} SET ttl = GREATEST(ttl, LEAST(UNIX_TIMESTAMP() - created + ?, ?)) \
-                 WHERE name = ? AND connection_id = ? AND lock_acquired = 1 AND IS_USED_LOCK(name) <=> connection_id"
+                 WHERE name = ? AND connection_id = ? AND lock_acquired = 1 AND IS_USED_LOCK(CAST(name AS CHAR)) <=> connection_id"
             ),
             owns: format!(
                 "SELECT COUNT(*) FROM {t} \
-                 WHERE name = ? AND connection_id = ? AND lock_acquired = 1 AND IS_USED_LOCK(name) <=> connection_id"
+                 WHERE name = ? AND connection_id = ? AND lock_acquired = 1 AND IS_USED_LOCK(CAST(name AS CHAR)) <=> connection_id"
             ),
             linger: format!(
                 "UPDATE {t} SET lock_acquired = 0, ttl = ? \
                  WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 1 \
-                 AND created + ? > UNIX_TIMESTAMP() AND RELEASE_LOCK(name) = 1"
+                 AND created + ? > UNIX_TIMESTAMP() AND RELEASE_LOCK(CAST(name AS CHAR)) = 1"
             ),
             schema: format!(
                 "SELECT MAX(IF(COLUMN_NAME = 'name', CHARACTER_SET_NAME, NULL)), \

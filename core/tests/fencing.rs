@@ -63,24 +63,39 @@ fn every_acquisition_gets_a_greater_token() {
     }
 }
 
+/// The protected write a user makes (README, "Fencing tokens"): the token comes from the
+/// holder's own `token(name)`, and the resource's guard `fence < token` refuses an older one.
+/// Returns the rows it changed.
+fn fenced_write(
+    resource: &mut mysqllock_core::MysqlSession,
+    fence: &str,
+    holder: &mut NativeLocker,
+    name: &str,
+) -> u64 {
+    let token = holder.token(name).unwrap().expect("an upgraded table gives tokens");
+    let write = format!("UPDATE {fence} SET token = ? WHERE id = 1 AND token < ?");
+    resource.execute(&write, &[token.into(), token.into()]).unwrap().affected_rows
+}
+
 #[test]
 fn a_taken_over_lease_gets_a_greater_token_than_its_stale_holder() {
     let name = unique("takeover-token");
     let (mut stale, mut next) = (fenced_locker(), fenced_locker());
     let old = stale.acquire(&name, 0.0, 1.0).unwrap().token.unwrap();
-    sleep(Duration::from_millis(2100));
-    let new = next.acquire(&name, 5.0, 30.0).unwrap().token.unwrap();
-    assert!(new > old);
-    // The protected resource's fence turns the stale holder's late write away.
     let mut resource = raw();
     let fence = format!("fence_{}", std::process::id());
     query(&mut resource, &format!("CREATE TABLE {fence} (id INT PRIMARY KEY, token BIGINT UNSIGNED)"), &[]);
     query(&mut resource, &format!("INSERT INTO {fence} VALUES (1, 0)"), &[]);
-    let write = format!("UPDATE {fence} SET token = ? WHERE id = 1 AND token < ?");
-    let accepted =
-        |s: &mut mysqllock_core::MysqlSession, t: u64| s.execute(&write, &[t.into(), t.into()]).unwrap().affected_rows;
-    assert_eq!(accepted(&mut resource, new), 1, "the current holder's write passes");
-    assert_eq!(accepted(&mut resource, old), 0, "the stale holder's write is refused");
+    assert_eq!(fenced_write(&mut resource, &fence, &mut stale, &name), 1, "the holder's write passes while it holds");
+    wait_until_expired(FENCED_TABLE, &name);
+    let new = next.acquire(&name, 5.0, 30.0).unwrap().token.unwrap();
+    assert!(new > old);
+    assert_eq!(fenced_write(&mut resource, &fence, &mut next, &name), 1, "the current holder's write passes");
+    // The stale holder has not learned of the takeover: its token() still answers, with
+    // the old token, and the fence turns its late write away.
+    assert_eq!(fenced_write(&mut resource, &fence, &mut stale, &name), 0, "the stale holder's write is refused");
+    let written = query(&mut resource, &format!("SELECT token FROM {fence} WHERE id = 1"), &[]);
+    assert_eq!(written[0][0].as_u64(), Some(new), "the resource carries the new holder's token");
     query(&mut resource, &format!("DROP TABLE {fence}"), &[]);
     assert!(matches!(stale.release(&name), Err(Error::NotHeld { .. })));
 }
@@ -134,7 +149,7 @@ fn renew_after_a_takeover_reports_the_loss_and_changes_nothing() {
     let name = unique("renew-lost");
     let (mut a, mut b) = (locker(), locker());
     a.acquire(&name, 0.0, 1.0).unwrap();
-    sleep(Duration::from_millis(2100));
+    wait_until_expired("shared_locks", &name);
     b.acquire(&name, 5.0, 30.0).unwrap();
     let err = a.renew(&name, 60.0).unwrap_err();
     assert!(matches!(err, Error::NotHeld { .. }), "{err}");
@@ -149,6 +164,8 @@ fn keep_alive_holds_a_short_lease_while_the_holder_is_busy() {
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(3500) {
         assert!(b.try_acquire(&name, 30.0).unwrap().is_none(), "taken over after {:?}", start.elapsed());
+        // The behaviour under test: the holder stays busy (renews nothing itself) while
+        // time passes; this paces the tries over 3.5 s.
         sleep(Duration::from_millis(250));
     }
     a.assert_ttl(&name, 0.0).unwrap();
@@ -176,7 +193,7 @@ fn keep_alive_failure_is_reported_by_the_next_assert_and_release() {
     a.acquire_with(&name, 0.0, 1.0, &keep_alive(None)).unwrap();
     // Behind its back: the row goes, as after a takeover.
     delete_row(FENCED_TABLE, &name);
-    sleep(Duration::from_millis(900));
+    wait_until("the keep-alive notices the lost row", || a.renewal_failed(&name));
     let err = a.assert_ttl(&name, 0.0).unwrap_err();
     assert!(matches!(err, Error::NotHeld { loss: Loss::RenewalFailed, .. }), "{err}");
     let err = a.release(&name).unwrap_err();
@@ -189,11 +206,14 @@ fn keep_alive_ends_with_the_release() {
     let (mut a, mut b) = (fenced_locker(), fenced_locker());
     a.acquire_with(&name, 0.0, 1.0, &keep_alive(None)).unwrap();
     a.release(&name).unwrap();
-    b.acquire(&name, 0.0, 30.0).unwrap();
-    sleep(Duration::from_millis(1200));
-    // A late renewal must not have touched the new holder's lease.
-    let remaining = b.remaining_ttl(&name).unwrap();
-    assert!(remaining < 29.5, "the new lease was renewed: {remaining}");
+    // The same session takes the name again with a 1 s TTL and no keep-alive: a renewal
+    // thread left running would find its row (same name, same session, GET_LOCK held)
+    // and keep extending it, so it would never run out.
+    a.acquire(&name, 0.0, 1.0).unwrap();
+    wait_until_expired(FENCED_TABLE, &name);
+    let ttl = query(&mut raw(), &format!("SELECT ttl FROM {FENCED_TABLE} WHERE name = ?"), &[name.as_str().into()]);
+    assert_eq!(ttl[0][0].as_i64(), Some(1), "the lease was renewed after the keep-alive's release");
+    assert!(b.try_acquire(&name, 30.0).unwrap().is_some(), "the unrenewed lease was not taken over");
 }
 
 #[test]
@@ -212,6 +232,8 @@ fn keep_alive_needs_no_table_upgrade() {
     let name = unique("keepalive-original");
     let (mut a, mut b) = (locker(), locker());
     a.acquire_with(&name, 0.0, 1.0, &keep_alive(None)).unwrap();
+    // The behaviour under test: the holder is busy past twice its TTL; only its
+    // keep-alive renews the lease meanwhile.
     sleep(Duration::from_millis(2500));
     assert!(b.try_acquire(&name, 30.0).unwrap().is_none());
     a.release(&name).unwrap();
@@ -258,7 +280,11 @@ fn at_least_already_passed_releases_at_once() {
     let name = unique("at-least-passed");
     let (mut a, mut b) = (fenced_locker(), fenced_locker());
     a.acquire_with(&name, 0.0, 60.0, &at_least(1.0)).unwrap();
-    sleep(Duration::from_millis(2100));
+    let mut admin = raw();
+    let passed = format!("SELECT COUNT(*) FROM {FENCED_TABLE} WHERE name = ? AND created + 1 < UNIX_TIMESTAMP()");
+    wait_until("the at-least second has passed on the database clock", || {
+        query(&mut admin, &passed, &[name.as_str().into()])[0][0].as_i64() == Some(1)
+    });
     a.release(&name).unwrap();
     assert!(rows_in(FENCED_TABLE, &name).is_empty());
     assert!(b.try_acquire(&name, 30.0).unwrap().is_some());
@@ -269,7 +295,7 @@ fn at_least_after_a_takeover_still_reports_the_loss() {
     let name = unique("at-least-lost");
     let (mut a, mut b) = (fenced_locker(), fenced_locker());
     a.acquire_with(&name, 0.0, 1.0, &at_least(30.0)).unwrap();
-    sleep(Duration::from_millis(2100));
+    wait_until_expired(FENCED_TABLE, &name);
     b.acquire(&name, 5.0, 60.0).unwrap();
     let err = a.release(&name).unwrap_err();
     assert!(matches!(err, Error::NotHeld { .. }), "{err}");

@@ -50,11 +50,13 @@ fn waiter_gets_the_lock_within_milliseconds_of_release() {
     let mut a = locker();
     a.acquire(&name, 0.0, 30.0).unwrap();
     let n = name.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let mut b = locker();
+        tx.send(b.connection_id().unwrap()).unwrap();
         b.acquire(&n, 20.0, 30.0).map(|_| Instant::now())
     });
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until_queued(rx.recv().unwrap());
     a.release(&name).unwrap();
     let released = Instant::now();
     let acquired = waiter.join().unwrap().unwrap();
@@ -359,15 +361,18 @@ fn a_releaser_acquiring_again_at_once_queues_behind_the_waiter_it_woke() {
     let mut a = locker();
     a.acquire(&name, 0.0, 30.0).unwrap();
     let n = name.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let mut b = locker();
+        tx.send(b.connection_id().unwrap()).unwrap();
         b.acquire(&n, 20.0, 30.0).unwrap();
         let got = Instant::now();
+        // The behaviour under test: the woken waiter holds the lock, doing work, for 400 ms.
         std::thread::sleep(Duration::from_millis(400));
         b.release(&n).unwrap();
         got
     });
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until_queued(rx.recv().unwrap());
     a.release(&name).unwrap();
     a.acquire(&name, 20.0, 30.0).unwrap();
     let again = Instant::now();
@@ -381,7 +386,7 @@ fn one_try_takes_over_from_a_live_holder_whose_ttl_passed() {
     let name = unique("try-stale");
     let (mut hung, mut next) = (locker(), locker());
     hung.acquire(&name, 0.0, 1.0).unwrap();
-    std::thread::sleep(Duration::from_millis(2100));
+    wait_until_expired("shared_locks", &name);
     let start = Instant::now();
     assert!(next.try_acquire(&name, 30.0).unwrap().is_some(), "the hung holder kept the lock past its TTL");
     assert!(start.elapsed() < Duration::from_secs(4), "took {:?}", start.elapsed());
@@ -400,4 +405,65 @@ fn one_try_takes_over_from_a_session_keeping_the_get_lock_without_a_row() {
     assert!(next.try_acquire(&name, 30.0).unwrap().is_some(), "the row-less GET_LOCK holder blocked the try");
     assert!(start.elapsed() < Duration::from_secs(4), "took {:?}", start.elapsed());
     assert!(matches!(hung.release(&name), Err(Error::NotHeld { .. })));
+}
+
+/// The original package, whose rows outlive the session that ends, reclaims a row at once
+/// only while it is marked `lock_acquired = 1`. A holder that ends without releasing
+/// (request or process end: `release_all`) must leave a row marked 0 until its TTL, as
+/// the original does, not free it early.
+#[test]
+fn a_row_no_longer_marked_acquired_outlives_its_holders_end_until_its_ttl() {
+    let name = unique("unmarked-end");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 2.0).unwrap();
+    let mut admin = raw();
+    query(&mut admin, "UPDATE shared_locks SET lock_acquired = 0 WHERE name = ?", &[name.as_str().into()]);
+    let before = query(&mut admin, "SELECT created + ttl FROM shared_locks WHERE name = ?", &[name.as_str().into()]);
+    let ends = before[0][0].as_i64().unwrap();
+    assert!(a.release_all().is_empty());
+    drop(a);
+    assert_eq!(rows(&name).len(), 1, "the holder's end deleted a row marked lock_acquired = 0");
+    let mut b = locker();
+    assert!(b.try_acquire(&name, 30.0).unwrap().is_none(), "taken over before its TTL");
+    b.acquire(&name, 10.0, 30.0).unwrap();
+    let created = query(&mut admin, "SELECT created FROM shared_locks WHERE name = ?", &[name.as_str().into()]);
+    let created = created[0][0].as_i64().unwrap();
+    assert!(created > ends, "reclaimed at {created}, before the lease ran out after {ends} (database clock)");
+}
+
+#[test]
+fn a_marked_row_is_deleted_at_its_holders_end_and_free_at_once() {
+    let name = unique("marked-end");
+    let mut a = locker();
+    a.acquire(&name, 0.0, 300.0).unwrap();
+    assert!(a.release_all().is_empty());
+    assert!(rows(&name).is_empty(), "the holder's end left its row");
+    let holder = query(&mut raw(), "SELECT IS_USED_LOCK(?)", &[name.as_str().into()]);
+    assert!(holder[0][0].is_null(), "the holder's end left its GET_LOCK");
+    assert!(locker().try_acquire(&name, 30.0).unwrap().is_some());
+}
+
+#[test]
+fn an_at_least_row_outlives_its_holders_end_until_its_time() {
+    let name = unique("at-least-end");
+    let mut a = locker();
+    a.acquire_with(&name, 0.0, 60.0, &mysqllock_core::AcquireOptions { at_least: 30.0, ..Default::default() }).unwrap();
+    assert!(a.release_all().is_empty());
+    drop(a);
+    assert_eq!(rows(&name).into_iter().map(|r| r.2).collect::<Vec<_>>(), vec![0], "the kept row");
+    assert!(locker().try_acquire(&name, 30.0).unwrap().is_none(), "free before its at-least time");
+}
+
+/// The latin1 key folds `Fóo` and `foo` into one row; the owner's GET_LOCK must be found
+/// under the name as it took it, not under the column's latin1 bytes (which would make
+/// every live holder of a non-ASCII name look dead).
+#[test]
+fn a_live_holder_of_a_non_ascii_name_is_not_taken_for_dead() {
+    let base = unique("accent");
+    let (mut a, mut b) = (locker(), locker());
+    a.acquire(&format!("{base}-Fóo"), 0.0, 30.0).unwrap();
+    assert!(b.try_acquire(&format!("{base}-foo"), 30.0).unwrap().is_none(), "another spelling took a live lock");
+    assert!(b.try_acquire(&format!("{base}-Fóo"), 30.0).unwrap().is_none(), "the same spelling took a live lock");
+    a.release(&format!("{base}-Fóo")).unwrap();
+    assert!(b.try_acquire(&format!("{base}-foo"), 30.0).unwrap().is_some());
 }

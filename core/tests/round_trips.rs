@@ -84,19 +84,6 @@ fn trips(log: &Log) -> Vec<Trip> {
     std::mem::take(&mut *log.lock())
 }
 
-/// Waits until session `id` sleeps in a GET_LOCK (the server's process list says so).
-fn wait_until_queued(id: u64) {
-    let mut admin = raw();
-    wait_until(&format!("session {id} queues for the GET_LOCK"), || {
-        let rows = query(
-            &mut admin,
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock'",
-            &[id.into()],
-        );
-        rows[0][0].as_i64() == Some(1)
-    });
-}
-
 /// `holder` takes `name` (with `options`); `waiter` acquires it while it is held, and
 /// `holder` releases as soon as the waiter sleeps on the server.
 fn contended_acquire_with(

@@ -52,6 +52,24 @@ stop_holder() {
   [ "$line" = released ] && [ "$rc" = 0 ]
 }
 
+# Succeeds once some server session waits in a GET_LOCK on NAME (the process list shows
+# the waiter's statement, where a queued name is a hex literal); fails after 20 s.
+[[ $MYSQLLOCK_TEST_DSN =~ ^mysql://([^:@/]+):([^@]*)@([^:/]+):([0-9]+)/([^?]+) ]] || {
+  echo "not ok - cross: MYSQLLOCK_TEST_DSN is not mysql://user:password@host:port/database"; exit 1; }
+sql=(mariadb --no-defaults -N -B -h "${BASH_REMATCH[3]}" -P "${BASH_REMATCH[4]}" -u "${BASH_REMATCH[1]}" "${BASH_REMATCH[5]}")
+db_password=${BASH_REMATCH[2]}
+wait_queued() { # wait_queued NAME
+  local hex deadline=$((SECONDS + 20)) n
+  hex=$(printf %s "$1" | od -An -tx1 | tr -d ' \n' | tr a-f A-F)
+  while [ $SECONDS -lt $deadline ]; do
+    n=$(MYSQL_PWD=$db_password "${sql[@]}" -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND INFO LIKE '%$hex%'")
+    [ "$n" = 1 ] && return 0
+    sleep 0.05 # the poll interval of this wait helper
+  done
+  echo "# no session ever queued for $1" >&2
+  return 1
+}
+
 # Runs COMMAND, and succeeds if it printed EXPECTED and exited with CODE.
 outputs() { # outputs EXPECTED CODE COMMAND...
   local expected=$1 code=$2 out rc; shift 2
@@ -64,7 +82,7 @@ check "a C program holds a lock" start_holder "${lockctl[@]}" hold "$name" 60
 check "the PHP extension's lock() throws SharedLockTimeoutException meanwhile" \
   outputs timeout 3 "${php[@]}" try "$name" 0
 "${php[@]}" try "$name" 20 >"$LOCKCTL.php-waiter" & waiter=$!
-sleep 1
+check "the PHP waiter queues for the lock the C program holds" wait_queued "$name"
 check "the C program releases" stop_holder
 check "a waiting PHP lock() gets it after the C release" wait "$waiter"
 check "... and says so" grep -qx acquired "$LOCKCTL.php-waiter"
@@ -74,7 +92,7 @@ check "a PHP process holds a lock" start_holder "${php[@]}" hold "$name" 60
 check "a C acquire gets MYSQLLOCK_TIMEOUT meanwhile" \
   outputs MYSQLLOCK_TIMEOUT 3 "${lockctl[@]}" try "$name" 0
 "${lockctl[@]}" try "$name" 20 >"$LOCKCTL.c-waiter" & waiter=$!
-sleep 1
+check "the C waiter queues for the lock the PHP process holds" wait_queued "$name"
 check "the PHP process unlocks" stop_holder
 check "a waiting C acquire gets it after the PHP unlock" wait "$waiter"
 check "... and says so" grep -qx MYSQLLOCK_OK "$LOCKCTL.c-waiter"

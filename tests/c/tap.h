@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "mysqllock.h"
 
@@ -65,6 +68,44 @@ static inline double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Waits until the lease `name` has been renewed (its expiry moved later), as `observer`
+ * sees it; 0 if that did not happen within 20 s.
+ */
+static inline int wait_for_renewal(mysqllock_client *observer, const char *name)
+{
+    mysqllock_holder_info info;
+    bool found = false;
+    if (mysqllock_holder(observer, name, &info, &found) != MYSQLLOCK_OK || !found) {
+        return 0;
+    }
+    const int64_t first = info.expires_at;
+    for (double end = now() + 20; now() < end;) {
+        struct timespec poll = {0, 20 * 1000 * 1000};
+        nanosleep(&poll, NULL); /* the poll interval of this wait helper */
+        if (mysqllock_holder(observer, name, &info, &found) == MYSQLLOCK_OK && found
+            && info.expires_at > first) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Threads of this process (Linux: one entry per thread in /proc/self/task). */
+static inline int thread_count(void)
+{
+    int n = 0;
+    DIR *tasks = opendir("/proc/self/task");
+    if (tasks == NULL) {
+        return -1;
+    }
+    for (struct dirent *e; (e = readdir(tasks)) != NULL;) {
+        n += e->d_name[0] != '.';
+    }
+    closedir(tasks);
+    return n;
 }
 
 /* The test server, from MYSQLLOCK_TEST_DSN = mysql://user:password@host:port/database. */

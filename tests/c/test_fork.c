@@ -88,21 +88,6 @@ static void hold_and_die(mysqllock_client *c, const char *name, int fd)
     _exit(tap_failures == 0 ? 0 : 1);
 }
 
-/* Threads of this process: a forked child has only the one that called fork(). */
-static int thread_count(void)
-{
-    int n = 0;
-    DIR *tasks = opendir("/proc/self/task");
-    if (tasks == NULL) {
-        return -1;
-    }
-    for (struct dirent *e; (e = readdir(tasks)) != NULL;) {
-        n += e->d_name[0] != '.';
-    }
-    closedir(tasks);
-    return n;
-}
-
 /*
  * The child of a keep-alive holder: the inherited client refuses every call and its free
  * closes nothing; the child stays alive past the lease's TTL, then exits normally (exit,
@@ -120,14 +105,19 @@ static void child_of_keep_alive_holder(mysqllock_client *inherited, const char *
     expect(mysqllock_token(inherited, name, &token), MYSQLLOCK_INVALID_ARGUMENT, "forked child",
            "child: any call on the inherited client is refused");
     mysqllock_client_free(inherited);
-    check(1, "child: frees the inherited client");
     mysqllock_client *mine = open_client();
+    mysqllock_holder_info info;
+    bool found = false;
+    check(mysqllock_holder(mine, name, &info, &found) == MYSQLLOCK_OK && found && info.alive,
+          "child: freeing the inherited client left the parent's session holding the lease");
     bool acquired = true;
     expect(mysqllock_try_acquire(mine, name, 10, &acquired), MYSQLLOCK_OK, NULL,
            "child: try_acquire on its own client");
     check(!acquired, "child: the parent's kept-alive lease is held");
     mysqllock_client_free(mine);
-    sleep(3); /* past the 2 s TTL: only the parent's keep-alive holds the lease now */
+    /* The behaviour under test: the child lives on past the 2 s TTL, so only the
+     * parent's keep-alive (not the child's inherited copy of it) holds the lease. */
+    sleep(3);
     fflush(stdout);
     exit(tap_failures == 0 ? 0 : 1);
 }
@@ -139,7 +129,10 @@ static void test_fork_of_a_keep_alive_holder(mysqllock_client *parent)
     snprintf(name, sizeof name, "c-%ld-fork-keep-alive", (long)getpid());
     expect(mysqllock_acquire_ex(parent, name, 0, 2, &keep_alive, NULL), MYSQLLOCK_OK, NULL,
            "parent: acquire with keep-alive and a 2 s TTL");
-    sleep(1); /* the keep-alive thread has connected and renewed: its socket is inherited too */
+    mysqllock_client *observer = open_client();
+    /* Once it has renewed, the keep-alive thread has its own socket: inherited too. */
+    check(wait_for_renewal(observer, name), "parent: the keep-alive has renewed the lease");
+    mysqllock_client_free(observer);
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {

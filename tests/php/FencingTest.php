@@ -100,8 +100,9 @@ final class FencingTest extends TestCase
     }
 
     /**
-     * The stub's example: a holder whose lock was taken over after its TTL still has its
-     * (older) token, and the write guarded by `fence < :t` refuses it.
+     * The README's example: a holder whose lock was taken over after its TTL still has its
+     * (older) token, and the write guarded by `fence < :t` refuses it. Each holder makes
+     * its write itself, in its own process, with its handle's getToken().
      *
      * @test
      */
@@ -112,28 +113,21 @@ final class FencingTest extends TestCase
         $db->exec('CREATE TABLE IF NOT EXISTS `' . self::RESOURCE_TABLE . '` (name varchar(100) NOT NULL PRIMARY KEY, fence bigint unsigned NOT NULL, writer varchar(20) NOT NULL) ENGINE=InnoDB');
         $db->prepare('INSERT INTO `' . self::RESOURCE_TABLE . "` VALUES (?, 0, 'nobody')")->execute([$name]);
         try {
-            $stale = SharedLock::lock($name, 0, 1);
+            $stale = $this->startFencedChild();
+            $this->assertReply('locked', $stale->call(['lock', $name, 0, 1]));
+            $this->assertReply(1, $stale->call(['fencedwrite', $name, self::RESOURCE_TABLE, 'stale, in time']));
             self::waitUntilExpired($name, FENCED_TABLE);
             $newHolder = $this->startFencedChild();
             $this->assertReply('locked', $newHolder->call(['lock', $name, 5, 30]));
-            $this->assertSame(1, $this->fencedWrite($name, $newHolder->call(['token', $name])['result'], 'new holder'));
+            $this->assertReply(1, $newHolder->call(['fencedwrite', $name, self::RESOURCE_TABLE, 'new holder']));
 
-            $this->assertSame(0, $this->fencedWrite($name, $stale->getToken(), 'stale'));
+            $this->assertReply(0, $stale->call(['fencedwrite', $name, self::RESOURCE_TABLE, 'stale']));
             $st = $db->prepare('SELECT writer FROM `' . self::RESOURCE_TABLE . '` WHERE name = ?');
             $st->execute([$name]);
             $this->assertSame('new holder', $st->fetchColumn());
         } finally {
             $db->prepare('DELETE FROM `' . self::RESOURCE_TABLE . '` WHERE name = ?')->execute([$name]);
         }
-    }
-
-    /** The protected write of the stub's example; returns the number of rows it changed. */
-    private function fencedWrite(string $name, int $token, string $writer): int
-    {
-        // Real prepares (this PDO's setting) cannot bind one name twice: :t and :t2.
-        $st = self::db()->prepare('UPDATE `' . self::RESOURCE_TABLE . '` SET writer = :w, fence = :t WHERE name = :n AND fence < :t2');
-        $st->execute(['w' => $writer, 't' => $token, 't2' => $token, 'n' => $name]);
-        return $st->rowCount();
     }
 
     private function assertStrictlyIncreasing(array $tokens): void

@@ -34,7 +34,7 @@ final class KeepAliveTest extends TestCase
             $this->assertSame($holder, $session, sprintf('another session held it after %.1f s', $age));
             $this->assertGreaterThan(0.0, $remaining, sprintf('the lease ran out after %.1f s', $age));
             $this->assertNull(SharedLock::tryLock($name, 10), sprintf('tryLock got it after %.1f s', $age));
-            usleep(200000);
+            usleep(200000); // the behaviour under test: time passes while the holder sleeps; paces the tries
         } while ($age < $seconds);
     }
 
@@ -43,7 +43,7 @@ final class KeepAliveTest extends TestCase
     {
         $name = $this->lockName();
         $holder = $this->startHolder($name, 2, self::KEEP_ALIVE);
-        $holder->command(['sleep', 7]);
+        $holder->command(['sleep', 7]); // the behaviour under test: the holder is busy past its TTL
         $this->assertTakenUntil($name, 6.0); // `created` is a whole second: 5+ s after acquisition
         $this->assertReply('slept', $holder->receive(5));
         $this->assertReply('ok', $holder->call(['assert', $name, 0]));
@@ -58,7 +58,7 @@ final class KeepAliveTest extends TestCase
     {
         $name = $this->lockName();
         $holder = $this->startHolder($name, 2);
-        $holder->command(['sleep', 6]);
+        $holder->command(['sleep', 6]); // the behaviour under test: the holder is busy past its TTL
         $this->assertTrue(self::waitUntil(fn () => !self::taken($name), 5, 0.1));
     }
 
@@ -68,7 +68,7 @@ final class KeepAliveTest extends TestCase
         $name = $this->lockName();
         $start = microtime(true);
         $holder = $this->startHolder($name, 2, ['keepAlive' => true, 'maxHold' => 4]);
-        $holder->command(['sleep', 12]);
+        $holder->command(['sleep', 12]); // the behaviour under test: the holder is busy past max-hold
         // Counted from `created`: a TTL of 2 alone ends at 2 s, maxHold 4 at 4 s.
         $this->assertTakenUntil($name, 3.0);
         $this->assertTrue(self::waitUntil(fn () => !self::taken($name), $start + 9 - microtime(true), 0.1), 'still taken 9 s after it was locked');
@@ -110,15 +110,20 @@ final class KeepAliveTest extends TestCase
     {
         $name = $this->lockName();
         SharedLock::lock($name, 0, 2, self::KEEP_ALIVE)->release();
-        usleep(1500000); // past two renewal intervals
-        $this->assertSame([], self::rows($name));
+        // The same session takes the name again with a 1 s TTL and no keep-alive: a
+        // renewal thread left running would find this row (its name, its session, the
+        // GET_LOCK held) and keep extending it, so it would never run out.
+        SharedLock::lock($name, 0, 1);
+        self::waitUntilExpired($name);
+        $this->assertSame('1', (string) self::rows($name)[0]['ttl'], 'the lease was renewed after the release');
+        $this->assertSame(0, self::keepAliveThreads());
     }
 
     /** @test */
     public function tryLockWithKeepAliveKeepsTheLockPastItsTtl(): void
     {
         $handle = SharedLock::tryLock($this->lockName(), 2, self::KEEP_ALIVE);
-        usleep(3500000);
+        usleep(3500000); // the behaviour under test: the holder is busy past its TTL
         $this->assertGreaterThan(0.0, $handle->getRemainingTTL());
     }
 
@@ -126,7 +131,7 @@ final class KeepAliveTest extends TestCase
     public function synchronizedWithKeepAliveKeepsTheLockPastItsTtl(): void
     {
         $remaining = SharedLock::synchronized($this->lockName(), 0, 2, function ($handle) {
-            usleep(3500000);
+            usleep(3500000); // the behaviour under test: the callback works past the TTL
             return $handle->getRemainingTTL();
         }, self::KEEP_ALIVE);
         $this->assertGreaterThan(0.0, $remaining);
@@ -169,7 +174,8 @@ final class KeepAliveTest extends TestCase
         $id = (int) self::rows($name)[0]['connection_id'];
         self::db()->exec('KILL ' . $id);
         $this->assertTrue(self::waitUntil(fn () => !self::sessionExists($id), 10), 'the killed session stayed');
-        usleep(1500000); // renewals every 2/3 s
+        // The keep-alive thread ends at its first failed renewal.
+        $this->assertTrue(self::waitUntil(fn () => self::keepAliveThreads() === 0, 10), 'the keep-alive never ran into the loss');
     }
 
     /** @test */
@@ -215,7 +221,8 @@ final class KeepAliveTest extends TestCase
         $name = $this->lockName();
         $handle = SharedLock::lock($name, 0, 2, self::KEEP_ALIVE);
         self::db()->prepare('DELETE FROM shared_locks WHERE name = ?')->execute([$name]);
-        usleep(1500000);
+        // The keep-alive thread ends at its first failed renewal.
+        $this->assertTrue(self::waitUntil(fn () => self::keepAliveThreads() === 0, 10), 'the keep-alive never found the row gone');
         $e = $this->catchThrown(fn () => $handle->release());
         $this->assertInstanceOf(SharedLockReleaseException::class, $e);
     }

@@ -39,7 +39,7 @@ final class RenewTest extends TestCase
         $name = $this->lockName();
         SharedLock::lock($name, 0, 1)->renew(30);
         $child = $this->startChild();
-        usleep(2500000); // the first TTL has passed on every clock
+        self::waitUntilAged($name, 1); // the first TTL has passed on the database clock
         $this->assertTrue(self::takenFor($child, $name), 'another process took the renewed lock');
     }
 

@@ -341,8 +341,19 @@ abstract class TestCase extends PHPUnitTestCase
         self::assertTrue($expired, "the lease of $name did not expire");
     }
 
+    /** Waits until $seconds have passed since $name's row was created, on the database clock. */
+    protected static function waitUntilAged(string $name, int $seconds, string $table = 'shared_locks'): void
+    {
+        $st = self::db()->prepare("SELECT COUNT(*) FROM `$table` WHERE name = ? AND created + ? < UNIX_TIMESTAMP()");
+        $aged = self::waitUntil(function () use ($st, $name, $seconds) {
+            $st->execute([$name, $seconds]);
+            return (int) $st->fetchColumn() === 1;
+        }, 15, 0.05);
+        self::assertTrue($aged, "the row of $name did not become $seconds s old");
+    }
+
     /** Asserts a child's reply is the given result. */
-    protected function assertReply(string $expected, ?array $reply): void
+    protected function assertReply(string|int $expected, ?array $reply): void
     {
         $this->assertNotNull($reply, "no reply (expected $expected) within the time limit");
         $this->assertSame($expected, $reply['result'] ?? null, 'child replied ' . json_encode($reply));
@@ -366,7 +377,7 @@ abstract class TestCase extends PHPUnitTestCase
             if (microtime(true) >= $deadline) {
                 return false;
             }
-            usleep((int) ($interval * 1e6));
+            usleep((int) ($interval * 1e6)); // the poll interval of this wait helper
         }
     }
 

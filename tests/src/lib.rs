@@ -82,6 +82,7 @@ pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
         if f() {
             return true;
         }
+        // The poll interval of this wait helper.
         std::thread::sleep(Duration::from_millis(20));
     }
     f()

@@ -31,14 +31,26 @@ fn session_exists(id: &str) -> bool {
     out.first(0).as_i64() == Some(1)
 }
 
+/// Whether session `id` waits in a GET_LOCK (the server's process list says so).
+fn queued_on_get_lock(id: u64) -> bool {
+    let out = inspector()
+        .execute(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock'",
+            &[id.into()],
+        )
+        .unwrap();
+    out.first(0).as_i64() == Some(1)
+}
+
 #[test]
 fn process_blocked_in_acquire_gets_the_lock_within_milliseconds_of_release() {
     init();
     let name = unique("p-handoff");
     let (mut a, mut b) = (holder(), holder());
     assert!(a.ask(&format!("acquire {name} 0 60")).starts_with("ok"));
+    let b_id = b.ask("id").trim_start_matches("ok ").parse::<u64>().unwrap();
     b.send(&format!("acquire {name} 30 60"));
-    std::thread::sleep(Duration::from_millis(500));
+    assert!(eventually(Duration::from_secs(20), || queued_on_get_lock(b_id)), "b never queued for the lock");
     assert_eq!(a.ask(&format!("release {name}")), "ok");
     let released = Instant::now();
     let answer = b.answer();
@@ -134,6 +146,7 @@ fn contending_processes_never_overlap() {
                 while Instant::now() < end {
                     if h.ask(&format!("acquire {name} 5 30")).starts_with("ok") {
                         let start = std::time::SystemTime::now();
+                        // The behaviour under test: the holder works 5 ms inside its section.
                         std::thread::sleep(Duration::from_millis(5));
                         let stop = std::time::SystemTime::now();
                         assert_eq!(h.ask(&format!("release {name}")), "ok");

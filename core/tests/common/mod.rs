@@ -35,8 +35,32 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !done() {
         assert!(std::time::Instant::now() < deadline, "gave up waiting until {what}");
+        // The poll interval of this wait helper, not a wait for anything in particular.
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
+}
+
+/// Waits until session `id` sleeps in a GET_LOCK (the server's process list says so).
+pub fn wait_until_queued(id: u64) {
+    let mut admin = raw();
+    wait_until(&format!("session {id} queues for the GET_LOCK"), || {
+        let rows = query(
+            &mut admin,
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock'",
+            &[id.into()],
+        );
+        rows[0][0].as_i64() == Some(1)
+    });
+}
+
+/// Waits until the lease on `name` in `table` has run out on the database clock (the
+/// condition under which another session may reclaim it).
+pub fn wait_until_expired(table: &str, name: &str) {
+    let mut admin = raw();
+    let sql = format!("SELECT COUNT(*) FROM {table} WHERE name = ? AND created + ttl < UNIX_TIMESTAMP()");
+    wait_until(&format!("the lease on {name} in {table} runs out"), || {
+        query(&mut admin, &sql, &[name.into()])[0][0].as_i64() == Some(1)
+    });
 }
 
 /// Asserts that `name` has exactly one row, acquired and owned by session `id`.
