@@ -110,7 +110,7 @@ fn owners_differing_only_in_case_or_trailing_space_are_different_owners() {
     assert!(lock.acquire(&r, "worker", 30.0).unwrap().is_none());
     assert!(lock.acquire(&r, "Worker ", 30.0).unwrap().is_none());
     assert!(!lock.release(&r, "worker").unwrap());
-    assert!(!lock.renew(&r, "WORKER", 30.0).unwrap().is_some());
+    assert!(lock.renew(&r, "WORKER", 30.0).unwrap().is_none());
     assert!(lock.release(&r, "Worker").unwrap());
 }
 
