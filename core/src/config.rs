@@ -43,7 +43,7 @@ pub struct Table {
 /// The original package's table name.
 pub const DEFAULT_TABLE: &str = "shared_locks";
 
-/// The lease mode's table name (`Nene\\Kit\\DistributedLock`'s).
+/// The lease mode's table name (`Nene\Kit\DistributedLock`'s).
 pub const DEFAULT_LEASE_TABLE: &str = "distributed_locks";
 
 impl Default for Table {
