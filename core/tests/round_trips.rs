@@ -47,6 +47,11 @@ impl Session for Counted {
         self.batches && self.inner.batches()
     }
 
+    /// The native session learned it in its setup round trip: no statement to count.
+    fn topology(&self) -> Option<mysqllock_core::Topology> {
+        self.inner.topology()
+    }
+
     fn execute_batch(&mut self, sql: &str) -> std::result::Result<Vec<Outcome>, SessionError> {
         self.log.lock().push(Trip::Batch);
         self.inner.execute_batch(sql)
