@@ -17,6 +17,17 @@
 # with the instant the command ended. Errors (server restarting, session killed) are
 # logged and the loop goes on.
 #
+# With CHAOS_LEASE=1 (the cluster chaos, tests/suites/70-galera.sh) it runs
+# `mysqllock run NAME --lease --ttl TTL --timeout T` on the node DSN names (owner:
+# mysqllock's default host:PID:random). mysqllock does not tell its command the local
+# deadline, so DEADLINE_NS = the monotonic clock read before mysqllock starts + TTL -
+# 0.5 s: the library's own local deadline is counted from before its statement (later)
+# with the same 0.5 s margin, so this is never later than the library's promise (it
+# may be earlier by mysqllock's start-up and connect time, a few ms: slightly lenient).
+# A keep-alive renewal is invisible here: the driver journals a stopped holder's
+# deadline from the table. Exit 79 (lease lost, command terminated) and 76 (lost
+# while running) are `lost`; 75 = held by another, nothing ran.
+#
 # MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it:
 #   exclusion    runs the section without mysqllock, under a made-up token
 #   ignore-loss  journals every release as ok and never journals `lost`
@@ -41,6 +52,10 @@ esac
 RANDOM=$((CHAOS_SEED % 32768))
 end_file=$CHAOS_DIR/workers/$CHAOS_WORKER.end
 options=(--ttl "$CHAOS_TTL" --timeout "$CHAOS_TIMEOUT")
+lease=${CHAOS_LEASE:-0}
+if [ "$lease" = 1 ]; then
+  options=(--lease --ttl "$CHAOS_TTL" --timeout "$CHAOS_TIMEOUT")
+fi
 if [ "$CHAOS_KEEP_ALIVE" = 1 ]; then
   options+=(--keep-alive)
 fi
@@ -74,7 +89,11 @@ exit 0'
 while [ ! -e "$CHAOS_STOP" ]; do
   rm -f "$end_file"
   hold=$(printf '0.%03d' $((50 + RANDOM % 351)))
-  deadline=$("$CHAOS_BIN" deadline "$CHAOS_TTL") || exit 2
+  if [ "$lease" = 1 ]; then
+    deadline=$(($("$CHAOS_BIN" now) + ${CHAOS_TTL%.*} * 1000000000 - 500000000)) || exit 2
+  else
+    deadline=$("$CHAOS_BIN" deadline "$CHAOS_TTL") || exit 2
+  fi
   if [ "$broken" = exclusion ]; then
     holder=$$
     MYSQLLOCK_NAME=$name MYSQLLOCK_TOKEN=$(($("$CHAOS_BIN" now) / 1000)) \
@@ -89,7 +108,7 @@ while [ ! -e "$CHAOS_STOP" ]; do
   fi
   case $rc in
     0) result=ok ;;
-    76) result=lost ;;
+    76 | 79) result=lost ;;
     75) continue ;; # timed out waiting: nothing ran
     *) result=error ;;
   esac

@@ -12,6 +12,14 @@
  * reported: ok (MYSQLLOCK_OK), lost (MYSQLLOCK_NOT_HELD) or error. Errors (server
  * restarting, session killed) are logged and the loop goes on.
  *
+ * With CHAOS_LEASE=1 (the cluster chaos, tests/suites/70-galera.sh) it uses the lease
+ * mode instead: mysqllock_lease_acquire(NAME, OWNER, TTL, wait) on the node DSN names,
+ * OWNER = "LABEL:PID:N" (unique per acquisition), DEADLINE_NS = the monotonic clock read
+ * right after acquire returned plus remaining_out (the library's local deadline,
+ * overstated by microseconds at most, far below its 0.5 s margin), token = token_out;
+ * mysqllock_lease_release() released = ok, not released = lost, an error status = error.
+ * On any error status the worker opens a new client after a short pause.
+ *
  * MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it:
  *   exclusion    never calls acquire: "acquires" at once under a made-up token
  *   ignore-loss  journals every release as ok and never journals `lost`
@@ -187,6 +195,60 @@ int main(int argc, char **argv)
     rng_state = strtoull(setting("CHAOS_SEED"), NULL, 10) | 1u;
     long pid = (long)getpid();
     mysqllock_client *client = connect_client(dsn, stop_file);
+
+    if (strcmp(getenv("CHAOS_LEASE") != NULL ? getenv("CHAOS_LEASE") : "", "1") == 0) {
+        const char *label = setting("CHAOS_WORKER");
+        for (unsigned long round = 1; access(stop_file, F_OK) != 0; round++) {
+            char owner[128];
+            snprintf(owner, sizeof owner, "%s:%ld:%lu", label, pid, round);
+            uint64_t token = 0, deadline = 0;
+            if (skip_lock) {
+                token = mono_ns() / 1000u; /* never called acquire */
+                deadline = mono_ns() + (uint64_t)(ttl * 1e9);
+            } else {
+                bool acquired = false;
+                double remaining = 0;
+                mysqllock_status status =
+                    mysqllock_lease_acquire(client, name, owner, ttl, timeout, &acquired, &token, &remaining);
+                deadline = mono_ns() + (uint64_t)(remaining * 1e9);
+                if (status != MYSQLLOCK_OK) {
+                    say("lease acquire", status);
+                    mysqllock_client_free(client);
+                    nap_ms(300); /* a pause before trying again, not a wait for anybody */
+                    client = connect_client(dsn, stop_file);
+                    continue;
+                }
+                if (!acquired) {
+                    continue;
+                }
+                if (token == 0) {
+                    fprintf(stderr, "worker.c: no token: is the lease table upgraded (init --lease --upgrade)?\n");
+                    return 2;
+                }
+            }
+            journal("acquired %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %ld", mono_ns(), name, token, deadline, pid);
+            guard("begin", name, token);
+            nap_ms(random_between(50, 400)); /* the work done under the lock (the behaviour under test) */
+            guard("end", name, token);
+            uint64_t releasing = mono_ns();
+            const char *result = "ok";
+            if (!skip_lock) {
+                bool released = false;
+                mysqllock_status status = mysqllock_lease_release(client, name, owner, &released);
+                if (status != MYSQLLOCK_OK) {
+                    say("lease release", status);
+                    result = "error";
+                    mysqllock_client_free(client);
+                    client = connect_client(dsn, stop_file);
+                } else if (!released) {
+                    result = "lost";
+                }
+            }
+            journal("release %" PRIu64 " %s %" PRIu64 " %s %ld", releasing, name, token, result, pid);
+        }
+        mysqllock_client_free(client);
+        return 0;
+    }
 
     while (access(stop_file, F_OK) != 0) {
         uint64_t token = 0;

@@ -12,6 +12,17 @@
 // ok, lost = SharedLockReleaseException for a lock no longer held, error). Errors
 // (server restarting, session killed) are logged and the loop goes on.
 //
+// With CHAOS_LEASE=1 (the cluster chaos, tests/suites/70-galera.sh) it uses the lease
+// mode instead: Nene\Kit\DistributedLock::acquire(NAME, OWNER, TTL, wait) on the node
+// DSN names, OWNER = "LABEL:PID:N" (unique per acquisition, so a section never
+// continues an older one's token), DEADLINE_NS = the library's local deadline:
+// hrtime() read right after getRemaining() returned, plus getRemaining() (the clock
+// read after can only overstate it by microseconds, far below the library's 0.5 s
+// margin, so the checker holds the library to its own promise), token = getToken(),
+// release() true = ok, false = lost, an exception = error. Errors (node down, 1047 not
+// ready, refused connection) are logged; the worker opens a new connection after a short
+// pause and tries again.
+//
 // MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it:
 //   exclusion    never calls lock(): "acquires" at once under a made-up token
 //   ignore-loss  journals every release as ok and never journals `lost`
@@ -94,6 +105,56 @@ $stop = setting('CHAOS_STOP');
 $keepAlive = setting('CHAOS_KEEP_ALIVE') === '1';
 $options = $keepAlive ? ['keepAlive' => true] : [];
 $pid = (string) getmypid();
+
+if (getenv('CHAOS_LEASE') === '1') {
+    $label = setting('CHAOS_WORKER');
+    $lease = null;
+    $round = 0;
+    while (!file_exists($stop)) {
+        $round++;
+        $owner = "$label:$pid:$round";
+        if ($broken === 'exclusion') {
+            $token = (string) intdiv(hrtime(true), 1000); // never called acquire
+            $deadline = hrtime(true) + (int) ($ttl * 1e9);
+        } else {
+            try {
+                $lease ??= new \Nene\Kit\DistributedLock();
+                if (!$lease->acquire($name, $owner, (int) $ttl, $timeout)) {
+                    continue;
+                }
+                $remaining = $lease->getRemaining();
+                $deadline = hrtime(true) + (int) ($remaining * 1e9);
+                $token = (string) $lease->getToken();
+            } catch (\Throwable $e) {
+                say('acquire: ' . get_class($e) . ': ' . $e->getMessage());
+                $lease = null; // a new connection next time
+                usleep(300000); // a pause before trying again, not a wait for anybody
+                continue;
+            }
+            if ($token === '') {
+                say('no token: is the lease table upgraded (mysqllock init --lease --upgrade)?');
+                exit(2);
+            }
+        }
+        journal("acquired " . hrtime(true) . " $name $token $deadline $pid");
+        guard('begin', $name, $token, $pid);
+        usleep(mt_rand(50, 400) * 1000); // the work done under the lock (the behaviour under test)
+        guard('end', $name, $token, $pid);
+        $releasing = hrtime(true);
+        $result = 'ok';
+        if ($broken !== 'exclusion') {
+            try {
+                $result = $lease->release($name, $owner) ? 'ok' : 'lost';
+            } catch (\Throwable $e) {
+                $result = 'error';
+                $lease = null;
+                say("release of token $token: " . get_class($e) . ': ' . $e->getMessage());
+            }
+        }
+        journal("release $releasing $name $token $result $pid");
+    }
+    exit(0);
+}
 
 while (!file_exists($stop)) {
     $deadline = ttl_deadline($ttl);

@@ -46,6 +46,10 @@
 //! 4. Progress: acquisitions (all `acquired` lines) per second of chaos (between the
 //!    driver's chaos-start and chaos-end) at least `--floor`, and every caller kind in
 //!    `--kinds` has sections released `ok`.
+//! 5. Progress after each fault (`--progress-after KIND,...`): for every landed fault of
+//!    those kinds, some worker journaled an `acquired` after the fault's LANDED_NS (for
+//!    the cluster faults `node-restart` and `node-rejoin`, landed = the cluster showed
+//!    every node Primary and Synced again).
 //!
 //! An unreadable journal line fails the run too: a checker that skipped what it cannot
 //! read could be green for the wrong reason.
@@ -342,11 +346,12 @@ pub struct Options {
     floor: f64,
     kinds: Vec<String>,
     require: Vec<(String, u64)>,
+    progress_after: Vec<String>,
     seed: String,
 }
 
 fn options(args: &[String]) -> Result<Options, String> {
-    let mut o = Options { dir: PathBuf::new(), floor: 1.0, kinds: Vec::new(), require: Vec::new(), seed: "?".into() };
+    let mut o = Options { dir: PathBuf::new(), floor: 1.0, kinds: Vec::new(), require: Vec::new(), progress_after: Vec::new(), seed: "?".into() };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -355,6 +360,7 @@ fn options(args: &[String]) -> Result<Options, String> {
             "--dir" => o.dir = value.into(),
             "--floor" => o.floor = value.parse().map_err(|_| format!("--floor {value}: not a number"))?,
             "--kinds" => o.kinds = list().collect(),
+            "--progress-after" => o.progress_after = list().collect(),
             "--require" => {
                 for item in list() {
                     let (kind, n) = item.split_once('=').ok_or_else(|| format!("--require {item}: expected KIND=N"))?;
@@ -368,7 +374,7 @@ fn options(args: &[String]) -> Result<Options, String> {
     }
     if o.dir.as_os_str().is_empty() {
         return Err("usage: chaos check --dir DIR [--floor ACQ_PER_S] [--kinds cli,php,c] \
-                    [--require KIND=N,...] [--seed N]"
+                    [--require KIND=N,...] [--progress-after KIND,...] [--seed N]"
             .to_owned());
     }
     Ok(o)
@@ -477,6 +483,17 @@ fn judge(run: &Run, o: &Options) -> (String, bool) {
             shortfalls.push(format!("no {kind} caller completed a section (release ok)"));
         }
     }
+    let mut after: Vec<String> = Vec::new();
+    for f in run.faults.iter().filter(|f| o.progress_after.contains(&f.kind)) {
+        let next = run.sections.iter().map(|s| s.start).filter(|start| *start > f.landed).min();
+        match next {
+            Some(at) => after.push(format!("{} +{:.1}s", f.kind, (at - f.landed) as f64 / 1e9)),
+            None => shortfalls.push(format!("no acquisition after the fault {} landed at {}", f.kind, clock.at(f.landed))),
+        }
+    }
+    if !o.progress_after.is_empty() {
+        let _ = writeln!(r, "  first acquisition after each fault: {}", if after.is_empty() { "-".to_owned() } else { after.join(", ") });
+    }
     for line in &run.unreadable {
         shortfalls.push(format!("unreadable journal line: {line}"));
     }
@@ -530,6 +547,7 @@ mod tests {
             dir: PathBuf::new(),
             floor: 0.0,
             kinds: Vec::new(),
+            progress_after: Vec::new(),
             require: require.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect(),
             seed: "0".into(),
         };

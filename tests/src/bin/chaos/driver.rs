@@ -34,6 +34,22 @@
 //!   of the server, and a SIGKILL of it followed by a start on the same port and data.
 //!   Landed when the server answers again. Ends every section.
 //!
+//! Lease mode on a Galera cluster (`--lease`, `--node-dsns DSN1,DSN2,DSN3`, the
+//! cluster's directory as `--db-dir` and `scripts/galera.sh` as `--mariadb-script`):
+//! workers take table-only leases (`CHAOS_LEASE=1`), each bound to one node (a worker's
+//! mode is `nodeK`: the driver passes node K's URL). Holders are found in the lease table
+//! (`distributed_locks`, read on the first node that answers); the owner's second
+//! `:`-field is the holder's pid (the workers' `LABEL:PID:N`, `mysqllock run`'s default
+//! `host:pid:random`). Only `kill9`, `stop` and `stop-group` apply; a stopped holder's
+//! lease deadline is journaled from the row's `expires_at` (a takeover needs
+//! `expires_at < UTC_TIMESTAMP(6)`). `--node-faults N` schedules N node kills (`galera.sh
+//! kill`, 2 s down, `restart`) and N isolations (`isolate`, 3 s apart, `rejoin`), in a
+//! thread while the worker faults go on: journaled as `node-kill` (landed when the
+//! process is gone), `node-restart`, `node-isolate` (landed when the node is
+//! non-Primary) and `node-rejoin` (restart and rejoin landed when `galera.sh wait` saw
+//! every node Primary and Synced again). They end no section: a lease lives in the
+//! replicated table, not in a node or a session, so it ends at its deadline.
+//!
 //! `--victims KIND,...` restricts the faults aimed at workers to workers of those kinds
 //! (the self-test aims them at the one worker it broke).
 
@@ -77,6 +93,8 @@ struct Spec {
     kind: String,
     name: String,
     keep_alive: bool,
+    /// Lease mode: the node (0-based) whose URL the worker gets.
+    node: Option<usize>,
     argv: Vec<String>,
 }
 
@@ -84,13 +102,18 @@ impl Spec {
     fn parse(text: &str) -> Result<Spec, String> {
         let w: Vec<&str> = text.split_whitespace().collect();
         match w.as_slice() {
-            [kind, name, mode, argv @ ..] if !argv.is_empty() && ["keep-alive", "plain"].contains(mode) => Ok(Spec {
-                kind: (*kind).to_owned(),
-                name: (*name).to_owned(),
-                keep_alive: *mode == "keep-alive",
-                argv: argv.iter().map(|a| (*a).to_owned()).collect(),
-            }),
-            _ => Err(format!("--worker {text:?}: expected \"KIND NAME keep-alive|plain PROGRAM ARGS...\"")),
+            [kind, name, mode, argv @ ..]
+                if !argv.is_empty() && ["keep-alive", "plain", "node1", "node2", "node3"].contains(mode) =>
+            {
+                Ok(Spec {
+                    kind: (*kind).to_owned(),
+                    name: (*name).to_owned(),
+                    keep_alive: *mode == "keep-alive",
+                    node: mode.strip_prefix("node").and_then(|k| k.parse::<usize>().ok()).map(|k| k - 1),
+                    argv: argv.iter().map(|a| (*a).to_owned()).collect(),
+                })
+            }
+            _ => Err(format!("--worker {text:?}: expected \"KIND NAME keep-alive|plain|nodeK PROGRAM ARGS...\"")),
         }
     }
 }
@@ -126,6 +149,11 @@ struct Options {
     /// Worker kinds that faults may hit (empty: all).
     victims: Vec<String>,
     specs: Vec<Spec>,
+    lease: bool,
+    node_dsns: Vec<String>,
+    node_faults: u32,
+    ttl: String,
+    stop_seconds: (f64, f64),
 }
 
 fn options(args: &[String]) -> Result<Options, String> {
@@ -141,9 +169,18 @@ fn options(args: &[String]) -> Result<Options, String> {
         faults: HOLDER_FAULTS.map(str::to_owned).to_vec(),
         victims: Vec::new(),
         specs: Vec::new(),
+        lease: false,
+        node_dsns: Vec::new(),
+        node_faults: 0,
+        ttl: TTL_SECONDS.to_owned(),
+        stop_seconds: STOP_SECONDS,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
+        if flag == "--lease" {
+            o.lease = true;
+            continue;
+        }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let number = |v: &str| v.parse::<f64>().map_err(|_| format!("{flag} {v}: not a number"));
         let list = || value.split(',').filter(|k| !k.is_empty() && *k != "none").map(str::to_owned).collect();
@@ -167,9 +204,22 @@ fn options(args: &[String]) -> Result<Options, String> {
                 }
             }
             "--victims" => o.victims = list(),
+            "--node-dsns" => o.node_dsns = value.split(',').map(str::to_owned).collect(),
+            "--node-faults" => {
+                o.node_faults = value.parse().map_err(|_| format!("--node-faults {value}: not an integer"))?;
+            }
+            "--ttl" => o.ttl = value.clone(),
+            "--stop-seconds" => {
+                let (low, high) =
+                    value.split_once(',').ok_or_else(|| format!("--stop-seconds {value}: expected LOW,HIGH"))?;
+                o.stop_seconds = (number(low)?, number(high)?);
+            }
             "--worker" => o.specs.push(Spec::parse(value)?),
             _ => return Err(format!("unknown option {flag}")),
         }
+    }
+    if let Some(bad) = o.specs.iter().find(|s| s.node.is_some_and(|k| k >= o.node_dsns.len())) {
+        return Err(format!("worker {} {}: no such node in --node-dsns", s_kind(bad), bad.name));
     }
     if o.dir.as_os_str().is_empty() || o.db_dir.as_os_str().is_empty() || o.dsn.is_empty() || o.specs.is_empty() {
         return Err("usage: chaos drive --dir DIR --db-dir DIR --mariadb-script PATH --dsn URL [--seconds N] \
@@ -178,6 +228,10 @@ fn options(args: &[String]) -> Result<Options, String> {
             .to_owned());
     }
     Ok(o)
+}
+
+fn s_kind(s: &Spec) -> &str {
+    &s.kind
 }
 
 /// A process to continue later.
@@ -207,6 +261,14 @@ struct Landed {
     target: Option<(String, u64, i32)>,
 }
 
+/// A cluster fault (node kill + restart, or isolate + rejoin) under way.
+struct NodeOp {
+    thread: JoinHandle<Result<Vec<(u64, u64, &'static str)>, String>>,
+}
+
+/// A lease row: resource, owner, token, microseconds until `expires_at`.
+type LeaseRow = (String, String, u64, i64);
+
 /// A server restart under way.
 struct Restart {
     kind: &'static str,
@@ -221,6 +283,8 @@ struct Driver {
     workers: Vec<Worker>,
     stopped: Vec<Stopped>,
     restart: Option<Restart>,
+    node_op: Option<NodeOp>,
+    node_ops_started: u32,
     /// This very binary, as it was at the start (a rebuild during the run replaces the
     /// file, and /proc/self/exe would then name a deleted one): the workers' guard and
     /// clock.
@@ -281,6 +345,8 @@ impl Driver {
             workers,
             stopped: Vec::new(),
             restart: None,
+            node_op: None,
+            node_ops_started: 0,
             chaos_path,
             restarts_started: 0,
             landed: [0; HOLDER_FAULTS.len()],
@@ -332,8 +398,18 @@ impl Driver {
         let mut restarts: Vec<Instant> = (1..=self.o.restarts)
             .map(|i| self.start + seconds.mul_f64(f64::from(i) / f64::from(self.o.restarts + 1)))
             .collect();
+        let ops = 2 * self.o.node_faults;
+        let mut node_ops: Vec<Instant> =
+            (1..=ops).map(|i| self.start + seconds.mul_f64(f64::from(i) / f64::from(ops + 1) * 0.85)).collect();
         let mut next_fault = self.start + self.fault_gap();
         while Instant::now() < end {
+            if self.node_op.as_ref().is_some_and(|op| op.thread.is_finished()) {
+                self.finish_node_op()?;
+            }
+            if self.node_op.is_none() && node_ops.first().is_some_and(|at| Instant::now() >= *at) {
+                node_ops.remove(0);
+                self.start_node_op();
+            }
             self.tend_workers()?;
             self.continue_due();
             let now = Instant::now();
@@ -402,14 +478,15 @@ impl Driver {
             .args(&w.spec.argv[1..])
             .arg(&journal)
             .arg(&w.spec.name)
-            .arg(&self.o.dsn)
+            .arg(w.spec.node.map_or(&self.o.dsn, |k| &self.o.node_dsns[k]))
+            .env("CHAOS_LEASE", if self.o.lease { "1" } else { "0" })
             .env("CHAOS_BIN", &chaos_path)
             .env("CHAOS_DIR", &self.o.dir)
             .env("CHAOS_KIND", &w.spec.kind)
             .env("CHAOS_KEEP_ALIVE", if w.spec.keep_alive { "1" } else { "0" })
             .env("CHAOS_SEED", seed.to_string())
             .env("CHAOS_WORKER", &w.label)
-            .env("CHAOS_TTL", TTL_SECONDS)
+            .env("CHAOS_TTL", &self.o.ttl)
             .env("CHAOS_TIMEOUT", ACQUIRE_TIMEOUT_SECONDS)
             .env("CHAOS_STOP", &stop_file)
             .stdin(Stdio::null())
@@ -458,6 +535,9 @@ impl Driver {
     /// The live holders that are processes of our own workers (victims only), not
     /// stopped already.
     fn holders(&mut self) -> Vec<Holder> {
+        if self.o.lease {
+            return self.lease_holders();
+        }
         let rows = match self.locker.status(None) {
             Ok(rows) => rows,
             Err(e) => {
@@ -478,6 +558,92 @@ impl Driver {
                 Some(Holder { worker, pid, name: r.name, token: r.token.unwrap_or(0), connection_id: r.connection_id })
             })
             .collect()
+    }
+
+    /// The unexpired rows of the lease table, read on the first node that answers
+    /// (a fresh session each time: nodes die and come back under the driver).
+    fn lease_rows(&mut self) -> Option<Vec<LeaseRow>> {
+        const ROWS: &str = "SELECT resource, owner, COALESCE(token, 0), \
+                            TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) \
+                            FROM distributed_locks WHERE expires_at > UTC_TIMESTAMP(6)";
+        let mut errors = Vec::new();
+        for dsn in self.o.node_dsns.clone() {
+            let sep = if dsn.contains('?') { '&' } else { '?' };
+            let url = format!("{dsn}{sep}allow_cluster=1&connect_timeout=2");
+            let config = match Config::from_url(&url) {
+                Ok(c) => c,
+                Err(e) => {
+                    errors.push(e.chain());
+                    continue;
+                }
+            };
+            let mut locker = NativeLocker::from_config(config);
+            let out = locker.session().map_err(|e| e.chain()).and_then(|s| s.execute(ROWS, &[]).map_err(|e| e.to_string()));
+            match out {
+                Ok(out) => {
+                    return Some(
+                        out.rows
+                            .iter()
+                            .filter_map(|r| {
+                                Some((
+                                    r.first()?.as_text()?,
+                                    r.get(1)?.as_text()?,
+                                    r.get(2)?.as_u64()?,
+                                    r.get(3)?.as_i64()?,
+                                ))
+                            })
+                            .collect(),
+                    )
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        self.note(&format!("cannot read the lease table on any node: {}", errors.join("; ")));
+        None
+    }
+
+    /// The pid in a lease owner `X:PID:...`.
+    fn owner_pid(owner: &str) -> Option<i32> {
+        owner.split(':').nth(1)?.parse().ok()
+    }
+
+    fn lease_holders(&mut self) -> Vec<Holder> {
+        let Some(rows) = self.lease_rows() else { return Vec::new() };
+        let names: Vec<&str> = self.workers.iter().map(|w| w.spec.name.as_str()).collect();
+        rows.into_iter()
+            .filter(|r| names.contains(&r.0.as_str()))
+            .filter_map(|(name, owner, token, _)| {
+                let pid = Self::owner_pid(&owner)?;
+                let group = pgid_of(pid)?;
+                let worker = self.workers.iter().position(|w| w.pgid() == Some(group))?;
+                if self.stopped.iter().any(|s| s.worker == worker) || !self.victim(worker) {
+                    return None;
+                }
+                Some(Holder { worker, pid, name, token, connection_id: 0 })
+            })
+            .collect()
+    }
+
+    /// Starts the next cluster fault in a thread: node kills and isolations alternate.
+    fn start_node_op(&mut self) {
+        let i = self.node_ops_started;
+        self.node_ops_started += 1;
+        let isolate = i % 2 == 1;
+        // kills: nodes 2, 3, 2, ...; isolations: nodes 3, 1, 3, ...
+        let node = if isolate { [3, 1][(i as usize / 2) % 2] } else { [2, 3][(i as usize / 2) % 2] };
+        let (script, dir) = (self.o.mariadb_script.clone(), self.o.db_dir.clone());
+        self.note(&format!("fault {}: node {node}", if isolate { "node-isolate" } else { "node-kill" }));
+        let thread = std::thread::spawn(move || node_op(&script, &dir, node, isolate));
+        self.node_op = Some(NodeOp { thread });
+    }
+
+    fn finish_node_op(&mut self) -> Result<(), String> {
+        let Some(op) = self.node_op.take() else { return Ok(()) };
+        let steps = op.thread.join().map_err(|_| "the node fault thread panicked".to_owned())??;
+        for (sent, landed, kind) in steps {
+            self.write_fault(&Landed { sent, landed, kind, ends: Ends::None, target: None })?;
+        }
+        Ok(())
     }
 
     /// Injects one fault, trying the enabled kinds that landed least so far first.
@@ -608,7 +774,8 @@ impl Driver {
     fn stop(&mut self, worker: usize, signalled: i32, watched: i32, kind: &'static str) -> Option<Landed> {
         let sent = journal::monotonic_ns();
         signal(signalled, libc::SIGSTOP);
-        let until = Instant::now() + Duration::from_secs_f64(self.rng.between(STOP_SECONDS.0, STOP_SECONDS.1));
+        let until =
+            Instant::now() + Duration::from_secs_f64(self.rng.between(self.o.stop_seconds.0, self.o.stop_seconds.1));
         self.stopped.push(Stopped { worker, target: signalled, until });
         let landed = self.await_landing(|| process_state(watched) == Some('T'))?;
         self.observe_leases(worker);
@@ -626,6 +793,25 @@ impl Driver {
     /// lengthens the lease, so the deadline stays a lower bound.
     fn observe_leases(&mut self, worker: usize) {
         let Some(group) = self.workers[worker].pgid() else { return };
+        if self.o.lease {
+            // A takeover needs expires_at < UTC_TIMESTAMP(6): the lease runs at least
+            // `remaining` from the query, which ran after `before`.
+            let before = journal::monotonic_ns();
+            let Some(rows) = self.lease_rows() else { return };
+            for (name, owner, token, micros) in rows {
+                let Some(pid) = Self::owner_pid(&owner) else { continue };
+                if pgid_of(pid) != Some(group) || token == 0 {
+                    continue;
+                }
+                let deadline = (before + (micros.max(0) as u64) * 1000).saturating_sub(journal::CLOCK_MARGIN_NS);
+                let line = Line::Lease { at: before, name, token, deadline, pid: pid as u32 };
+                self.note(&format!("stopped lease: {line} ({micros} us left)"));
+                if let Err(e) = self.write(&line) {
+                    self.note(&e);
+                }
+            }
+            return;
+        }
         let before = journal::monotonic_ns();
         let rows = match self.locker.status(Some(&self.workers[worker].spec.name.clone())) {
             Ok(rows) => rows,
@@ -734,6 +920,7 @@ impl Driver {
     /// what is left, and marks the end of chaos in the journal.
     fn wind_down(&mut self) -> Result<(), String> {
         self.winding_down = true;
+        let node_op = self.finish_node_op();
         let restarted = match self.restart.take() {
             Some(r) => self.finish_restart(r),
             None => Ok(()),
@@ -769,6 +956,7 @@ impl Driver {
             println!("chaos: {text}");
         }
         restarted?;
+        node_op?;
         let starts: u32 = self.workers.iter().map(|w| w.spawns).sum();
         println!(
             "chaos: {:.1} s with {} workers ({starts} worker processes started); details in {}",
@@ -794,6 +982,41 @@ fn die_with_driver(command: &mut Command) {
             Ok(())
         });
     }
+}
+
+/// One cluster fault, start to end: `galera.sh kill` node, 2 s down, `restart`, `wait`;
+/// or `isolate`, 3 s cut off, `rejoin`, `wait`. Returns (sent, landed, kind) per step.
+fn node_op(script: &Path, dir: &Path, node: u32, isolate: bool) -> Result<Vec<(u64, u64, &'static str)>, String> {
+    let galera = |args: &[&str]| -> Result<(), String> {
+        let status = Command::new("bash")
+            .arg(script)
+            .arg(args[0])
+            .arg(dir)
+            .args(&args[1..])
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| format!("running {}: {e}", script.display()))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("galera.sh {} failed: {}", args.join(" "), describe(status)))
+        }
+    };
+    let k = node.to_string();
+    let (cut, back, cut_kind, back_kind, down) = if isolate {
+        ("isolate", "rejoin", "node-isolate", "node-rejoin", 3.0)
+    } else {
+        ("kill", "restart", "node-kill", "node-restart", 2.0)
+    };
+    let sent = journal::monotonic_ns();
+    galera(&[cut, &k])?;
+    let landed = journal::monotonic_ns();
+    // How long the node stays down or cut off: the fault's length, not a wait for anybody.
+    std::thread::sleep(Duration::from_secs_f64(down));
+    let sent2 = journal::monotonic_ns();
+    galera(&[back, &k])?;
+    galera(&["wait"])?;
+    Ok(vec![(sent, landed, cut_kind), (sent2, journal::monotonic_ns(), back_kind)])
 }
 
 /// A clean restart, or (`crash`) SIGKILL of the server and a start on the same port.
