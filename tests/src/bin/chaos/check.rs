@@ -351,7 +351,14 @@ pub struct Options {
 }
 
 fn options(args: &[String]) -> Result<Options, String> {
-    let mut o = Options { dir: PathBuf::new(), floor: 1.0, kinds: Vec::new(), require: Vec::new(), progress_after: Vec::new(), seed: "?".into() };
+    let mut o = Options {
+        dir: PathBuf::new(),
+        floor: 1.0,
+        kinds: Vec::new(),
+        require: Vec::new(),
+        progress_after: Vec::new(),
+        seed: "?".into(),
+    };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -488,11 +495,17 @@ fn judge(run: &Run, o: &Options) -> (String, bool) {
         let next = run.sections.iter().map(|s| s.start).filter(|start| *start > f.landed).min();
         match next {
             Some(at) => after.push(format!("{} +{:.1}s", f.kind, (at - f.landed) as f64 / 1e9)),
-            None => shortfalls.push(format!("no acquisition after the fault {} landed at {}", f.kind, clock.at(f.landed))),
+            None => {
+                shortfalls.push(format!("no acquisition after the fault {} landed at {}", f.kind, clock.at(f.landed)))
+            }
         }
     }
     if !o.progress_after.is_empty() {
-        let _ = writeln!(r, "  first acquisition after each fault: {}", if after.is_empty() { "-".to_owned() } else { after.join(", ") });
+        let _ = writeln!(
+            r,
+            "  first acquisition after each fault: {}",
+            if after.is_empty() { "-".to_owned() } else { after.join(", ") }
+        );
     }
     for line in &run.unreadable {
         shortfalls.push(format!("unreadable journal line: {line}"));

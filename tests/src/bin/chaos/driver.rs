@@ -219,7 +219,7 @@ fn options(args: &[String]) -> Result<Options, String> {
         }
     }
     if let Some(bad) = o.specs.iter().find(|s| s.node.is_some_and(|k| k >= o.node_dsns.len())) {
-        return Err(format!("worker {} {}: no such node in --node-dsns", s_kind(bad), bad.name));
+        return Err(format!("worker {} {}: no such node in --node-dsns", bad.kind, bad.name));
     }
     if o.dir.as_os_str().is_empty() || o.db_dir.as_os_str().is_empty() || o.dsn.is_empty() || o.specs.is_empty() {
         return Err("usage: chaos drive --dir DIR --db-dir DIR --mariadb-script PATH --dsn URL [--seconds N] \
@@ -228,10 +228,6 @@ fn options(args: &[String]) -> Result<Options, String> {
             .to_owned());
     }
     Ok(o)
-}
-
-fn s_kind(s: &Spec) -> &str {
-    &s.kind
 }
 
 /// A process to continue later.
@@ -578,7 +574,8 @@ impl Driver {
                 }
             };
             let mut locker = NativeLocker::from_config(config);
-            let out = locker.session().map_err(|e| e.chain()).and_then(|s| s.execute(ROWS, &[]).map_err(|e| e.to_string()));
+            let out =
+                locker.session().map_err(|e| e.chain()).and_then(|s| s.execute(ROWS, &[]).map_err(|e| e.to_string()));
             match out {
                 Ok(out) => {
                     return Some(
