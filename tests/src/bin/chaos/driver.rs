@@ -257,9 +257,12 @@ struct Landed {
     target: Option<(String, u64, i32)>,
 }
 
+/// What a node fault did: (sent, landed, kind) per step that landed.
+type NodeSteps = Vec<(u64, u64, &'static str)>;
+
 /// A cluster fault (node kill + restart, or isolate + rejoin) under way.
 struct NodeOp {
-    thread: JoinHandle<Result<Vec<(u64, u64, &'static str)>, String>>,
+    thread: JoinHandle<Result<NodeSteps, String>>,
 }
 
 /// A lease row: resource, owner, token, microseconds until `expires_at`.
@@ -983,7 +986,7 @@ fn die_with_driver(command: &mut Command) {
 
 /// One cluster fault, start to end: `galera.sh kill` node, 2 s down, `restart`, `wait`;
 /// or `isolate`, 3 s cut off, `rejoin`, `wait`. Returns (sent, landed, kind) per step.
-fn node_op(script: &Path, dir: &Path, node: u32, isolate: bool) -> Result<Vec<(u64, u64, &'static str)>, String> {
+fn node_op(script: &Path, dir: &Path, node: u32, isolate: bool) -> Result<NodeSteps, String> {
     let galera = |args: &[&str]| -> Result<(), String> {
         let status = Command::new("bash")
             .arg(script)
