@@ -222,7 +222,7 @@ impl<C: Connector> DistributedLock<C> {
         let shape = self.shape(resource)?;
         let sql = statements::release(self.dialect, &self.table, shape.upgraded);
         let params = [Value::from(resource), Value::from(owner)];
-        Ok(self.write(resource, &sql, &params)?.is_some_and(|out| out.affected_rows > 0))
+        Ok(self.write(resource, &sql, &params)?.is_some_and(|(out, _)| out.affected_rows > 0))
     }
 
     /// Restarts `owner`'s unexpired lease on `resource` with `ttl` seconds from now.
@@ -231,9 +231,8 @@ impl<C: Connector> DistributedLock<C> {
         let span = self.check(resource, Some(owner), ttl)?;
         let shape = self.shape(resource)?;
         let sql = statements::renew(self.dialect, &self.table, shape.upgraded);
-        let params = [span.value(self.dialect, shape.upgraded), Value::from(resource), Value::from(owner)];
-        let sent = Instant::now();
-        let Some(out) = self.write(resource, &sql, &params)? else {
+        let params = [span.value(self.dialect), Value::from(resource), Value::from(owner)];
+        let Some((out, sent)) = self.write(resource, &sql, &params)? else {
             return Ok(None);
         };
         let renewed = match self.dialect {
@@ -325,23 +324,17 @@ impl<C: Connector> DistributedLock<C> {
     fn try_acquire(&mut self, resource: &str, owner: &str, span: Span) -> Result<Option<Grant>> {
         let shape = self.shape(resource)?;
         let sql = statements::acquire(self.dialect, &self.table, shape.upgraded);
-        let ttl = span.value(self.dialect, shape.upgraded);
+        let ttl = span.value(self.dialect);
         let params: Vec<Value> = match self.dialect {
             Dialect::MySql => {
                 vec![resource.into(), owner.into(), ttl.clone(), owner.into(), owner.into(), owner.into(), ttl]
             }
             Dialect::Sqlite => vec![resource.into(), owner.into(), ttl],
         };
-        // The local deadline counts from before the statement is sent: the database's
+        // The local deadline counts from before the statement was sent: the database's
         // lease starts when the statement runs, later than this.
-        let mut sent = Instant::now();
-        let out = loop {
-            match self.write_once(resource, &sql, &params) {
-                Ok(out) => break out,
-                Err(Retry::Again) => sent = Instant::now(),
-                Err(Retry::Conflict) => return Ok(None),
-                Err(Retry::Fail(e)) => return Err(e),
-            }
+        let Some((out, sent)) = self.write(resource, &sql, &params)? else {
+            return Ok(None);
         };
         let won = match self.dialect {
             Dialect::Sqlite => out.affected_rows > 0,
@@ -476,50 +469,41 @@ impl<C: Connector> DistributedLock<C> {
         }
     }
 
-    /// A write that may be retried: `None` when the cluster kept answering that another
-    /// writer committed first.
-    fn write(&mut self, resource: &str, sql: &str, params: &[Value]) -> Result<Option<crate::Outcome>> {
-        loop {
-            match self.write_once(resource, sql, params) {
-                Ok(out) => return Ok(Some(out)),
-                Err(Retry::Again) => continue,
-                Err(Retry::Conflict) => return Ok(None),
-                Err(Retry::Fail(e)) => return Err(e),
-            }
-        }
-    }
-
-    /// One statement, with what a cluster needs around it. Each statement of the lease
-    /// mode can be sent again safely: acquire and renew by the same owner are idempotent,
-    /// and a release whose first attempt committed finds nothing the second time (it then
-    /// answers `false`, on the safe side: the caller no longer holds the lease either way).
-    fn write_once(&mut self, resource: &str, sql: &str, params: &[Value]) -> Result<crate::Outcome, Retry> {
+    /// One write, with what a cluster needs around it: the outcome and the instant its
+    /// successful attempt was sent, or `None` when another writer kept committing first.
+    /// Each statement of the lease mode can be sent again safely: acquire and renew by the
+    /// same owner are idempotent, and a release whose first attempt committed finds
+    /// nothing the second time (it then answers `false`, on the safe side: the caller no
+    /// longer holds the lease either way).
+    fn write(&mut self, resource: &str, sql: &str, params: &[Value]) -> Result<Option<(crate::Outcome, Instant)>> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = self.session().map_err(Retry::Fail)?.execute(sql, params);
+            let sent = Instant::now();
+            let result = self.session()?.execute(sql, params);
             let e = match result {
-                Ok(out) => return Ok(out),
+                Ok(out) => return Ok(Some((out, sent))),
                 Err(e) => e,
             };
-            if e.lost {
+            let last = attempt == ATTEMPTS;
+            if e.lost && !last {
                 // The statement may or may not have committed: send it again on a new
                 // session (the connector refuses where it cannot make one, e.g. a PDO).
                 self.session = None;
-                if attempt < ATTEMPTS {
-                    return Err(Retry::Again);
-                }
             } else if matches!(e.code, Some(1213 | 1062 | 1205 | 1180 | 1614)) {
                 // Another writer committed first (certification failure, a duplicate
                 // that appeared on another node, a lock wait): never a success that was
                 // not committed. Once more after a moment; then the other writer won.
-                if attempt < ATTEMPTS {
-                    std::thread::sleep(Duration::from_millis(attempt as u64));
-                    continue;
+                if last {
+                    return Ok(None);
                 }
-                return Err(Retry::Conflict);
+                std::thread::sleep(Duration::from_millis(attempt as u64));
+            } else {
+                if e.lost {
+                    self.session = None;
+                }
+                return Err(self.classify(e, Some(resource)));
             }
-            return Err(Retry::Fail(self.classify(e, Some(resource))));
         }
     }
 
@@ -530,28 +514,21 @@ impl<C: Connector> DistributedLock<C> {
 
     fn classify(&self, e: SessionError, name: Option<&str>) -> Error {
         if e.code == Some(1146) || (self.dialect == Dialect::Sqlite && e.message.contains("no such table")) {
-            return self.missing_table(e);
+            return missing_table(self.dialect, &self.table, e);
         }
         crate::error::classify(e, name, &self.table)
     }
-
-    fn missing_table(&self, source: SessionError) -> Error {
-        Error::MissingTable {
-            table: self.table.display_name(),
-            create_sql: self.create_sql(),
-            init: "mysqllock init --lease",
-            source,
-        }
-    }
 }
 
-/// Why [`DistributedLock::write_once`] did not return an outcome.
-enum Retry {
-    /// The session was lost mid-statement: send it again on a new one.
-    Again,
-    /// Another writer kept committing first.
-    Conflict,
-    Fail(Error),
+/// The lease table is not there: the error names the DDL (and `mysqllock init --lease`,
+/// which creates it on MySQL).
+fn missing_table(dialect: Dialect, table: &Table, source: SessionError) -> Error {
+    Error::MissingTable {
+        table: table.display_name(),
+        create_sql: statements::create(dialect, table),
+        init: (dialect == Dialect::MySql).then_some("mysqllock init --lease"),
+        source,
+    }
 }
 
 /// A TTL as the table stores it: whole seconds (rounded up: a lease never ends earlier
@@ -560,27 +537,25 @@ enum Retry {
 struct Span {
     duration: Duration,
     units: i64,
-    micros: bool,
 }
 
 impl Span {
     fn new(ttl: f64, micros: bool) -> Span {
         if micros {
             let units = (ttl * 1e6).ceil() as i64;
-            Span { duration: Duration::from_micros(units as u64), units, micros }
+            Span { duration: Duration::from_micros(units as u64), units }
         } else {
             let units = ttl.ceil() as i64;
-            Span { duration: Duration::from_secs(units as u64), units, micros }
+            Span { duration: Duration::from_secs(units as u64), units }
         }
     }
 
-    fn value(&self, dialect: Dialect, upgraded: bool) -> Value {
+    /// The bound parameter: the units (seconds or microseconds, as the span was made
+    /// for the table), or SQLite's `datetime()` modifier.
+    fn value(&self, dialect: Dialect) -> Value {
         match dialect {
             Dialect::Sqlite => Value::Text(format!("+{} seconds", self.units)),
-            Dialect::MySql => {
-                debug_assert_eq!(self.micros, upgraded);
-                Value::Int(self.units)
-            }
+            Dialect::MySql => Value::Int(self.units),
         }
     }
 }
@@ -626,12 +601,7 @@ fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -
         .map_err(|e| crate::error::classify(e, name, table))?;
     let Some(row) = out.rows.first() else {
         let missing = SessionError::server(1146, format!("Table '{}' doesn't exist", table.display_name()));
-        return Err(Error::MissingTable {
-            table: table.display_name(),
-            create_sql: statements::create(Dialect::MySql, table),
-            init: "mysqllock init --lease",
-            source: missing,
-        });
+        return Err(missing_table(Dialect::MySql, table, missing));
     };
     let unusable = |reason: String| Error::UnusableTable { table: table.display_name(), reason };
     let engine = row.first().and_then(Value::as_text).unwrap_or_default();
@@ -696,12 +666,7 @@ fn sqlite_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) 
     if out.rows.is_empty() {
         let missing =
             SessionError { code: None, message: format!("no such table: {}", table.display_name()), lost: false };
-        return Err(Error::MissingTable {
-            table: table.display_name(),
-            create_sql: statements::create(Dialect::Sqlite, table),
-            init: "the CREATE TABLE below",
-            source: missing,
-        });
+        return Err(missing_table(Dialect::Sqlite, table, missing));
     }
     let columns: Vec<String> = out.rows.iter().filter_map(|r| r.get(1).and_then(Value::as_text)).collect();
     for needed in ["resource", "owner", "expires_at", "acquired_at"] {

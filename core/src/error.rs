@@ -98,8 +98,9 @@ pub enum Error {
     TtlTooShort { name: String, remaining: f64, required: f64 },
 
     /// The locks table does not exist.
-    #[error("lock table {table} does not exist: run `{init}` or create it with: {create_sql}")]
-    MissingTable { table: String, create_sql: String, init: &'static str, source: SessionError },
+    /// `init` is the command that creates it, where there is one (not for SQLite).
+    #[error("lock table {table} does not exist: {}create it with: {create_sql}", init_hint(.init))]
+    MissingTable { table: String, create_sql: String, init: Option<&'static str>, source: SessionError },
 
     /// The lease table exists but cannot hold leases safely (engine or columns).
     #[error("lease table {table} cannot be used: {reason}")]
@@ -142,6 +143,13 @@ fn spelling_note(name: &str, held_as: &str) -> String {
         String::new()
     } else {
         format!(" as \"{held_as}\" (names that differ only in case or trailing spaces are one lock)")
+    }
+}
+
+fn init_hint(init: &Option<&'static str>) -> String {
+    match init {
+        Some(command) => format!("run `{command}` or "),
+        None => String::new(),
     }
 }
 
@@ -270,7 +278,7 @@ pub(crate) fn classify(e: SessionError, name: Option<&str>, table: &crate::Table
         Some(1146) => Error::MissingTable {
             table: table.display_name(),
             create_sql: table.create_sql(),
-            init: "mysqllock init",
+            init: Some("mysqllock init"),
             source: e,
         },
         Some(1047) => Error::NodeNotReady { name, source: e },

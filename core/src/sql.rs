@@ -122,6 +122,13 @@ impl Sql {
                  VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), ?, {acquired}{holder})"
             )
         };
+        // RELEASE_LOCK last: it runs only for the row the other conditions matched.
+        let release = |only: &str| {
+            format!(
+                "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() {only}\
+                 AND RELEASE_LOCK(CAST(name AS CHAR)) = 1"
+            )
+        };
         let names = UPGRADE_COLUMNS.map(|c| format!("'{c}'")).join(", ");
         Sql {
             upgraded,
@@ -158,13 +165,8 @@ impl Sql {
             release_get_lock: "SELECT RELEASE_LOCK(?)".to_owned(),
             release_if_mine: "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), RELEASE_LOCK(?), 0)".to_owned(),
             delete_own: format!("DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID()"),
-            release: format!(
-                "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND RELEASE_LOCK(CAST(name AS CHAR)) = 1"
-            ),
-            release_at_end: format!(
-                "DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 1 \
-                 AND RELEASE_LOCK(CAST(name AS CHAR)) = 1"
-            ),
+            release: release(""),
+            release_at_end: release("AND lock_acquired = 1 "),
             remaining: format!(
                 "SELECT l.created + l.ttl - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(CAST(l.name AS CHAR)) <=> CONNECTION_ID() \
                  FROM {t} AS l WHERE l.name = ? AND l.connection_id = CONNECTION_ID()"

@@ -212,7 +212,7 @@ fn a_missing_table_names_the_ddl_and_the_init_command() {
     let err = lock.acquire("r", "o", 30.0).unwrap_err();
     assert!(matches!(err, Error::MissingTable { .. }), "{err}");
     let text = err.to_string();
-    assert!(text.contains("mysqllock init --lease") && text.contains("CREATE TABLE"), "{text}");
+    assert!(text.contains("run `mysqllock init --lease` or create it with: CREATE TABLE"), "{text}");
 }
 
 #[test]
@@ -293,15 +293,18 @@ fn acquire_waiting_returns_soon_after_the_holder_releases() {
     let r = unique("wait");
     let mut holder = plain();
     holder.acquire(&r, "holder", 30.0).unwrap();
+    let (refused, told) = std::sync::mpsc::channel();
     let resource = r.clone();
     let waiter = std::thread::spawn(move || {
         let mut lock = plain();
+        let first = lock.acquire(&resource, "waiter", 30.0).unwrap();
+        refused.send(first.is_none()).unwrap();
         let got = lock.acquire_waiting(&resource, "waiter", 30.0, 20.0).unwrap();
         (got.is_some(), Instant::now())
     });
-    // The waiter is polling once its first try has failed; then release.
-    wait_until("the waiter tried", || holder.is_held(&r).unwrap());
-    std::thread::sleep(Duration::from_millis(50)); // the holder's work: the waiter polls meanwhile
+    assert!(told.recv().unwrap(), "the waiter got a held lease");
+    // The holder's work, while the waiter polls with its backoff.
+    std::thread::sleep(Duration::from_millis(50));
     let released = Instant::now();
     assert!(holder.release(&r, "holder").unwrap());
     let (got, at) = waiter.join().unwrap();

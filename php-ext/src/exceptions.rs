@@ -146,7 +146,7 @@ fn cause(error: &Error, class: &str, detail: &str) -> Option<Zval> {
 /// missing table names the DDL (and `mysqllock init --lease` where it applies).
 pub fn lease_to_php(method: &str, error: &Error) -> PhpException {
     let detail = match error {
-        Error::MissingTable { table, create_sql, init, .. } if init.starts_with("mysqllock") => format!(
+        Error::MissingTable { table, create_sql, init: Some(init), .. } => format!(
             "the lease table {table} does not exist: run `{init}`, call createTable(), or create it with: {create_sql}"
         ),
         Error::MissingTable { table, create_sql, .. } => {
