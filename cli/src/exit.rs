@@ -4,6 +4,7 @@
 //! ("someone else ran it", "the database is down") never collide with the small codes
 //! a guarded command usually returns itself.
 
+use std::io;
 use std::process::ExitStatus;
 
 use mysqllock_core::Error;
@@ -61,6 +62,32 @@ pub fn for_child(status: ExitStatus) -> u8 {
         (Some(code), _) => (code & 0xff) as u8,
         (None, Some(signal)) => (128 + (signal & 0x7f)) as u8,
         (None, None) => SOFTWARE,
+    }
+}
+
+/// The exit code of a run's command: its own (see [`for_child`]) or, when it could not
+/// be started, [`NOT_FOUND`] or [`CANNOT_EXECUTE`] (said on stderr), as a shell reports it.
+pub fn for_command(program: &str, ran: io::Result<ExitStatus>) -> u8 {
+    match ran {
+        Ok(status) => for_child(status),
+        Err(e) => {
+            eprintln!("mysqllock: cannot run {program}: {e}");
+            if e.kind() == io::ErrorKind::NotFound {
+                NOT_FOUND
+            } else {
+                CANNOT_EXECUTE
+            }
+        }
+    }
+}
+
+/// A run's exit code when its lock ended badly (`instead`): a failed command's code
+/// speaks for itself; a success must not hide that the run may not have been guarded.
+pub fn unless_failed(code: u8, instead: u8) -> u8 {
+    if code == 0 {
+        instead
+    } else {
+        code
     }
 }
 

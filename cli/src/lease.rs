@@ -74,17 +74,7 @@ pub fn run(config: &Config, job: &LeaseJob<'_>) -> u8 {
     };
 
     let mut lost = false;
-    let code = match execute(job, &owner, &grant, &keeper, kill_after, &mut lost) {
-        Ok(status) => exit::for_child(status),
-        Err(e) => {
-            eprintln!("mysqllock: cannot run {program}: {e}");
-            if e.kind() == io::ErrorKind::NotFound {
-                exit::NOT_FOUND
-            } else {
-                exit::CANNOT_EXECUTE
-            }
-        }
-    };
+    let code = exit::for_command(&program, execute(job, &owner, &grant, &keeper, kill_after, &mut lost));
     // No renewal after the release: stop the keeper first.
     let lost_at_end = keeper.lost();
     keeper.stop();
@@ -97,22 +87,13 @@ pub fn run(config: &Config, job: &LeaseJob<'_>) -> u8 {
         Ok(false) => {
             let why = lost_at_end.unwrap_or_else(|| "it expired or another owner took it".into());
             eprintln!("mysqllock: warning: lease \"{}\" was lost while the command ran ({why})", job.name);
-            // A failure speaks for itself; a success must not hide that the run may have
-            // overlapped with another node's.
-            if code == 0 {
-                exit::LOST_WHILE_RUNNING
-            } else {
-                code
-            }
+            // The run may have overlapped with another node's.
+            exit::unless_failed(code, exit::LOST_WHILE_RUNNING)
         }
         Err(e) => {
-            // The lease ends at its TTL anyway; a success must not hide the failure.
+            // The lease ends at its TTL anyway.
             eprintln!("mysqllock: warning: releasing lease \"{}\" failed: {}", job.name, exit::describe(&e));
-            if code == 0 {
-                exit::for_error(&e)
-            } else {
-                code
-            }
+            exit::unless_failed(code, exit::for_error(&e))
         }
     }
 }

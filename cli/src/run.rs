@@ -38,39 +38,20 @@ pub fn run(locker: &mut NativeLocker, job: &Job<'_>) -> u8 {
     };
     let runs_out = job.options.keep_alive.then(|| RunsOut::after(&lease, &job.options));
 
-    let code = match execute(job.command, &lease, runs_out.as_ref(), locker) {
-        Ok(status) => exit::for_child(status),
-        Err(e) => {
-            eprintln!("mysqllock: cannot run {program}: {e}");
-            if e.kind() == io::ErrorKind::NotFound {
-                exit::NOT_FOUND
-            } else {
-                exit::CANNOT_EXECUTE
-            }
-        }
-    };
+    let code = exit::for_command(&program, execute(job.command, &lease, runs_out.as_ref(), locker));
 
     match locker.release(job.name) {
         Ok(()) => code,
         Err(Error::NotHeld { loss, .. }) => {
             eprintln!("mysqllock: warning: lock \"{}\" was lost while the command ran ({loss})", job.name);
-            // A failure speaks for itself; a success must not hide that the run may
-            // have overlapped with another node's.
-            if code == 0 {
-                exit::LOST_WHILE_RUNNING
-            } else {
-                code
-            }
+            // The run may have overlapped with another node's.
+            exit::unless_failed(code, exit::LOST_WHILE_RUNNING)
         }
         Err(e) => {
             // Whether the lease stayed ours to the end is unknown; it ends when this
-            // process closes its session. A success must not hide that.
+            // process closes its session.
             eprintln!("mysqllock: warning: releasing lock \"{}\" failed: {}", job.name, exit::describe(&e));
-            if code == 0 {
-                exit::for_error(&e)
-            } else {
-                code
-            }
+            exit::unless_failed(code, exit::for_error(&e))
         }
     }
 }
