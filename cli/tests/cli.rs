@@ -3,64 +3,23 @@
 //! The server comes from `MYSQLLOCK_TEST_DSN` (see `scripts/mariadb.sh`). Every test
 //! uses its own lock names and scratch directory, so the tests run in parallel.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{dsn, dsn_with, mysqllock_on, test_session, wait_until, OwnTable as ScratchTable, Ran, Scratch, BIN};
 use mysqllock_core::{Config, MysqlSession, Session};
-
-const BIN: &str = env!("CARGO_BIN_EXE_mysqllock");
-
-fn dsn() -> String {
-    std::env::var("MYSQLLOCK_TEST_DSN").unwrap_or_else(|_| {
-        panic!(
-            "MYSQLLOCK_TEST_DSN is not set: these tests need a MariaDB server. Start one with \
-             `bash scripts/mariadb.sh start /tmp/db && set -a && . /tmp/db/env && set +a`"
-        )
-    })
-}
-
-/// The test DSN with `param` added to its query string.
-fn dsn_with(param: &str) -> String {
-    let dsn = dsn();
-    let sep = if dsn.contains('?') { '&' } else { '?' };
-    format!("{dsn}{sep}{param}")
-}
 
 /// A name no other test (or test run) uses: tag, pid, counter.
 fn unique(tag: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    format!("cli-{tag}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst))
+    common::unique_with("cli", tag)
 }
 
 /// `mysqllock ARGS` connected to the test server through the environment.
 fn mysqllock(args: &[&str]) -> Command {
     mysqllock_on(&dsn(), args)
-}
-
-/// `mysqllock ARGS` with `dsn` (another table) in the environment.
-fn mysqllock_on(dsn: &str, args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args).env("MYSQLLOCK_DSN", dsn).stdin(Stdio::null());
-    cmd
-}
-
-/// Exit code, stdout, stderr of a finished run.
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Ran {
-    fn from(o: Output) -> Self {
-        Ran {
-            code: o.status.code(),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
 }
 
 fn run(args: &[&str]) -> Ran {
@@ -89,15 +48,9 @@ fn wait_until_held(name: &str) {
 }
 
 fn wait_until_held_on(dsn: &str, name: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if status_json_on(dsn, name).iter().any(|row| row["state"] == "alive") {
-            return;
-        }
-        // The poll interval of this wait helper.
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("lock {name:?} never showed up as held");
+    wait_until(Duration::from_secs(20), &format!("lock {name:?} shows up as held"), || {
+        status_json_on(dsn, name).iter().any(|row| row["state"] == "alive")
+    });
 }
 
 /// Waits until some session waits in a GET_LOCK on `name` (the server's process list
@@ -105,73 +58,28 @@ fn wait_until_held_on(dsn: &str, name: &str) {
 fn wait_until_queued(name: &str) {
     let mut admin = test_session();
     let hex: String = name.bytes().map(|b| format!("{b:02X}")).collect();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    wait_until(Duration::from_secs(20), &format!("a session queues for {name:?}"), || {
         let out = admin
             .execute(
                 "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND INFO LIKE ?",
                 &[format!("%{hex}%").as_str().into()],
             )
             .expect("reads the process list");
-        if out.first(0).as_i64() == Some(1) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "no session ever queued for {name:?}");
-        // The poll interval of this wait helper.
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        out.first(0).as_i64() == Some(1)
+    });
 }
 
-/// A lock table of its own, so tests can upgrade it (or keep it original) whatever
-/// other tests and suites do to the default one. Dropped at the end.
-struct ScratchTable {
-    name: String,
-    dsn: String,
-}
-
+/// A locks' table of the test's own (`table=` in the DSN).
 impl ScratchTable {
     /// A name for a table that does not exist yet.
     fn missing(tag: &str) -> Self {
-        let name = unique(tag).replace('-', "_");
-        let dsn = dsn_with(&format!("table={name}"));
-        ScratchTable { name, dsn }
+        Self::named("table", &unique(tag))
     }
 
     /// A table made by `mysqllock INIT_ARGS` (`init`, or `init --upgrade`).
     fn created(tag: &str, init_args: &[&str]) -> Self {
-        let table = Self::missing(tag);
-        let out = table.run(init_args);
-        assert_eq!(out.code, Some(0), "{init_args:?} failed: {}", out.stderr);
-        table
+        Self::missing(tag).created_by(init_args)
     }
-
-    fn command(&self, args: &[&str]) -> Command {
-        mysqllock_on(&self.dsn, args)
-    }
-
-    fn run(&self, args: &[&str]) -> Ran {
-        self.command(args).output().expect("mysqllock starts").into()
-    }
-
-    /// The table's columns, in order, from information_schema.
-    fn columns(&self) -> Vec<String> {
-        let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS \
-                   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION";
-        let out = test_session().execute(sql, &[self.name.as_str().into()]).expect("reads information_schema");
-        out.rows.iter().map(|row| row[0].as_text().expect("a column name")).collect()
-    }
-}
-
-impl Drop for ScratchTable {
-    fn drop(&mut self) {
-        let _ = test_session().execute(&format!("DROP TABLE IF EXISTS `{}`", self.name), &[]);
-    }
-}
-
-/// A session of the test's own on the test server, to look at what mysqllock did.
-fn test_session() -> MysqlSession {
-    let config = Config::from_url(&dsn()).expect("test DSN parses");
-    MysqlSession::connect(&config).expect("connects")
 }
 
 /// The host name mysqllock records for its locks on an upgraded table.
@@ -180,38 +88,7 @@ fn this_host() -> String {
 }
 
 fn wait_for_file(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !path.exists() {
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
-        // The poll interval of this wait helper.
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A per-test directory for marker files, removed at the end.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Self {
-        let dir = std::env::temp_dir().join(unique("scratch"));
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        Scratch(dir)
-    }
-
-    fn path(&self, file: &str) -> PathBuf {
-        self.0.join(file)
-    }
-
-    /// The path as a `&str` for shell scripts.
-    fn file(&self, file: &str) -> String {
-        self.path(file).to_str().expect("utf-8 temp dir").to_owned()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    wait_until(Duration::from_secs(20), &format!("{} appears", path.display()), || path.exists());
 }
 
 /// A `mysqllock run NAME` whose command runs until the test creates its stop file.
@@ -679,21 +556,15 @@ fn at_least_keeps_the_lock_taken_after_a_short_command() {
 
     // The lease is whole seconds on the database clock: wait until it has run out there.
     let mut admin = test_session();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while admin
-        .execute(
-            "SELECT COUNT(*) FROM shared_locks WHERE name = ? AND created + ttl >= UNIX_TIMESTAMP()",
-            &[name.as_str().into()],
-        )
-        .expect("reads the table")
-        .first(0)
-        .as_i64()
-        != Some(0)
-    {
-        assert!(Instant::now() < deadline, "the --at-least row never ran out");
-        // The poll interval of this wait for the database clock.
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(Duration::from_secs(20), "the --at-least row runs out", || {
+        let out = admin
+            .execute(
+                "SELECT COUNT(*) FROM shared_locks WHERE name = ? AND created + ttl >= UNIX_TIMESTAMP()",
+                &[name.as_str().into()],
+            )
+            .expect("reads the table");
+        out.first(0).as_i64() == Some(0)
+    });
     assert!(started.elapsed() >= Duration::from_secs(2), "the --at-least row ran out after {:?}", started.elapsed());
     let later = run(&["run", &name, "--timeout", "1.5", "--", "touch", &ran]);
     assert_eq!(later.code, Some(0), "{}", later.stderr);

@@ -6,90 +6,35 @@
 //! parallel. What the lease table holds is read with a session of the test's own, not
 //! through the lease code.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use mysqllock_core::{Config, MysqlSession, Session, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_mysqllock");
+use common::{test_session, wait_until, OwnTable as LeaseTable, Ran, Scratch};
+use mysqllock_core::{MysqlSession, Session, Value};
 
 /// Exit codes of the lease mode (README, `mysqllock run --help`).
 const HELD_ELSEWHERE: i32 = 75;
 const LEASE_LOST: i32 = 79;
 
-fn dsn() -> String {
-    std::env::var("MYSQLLOCK_TEST_DSN").unwrap_or_else(|_| {
-        panic!(
-            "MYSQLLOCK_TEST_DSN is not set: these tests need a MariaDB server. Start one with \
-             `bash scripts/mariadb.sh start /tmp/db && set -a && . /tmp/db/env && set +a`"
-        )
-    })
-}
-
 /// A name no other test (or test run) uses: tag, pid, counter.
 fn unique(tag: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    format!("lease-{tag}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst))
+    common::unique_with("lease", tag)
 }
 
-/// Exit code, stdout, stderr of a finished run.
-#[derive(Debug)]
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Ran {
-    fn from(o: Output) -> Self {
-        Ran {
-            code: o.status.code(),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-/// A session of the test's own, to look at and tamper with the lease table directly.
-fn test_session() -> MysqlSession {
-    let config = Config::from_url(&dsn()).expect("test DSN parses");
-    MysqlSession::connect(&config).expect("connects")
-}
-
-/// A lease table of the test's own, named in the DSN the tool gets; dropped at the end.
-struct LeaseTable {
-    name: String,
-    dsn: String,
-}
-
+/// A lease table of the test's own (`lease_table=` in the DSN), to look at and tamper
+/// with directly.
 impl LeaseTable {
     /// A name for a table that does not exist yet.
     fn missing(tag: &str) -> Self {
-        let name = unique(tag).replace('-', "_");
-        let dsn = dsn();
-        let sep = if dsn.contains('?') { '&' } else { '?' };
-        let dsn = format!("{dsn}{sep}lease_table={name}");
-        LeaseTable { name, dsn }
+        Self::named("lease_table", &unique(tag))
     }
 
     /// A table made by `mysqllock init --lease`.
     fn created(tag: &str) -> Self {
-        let table = Self::missing(tag);
-        let out = table.run(&["init", "--lease"]);
-        assert_eq!(out.code, Some(0), "init --lease failed: {}", out.stderr);
-        table
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.args(args).env("MYSQLLOCK_DSN", &self.dsn).env_remove("MYSQLLOCK_TOKEN").stdin(Stdio::null());
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Ran {
-        self.command(args).output().expect("mysqllock starts").into()
+        Self::missing(tag).created_by(&["init", "--lease"])
     }
 
     /// `mysqllock run NAME EXTRA -- sh -c SCRIPT`, started in the background.
@@ -116,50 +61,6 @@ impl LeaseTable {
             .query("SELECT COUNT(*) FROM {t} WHERE resource = ? AND expires_at >= UTC_TIMESTAMP()", &[resource.into()]);
         rows.first().and_then(|row| row[0].as_i64()) == Some(1)
     }
-
-    fn columns(&self) -> Vec<String> {
-        let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS \
-                   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION";
-        let rows = test_session().execute(sql, &[self.name.as_str().into()]).expect("reads information_schema").rows;
-        rows.iter().map(|row| row[0].as_text().expect("a column name")).collect()
-    }
-}
-
-impl Drop for LeaseTable {
-    fn drop(&mut self) {
-        let _ = test_session().execute(&format!("DROP TABLE IF EXISTS `{}`", self.name), &[]);
-    }
-}
-
-/// A per-test directory for marker files, removed at the end.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Self {
-        let dir = std::env::temp_dir().join(unique("scratch"));
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        Scratch(dir)
-    }
-
-    /// The path of `file` in the directory, as a `&str` for shell scripts.
-    fn file(&self, file: &str) -> String {
-        self.0.join(file).to_str().expect("utf-8 temp dir").to_owned()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Polls `condition` every 20 ms until it holds; panics with `what` after `limit`.
-fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Waits for a background run to end, killing it if it does not within `limit`.
@@ -171,12 +72,53 @@ fn finish(mut child: Child, limit: Duration) -> Ran {
             let out: Ran = child.wait_with_output().expect("collects output").into();
             panic!("mysqllock did not end within {limit:?}: {out:?}");
         }
+        // The poll interval of this wait.
         std::thread::sleep(Duration::from_millis(20));
     }
     child.wait_with_output().expect("collects output").into()
 }
 
-/// A shell loop that runs until `stop` exists, after creating `started`.
+/// The id of the statement the server session of process `pid` runs or ran last
+/// (information_schema.PROCESSLIST.QUERY_ID), if it has one. The session is found by the
+/// client ports of the process's TCP sockets: the server shows its client as
+/// `HOST:PORT`.
+fn last_statement_of(admin: &mut MysqlSession, pid: u32) -> Option<i64> {
+    let sockets: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|link| Some(link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned()))
+        .collect();
+    // /proc/PID/net/tcp*: "sl local_address rem_address st ... uid timeout inode".
+    let ports: Vec<String> = ["tcp", "tcp6"]
+        .iter()
+        .filter_map(|file| std::fs::read_to_string(format!("/proc/{pid}/net/{file}")).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    sockets.iter().any(|s| fields.get(9) == Some(&s.as_str())).then_some(())?;
+                    let port = u16::from_str_radix(fields.get(1)?.rsplit(':').next()?, 16).ok()?;
+                    Some(port.to_string())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    ports.iter().find_map(|port| {
+        let out = admin
+            .execute(
+                "SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE SUBSTRING_INDEX(HOST, ':', -1) = ?",
+                &[port.as_str().into()],
+            )
+            .expect("reads the process list");
+        out.rows.first().and_then(|row| row[0].as_i64())
+    })
+}
+
+/// A shell loop that runs until `stop` exists, after creating `started`: the command's
+/// work, its `sleep 0.05` the poll interval of its wait for the stop file.
 fn hold_until(started: &str, stop: &str) -> String {
     format!("touch '{started}'; while [ ! -e '{stop}' ]; do sleep 0.05; done")
 }
@@ -226,14 +168,13 @@ fn exactly_one_of_three_concurrent_runs_does_the_work() {
     let scratch = Scratch::new();
     let name = unique("three");
     let (work, stop) = (scratch.file("work"), scratch.file("stop"));
+    // The work: a line in the work file, then running (polling for the stop file) until told to stop.
     let script = format!("echo \"$MYSQLLOCK_OWNER\" >> '{work}'; while [ ! -e '{stop}' ]; do sleep 0.05; done");
     let mut runs: Vec<Child> = (0..3).map(|_| table.spawn_run(&name, &[], &script)).collect();
 
     // The two that lose exit at once; the winner works until the stop file appears.
     let mut ended: Vec<Ran> = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while ended.len() < 2 {
-        assert!(Instant::now() < deadline, "two runs did not give up: {ended:?}");
+    wait_until(Duration::from_secs(30), "two runs give up", || {
         let mut i = 0;
         while i < runs.len() {
             if runs[i].try_wait().expect("status").is_some() {
@@ -242,8 +183,8 @@ fn exactly_one_of_three_concurrent_runs_does_the_work() {
                 i += 1;
             }
         }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        ended.len() >= 2
+    });
     for loser in &ended {
         assert_eq!(loser.code, Some(HELD_ELSEWHERE), "{loser:?}");
         assert!(loser.stderr.contains("is held by another owner"), "{}", loser.stderr);
@@ -274,18 +215,25 @@ fn a_waiting_run_gets_the_lease_once_the_holder_finishes() {
     let holder = table.spawn_run(&name, &[], &hold_until(&started, &stop));
     wait_until(Duration::from_secs(20), "the holder runs", || Path::new(&started).exists());
 
-    let waiter =
+    let mut waiter =
         table.command(&["run", &name, "--lease", "--timeout", "30", "--", "touch", &ran]).spawn().expect("starts");
-    let mut waiter = Some(waiter);
-    // The waiter keeps waiting while the lease is held (its exit would be a failure).
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(waiter.as_mut().expect("waiter").try_wait().expect("status").is_none(), "the waiter gave up");
+    // The waiter keeps trying while the lease is held: its session sends statement after
+    // statement. Five different ones are at least two tries after the first (connecting
+    // and the first try take at most three).
+    let (mut admin, mut seen) = (test_session(), std::collections::HashSet::new());
+    wait_until(Duration::from_secs(20), "the waiter has tried again and again", || {
+        assert!(waiter.try_wait().expect("status").is_none(), "the waiter gave up while the lease was held");
+        seen.extend(last_statement_of(&mut admin, waiter.id()));
+        seen.len() >= 5
+    });
     assert!(!Path::new(&ran).exists(), "the waiter ran while the lease was held");
 
     std::fs::write(&stop, b"").expect("stop file");
     assert_eq!(finish(holder, Duration::from_secs(30)).code, Some(0));
-    let status = waiter.take().expect("waiter").wait().expect("waiter ends");
-    assert_eq!(status.code(), Some(0));
+    let released = Instant::now();
+    assert_eq!(waiter.wait().expect("waiter ends").code(), Some(0));
+    // Generous: the point is that it acquired at the release, not at its 30 s timeout.
+    assert!(released.elapsed() < Duration::from_secs(5), "the waiter ran {:?} after the release", released.elapsed());
     assert!(Path::new(&ran).exists(), "the waiter did not run after the release");
 }
 
@@ -344,7 +292,8 @@ fn a_lease_taken_over_behind_its_back_terminates_the_command_and_exits_79() {
     let scratch = Scratch::new();
     let name = unique("stolen");
     let (started, terminated) = (scratch.file("started"), scratch.file("terminated"));
-    // Renewed every second; the command notes the SIGTERM and ends.
+    // Renewed every second; the command works (`sleep 0.05` in a loop) until the SIGTERM,
+    // which it notes before it ends.
     let script =
         format!("trap 'touch \"{terminated}\"; exit 0' TERM; touch '{started}'; while true; do sleep 0.05; done");
     let run = table.spawn_run(&name, &["--ttl", "3"], &script);
@@ -368,6 +317,7 @@ fn a_command_that_ignores_sigterm_gets_sigkill_after_kill_after() {
     let scratch = Scratch::new();
     let name = unique("sigkill");
     let (started, ended) = (scratch.file("started"), scratch.file("ended"));
+    // The command ignores SIGTERM and works (`sleep 0.05` in a loop) until killed.
     let script = format!("trap '' TERM; touch '{started}'; while true; do sleep 0.05; done; touch '{ended}'");
     let run = table.spawn_run(&name, &["--ttl", "3", "--kill-after", "1"], &script);
     wait_until(Duration::from_secs(20), "the command runs", || Path::new(&started).exists());

@@ -1,0 +1,150 @@
+//! What the CLI's test files share: the test server, unique names, a finished run's
+//! output, scratch directories and tables of a test's own, and waiting with a deadline.
+#![allow(dead_code)] // each test file uses its own part
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use mysqllock_core::{Config, MysqlSession, Session};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_mysqllock");
+
+pub fn dsn() -> String {
+    std::env::var("MYSQLLOCK_TEST_DSN").unwrap_or_else(|_| {
+        panic!(
+            "MYSQLLOCK_TEST_DSN is not set: these tests need a MariaDB server. Start one with \
+             `bash scripts/mariadb.sh start /tmp/db && set -a && . /tmp/db/env && set +a`"
+        )
+    })
+}
+
+/// The test DSN with `param` added to its query string.
+pub fn dsn_with(param: &str) -> String {
+    let dsn = dsn();
+    let sep = if dsn.contains('?') { '&' } else { '?' };
+    format!("{dsn}{sep}{param}")
+}
+
+/// A name no other test (or test run) uses: `prefix-tag-pid-counter`.
+pub fn unique_with(prefix: &str, tag: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!("{prefix}-{tag}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst))
+}
+
+/// A session of the test's own on the test server, to look at what mysqllock did.
+pub fn test_session() -> MysqlSession {
+    let config = Config::from_url(&dsn()).expect("test DSN parses");
+    MysqlSession::connect(&config).expect("connects")
+}
+
+/// `mysqllock ARGS` with `dsn` in the environment.
+pub fn mysqllock_on(dsn: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    // Never a token inherited from an outer run.
+    cmd.args(args).env("MYSQLLOCK_DSN", dsn).env_remove("MYSQLLOCK_TOKEN").stdin(Stdio::null());
+    cmd
+}
+
+/// Exit code, stdout, stderr of a finished run.
+#[derive(Debug)]
+pub struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Ran {
+    fn from(o: Output) -> Self {
+        Ran {
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+/// Polls `condition` until it holds; panics with `what` after `limit`.
+pub fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        // The poll interval of this wait helper.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A per-test directory for marker files, removed at the end.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn new() -> Self {
+        let dir = std::env::temp_dir().join(unique_with("scratch", env!("CARGO_CRATE_NAME")));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Scratch(dir)
+    }
+
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.0.join(file)
+    }
+
+    /// The path as a `&str` for shell scripts.
+    pub fn file(&self, file: &str) -> String {
+        self.path(file).to_str().expect("utf-8 temp dir").to_owned()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A table of the test's own (the locks' table or the lease table, named by the DSN
+/// parameter it is passed in), so tests can upgrade it or leave it out whatever other
+/// tests and suites do to the default one. Dropped at the end.
+pub struct OwnTable {
+    pub name: String,
+    /// The test DSN naming this table.
+    pub dsn: String,
+}
+
+impl OwnTable {
+    /// A table that does not exist yet, named `name` (with `_` for `-`) as `param`
+    /// (`table`, `lease_table`) in the DSN.
+    pub fn named(param: &str, name: &str) -> Self {
+        let name = name.replace('-', "_");
+        let dsn = dsn_with(&format!("{param}={name}"));
+        OwnTable { name, dsn }
+    }
+
+    /// The table, made by `mysqllock INIT_ARGS`.
+    pub fn created_by(self, init_args: &[&str]) -> Self {
+        let out = self.run(init_args);
+        assert_eq!(out.code, Some(0), "{init_args:?} failed: {}", out.stderr);
+        self
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        mysqllock_on(&self.dsn, args)
+    }
+
+    pub fn run(&self, args: &[&str]) -> Ran {
+        self.command(args).output().expect("mysqllock starts").into()
+    }
+
+    /// The table's columns, in order, from information_schema.
+    pub fn columns(&self) -> Vec<String> {
+        let sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS \
+                   WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION";
+        let out = test_session().execute(sql, &[self.name.as_str().into()]).expect("reads information_schema");
+        out.rows.iter().map(|row| row[0].as_text().expect("a column name")).collect()
+    }
+}
+
+impl Drop for OwnTable {
+    fn drop(&mut self) {
+        let _ = test_session().execute(&format!("DROP TABLE IF EXISTS `{}`", self.name), &[]);
+    }
+}
