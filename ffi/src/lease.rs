@@ -8,6 +8,7 @@
 //! wait for the client's GET_LOCK-based calls and the reverse.
 
 use std::ffi::{c_char, c_int};
+use std::ptr::NonNull;
 
 use mysqllock_core::{Dialect, DistributedLock, Grant, QuoteStyle, Table};
 
@@ -15,16 +16,18 @@ use crate::boundary::{call, non_null, text, write_if_wanted};
 use crate::mysqllock_client;
 use crate::status::mysqllock_status;
 
-/// Writes a won grant's token (0 without the token column) and the seconds left until its
-/// local deadline to the optional out-parameters; a lost try writes 0 to both.
+/// Writes whether the try won to `*won_out`, and a won grant's token (0 without the token
+/// column) and the seconds left until its local deadline to the optional out-parameters;
+/// a lost try writes 0 to both.
 ///
 /// # Safety
-/// Each pointer is NULL or writable.
-unsafe fn write_grant(grant: Option<&Grant>, token_out: *mut u64, remaining_out: *mut f64) {
+/// `won_out` points to a writable `bool`; each other pointer is NULL or writable.
+unsafe fn write_grant(grant: Option<&Grant>, won_out: NonNull<bool>, token_out: *mut u64, remaining_out: *mut f64) {
     let token = grant.and_then(|g| g.token).unwrap_or(0);
     let remaining = grant.map_or(0.0, |g| g.remaining().as_secs_f64());
     // SAFETY: forwarded contract.
     unsafe {
+        won_out.as_ptr().write(grant.is_some());
         write_if_wanted(token_out, token);
         write_if_wanted(remaining_out, remaining);
     }
@@ -82,10 +85,7 @@ pub unsafe extern "C" fn mysqllock_lease_acquire(
         let acquired = non_null(acquired_out, "acquired_out pointer")?;
         let grant = client.lease.lock().acquire_waiting(resource, owner, ttl_seconds, wait_seconds)?;
         // SAFETY: non-NULL / NULL-or-writable, by the caller's contract.
-        unsafe {
-            acquired.as_ptr().write(grant.is_some());
-            write_grant(grant.as_ref(), token_out, remaining_out);
-        }
+        unsafe { write_grant(grant.as_ref(), acquired, token_out, remaining_out) };
         Ok(())
     })
 }
@@ -150,10 +150,7 @@ pub unsafe extern "C" fn mysqllock_lease_renew(
         let renewed = non_null(renewed_out, "renewed_out pointer")?;
         let grant = client.lease.lock().renew(resource, owner, ttl_seconds)?;
         // SAFETY: non-NULL / NULL-or-writable, by the caller's contract.
-        unsafe {
-            renewed.as_ptr().write(grant.is_some());
-            write_grant(grant.as_ref(), token_out, remaining_out);
-        }
+        unsafe { write_grant(grant.as_ref(), renewed, token_out, remaining_out) };
         Ok(())
     })
 }
