@@ -71,6 +71,26 @@ static inline double now(void)
 }
 
 /*
+ * Waits until the lease `name`'s expiry, as `observer` sees it, is later than `after`
+ * (Unix seconds); 0 if that did not happen within 20 s.
+ */
+static inline int wait_for_expiry_after(mysqllock_client *observer, const char *name,
+                                        int64_t after)
+{
+    mysqllock_holder_info info;
+    bool found = false;
+    for (double end = now() + 20; now() < end;) {
+        if (mysqllock_holder(observer, name, &info, &found) == MYSQLLOCK_OK && found
+            && info.expires_at > after) {
+            return 1;
+        }
+        struct timespec poll = {0, 20 * 1000 * 1000};
+        nanosleep(&poll, NULL); /* the poll interval of this wait helper */
+    }
+    return 0;
+}
+
+/*
  * Waits until the lease `name` has been renewed (its expiry moved later), as `observer`
  * sees it; 0 if that did not happen within 20 s.
  */
@@ -81,16 +101,7 @@ static inline int wait_for_renewal(mysqllock_client *observer, const char *name)
     if (mysqllock_holder(observer, name, &info, &found) != MYSQLLOCK_OK || !found) {
         return 0;
     }
-    const int64_t first = info.expires_at;
-    for (double end = now() + 20; now() < end;) {
-        struct timespec poll = {0, 20 * 1000 * 1000};
-        nanosleep(&poll, NULL); /* the poll interval of this wait helper */
-        if (mysqllock_holder(observer, name, &info, &found) == MYSQLLOCK_OK && found
-            && info.expires_at > first) {
-            return 1;
-        }
-    }
-    return 0;
+    return wait_for_expiry_after(observer, name, info.expires_at);
 }
 
 /* Threads of this process (Linux: one entry per thread in /proc/self/task). */

@@ -114,10 +114,13 @@ static void child_of_keep_alive_holder(mysqllock_client *inherited, const char *
     expect(mysqllock_try_acquire(mine, name, 10, &acquired), MYSQLLOCK_OK, NULL,
            "child: try_acquire on its own client");
     check(!acquired, "child: the parent's kept-alive lease is held");
+    /* The child lives on until the lease it saw has run out, so that only the parent's
+     * keep-alive (not the child's inherited copy of it) can have held it since. Expiries
+     * are whole seconds: one more than the 2 s TTL past the seen one was set after the
+     * seen one had passed. */
+    check(wait_for_expiry_after(mine, name, info.expires_at + 2),
+          "child: the parent's keep-alive renewed the lease after the TTL it had at the fork");
     mysqllock_client_free(mine);
-    /* The behaviour under test: the child lives on past the 2 s TTL, so only the
-     * parent's keep-alive (not the child's inherited copy of it) holds the lease. */
-    sleep(3);
     fflush(stdout);
     exit(tap_failures == 0 ? 0 : 1);
 }
