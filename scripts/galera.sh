@@ -7,6 +7,7 @@
 #   scripts/galera.sh start DIR      # creates DIR, starts nodes 1..3, writes DIR/env
 #   scripts/galera.sh stop DIR       # clean shutdown 3,2,1 (kill -9 after the deadline)
 #   scripts/galera.sh kill DIR K     # kill -9 node K, returns once the process is gone
+#                                    # (fails if node K was not running)
 #   scripts/galera.sh restart DIR K  # (re)starts node K (also after kill) once the others
 #                                    # have dropped its old process; it rejoins by IST
 #   scripts/galera.sh isolate DIR K  # cuts node K off (gmcast.isolate=1): it goes non-Primary
@@ -389,7 +390,8 @@ SQL
     check_node "${3:-}"
     dir=$(cd "$dir" && pwd)
     load_cluster
-    alive "$3" || echo "galera.sh: node$3 is not running" >&2
+    # Killing a node that is down kills nothing: a caller counting kills must hear so.
+    alive "$3" || die "node$3 is not running"
     kill_node "$3"
     ;;
   restart)

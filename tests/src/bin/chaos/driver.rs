@@ -28,11 +28,13 @@
 //!   session is gone from the process list. Ends that section.
 //! - `stop-any`: SIGSTOP of any worker's process group, holder or not, so waiters are
 //!   frozen halfway through an acquisition too.
-//! - `kill-query`: `KILL QUERY` of a session waiting in GET_LOCK. Landed when the server
-//!   accepted it.
+//! - `kill-query`: `KILL QUERY ID` of a GET_LOCK statement waiting in the process list.
+//!   Landed when that statement is no longer running (one that had returned before the
+//!   kill is refused by the server: no landing).
 //! - `restart` and `crash` (scheduled, `--restarts` in all, alternating): a clean restart
 //!   of the server, and a SIGKILL of it followed by a start on the same port and data.
-//!   Landed when the server answers again. Ends every section.
+//!   Landed when the server answers again with an uptime no longer than the time since
+//!   the fault was sent. Ends every section.
 //!
 //! Lease mode on a Galera cluster (`--lease`, `--node-dsns DSN1,DSN2,DSN3`, the
 //! cluster's directory as `--db-dir` and `scripts/galera.sh` as `--mariadb-script`):
@@ -51,7 +53,8 @@
 //! replicated table, not in a node or a session, so it ends at its deadline.
 //!
 //! `--victims KIND,...` restricts the faults aimed at workers to workers of those kinds
-//! (the self-test aims them at the one worker it broke).
+//! (the self-test aims them at the one worker it broke); `kill-query`, whose target is a
+//! statement that names no worker, cannot be aimed so and is refused with it.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -82,6 +85,10 @@ const TICK: Duration = Duration::from_millis(50);
 const LANDING_POLL: Duration = Duration::from_millis(2);
 const LANDING_WAIT: Duration = Duration::from_secs(5);
 const SERVER_BACK_WAIT: Duration = Duration::from_secs(60);
+/// Process list conditions for `Driver::await_unlisted`: the session `?` is there; the
+/// statement with query id `?` is running (an idle session keeps its last query's id).
+const SESSION: &str = "ID = ?";
+const RUNNING_QUERY: &str = "QUERY_ID = ? AND INFO IS NOT NULL";
 
 /// The faults aimed at workers (restart and crash are scheduled apart).
 const HOLDER_FAULTS: [&str; 7] =
@@ -217,6 +224,10 @@ fn options(args: &[String]) -> Result<Options, String> {
             "--worker" => o.specs.push(Spec::parse(value)?),
             _ => return Err(format!("unknown option {flag}")),
         }
+    }
+    if !o.victims.is_empty() && o.faults.iter().any(|f| f == "kill-query") {
+        // Its target is a statement in the process list, which names no worker.
+        return Err("--victims cannot aim kill-query: leave it out of --faults".to_owned());
     }
     if let Some(bad) = o.specs.iter().find(|s| s.node.is_some_and(|k| k >= o.node_dsns.len())) {
         return Err(format!("worker {} {}: no such node in --node-dsns", bad.kind, bad.name));
@@ -704,7 +715,7 @@ impl Driver {
                     .and_then(|s| s.kill(h.connection_id).map_err(|e| e.to_string()))
                 {
                     Ok(()) => {
-                        let landed = self.await_session_gone(h.connection_id);
+                        let landed = self.await_unlisted(SESSION, h.connection_id);
                         landed.map(|landed| Landed { sent, landed, kind, ends: Ends::Section, target })
                     }
                     Err(e) => {
@@ -740,18 +751,17 @@ impl Driver {
         }
     }
 
-    /// Waits until the server's process list no longer shows session `id`.
-    fn await_session_gone(&mut self, id: u64) -> Option<u64> {
+    /// Waits until the server's process list has no row where `condition` (one of
+    /// SESSION, RUNNING_QUERY) holds for `id`; the instant it was seen so, or None.
+    fn await_unlisted(&mut self, condition: &str, id: u64) -> Option<u64> {
         let deadline = Instant::now() + LANDING_WAIT;
+        let query = format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE {condition}");
         loop {
             let listed = self
                 .locker
                 .session()
                 .map_err(|e| e.chain())
-                .and_then(|s| {
-                    s.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[id.into()])
-                        .map_err(|e| e.to_string())
-                })
+                .and_then(|s| s.execute(&query, &[id.into()]).map_err(|e| e.to_string()))
                 .map(|out| out.rows.first().and_then(|r| r.first()).and_then(Value::as_u64));
             match listed {
                 Ok(Some(0)) => return Some(journal::monotonic_ns()),
@@ -837,10 +847,13 @@ impl Driver {
     }
 
     /// `KILL QUERY` of a random session waiting in GET_LOCK: the wait ends at once with
-    /// NULL, as if it had timed out, in the middle of an acquisition.
+    /// NULL, as if it had timed out, in the middle of an acquisition. Aimed at the
+    /// statement by its query id (`KILL QUERY ID`): a GET_LOCK that returned meanwhile is
+    /// refused as an unknown query id rather than the kill hitting whatever its session
+    /// runs next; landed once that statement is no longer running.
     fn kill_query(&mut self) -> Option<Landed> {
         const WAITERS: &str =
-            "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()";
+            "SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()";
         let waiters = match self.locker.session() {
             Ok(s) => s.execute(WAITERS, &["%GET_LOCK(%".into()]).map_err(|e| e.to_string()),
             Err(e) => Err(e.chain()),
@@ -858,15 +871,16 @@ impl Driver {
         let id = ids[self.rng.below(ids.len())];
         let sent = journal::monotonic_ns();
         let killed = match self.locker.session() {
-            Ok(s) => s.execute(&format!("KILL QUERY {id}"), &[]).map(|_| ()).map_err(|e| e.to_string()),
+            Ok(s) => s.execute(&format!("KILL QUERY ID {id}"), &[]).map(|_| ()).map_err(|e| e.to_string()),
             Err(e) => Err(e.chain()),
         };
         if let Err(e) = killed {
-            self.note(&format!("KILL QUERY {id} failed: {e}"));
+            self.note(&format!("KILL QUERY ID {id} failed: {e}"));
             return None;
         }
-        self.note(&format!("fault kill-query: session {id}, waiting in GET_LOCK"));
-        Some(Landed { sent, landed: journal::monotonic_ns(), kind: "kill-query", ends: Ends::None, target: None })
+        self.note(&format!("fault kill-query: query {id}, waiting in GET_LOCK"));
+        let landed = self.await_unlisted(RUNNING_QUERY, id)?;
+        Some(Landed { sent, landed, kind: "kill-query", ends: Ends::None, target: None })
     }
 
     /// Stops the whole process group of a random running worker that is not stopped yet.
@@ -898,7 +912,8 @@ impl Driver {
     }
 
     /// After the restart thread ended: waits until the server answers, then journals the
-    /// restart as landed.
+    /// restart as landed if the server's own uptime shows a process started since the
+    /// fault was sent (the script's word alone is not taken for it).
     fn finish_restart(&mut self, r: Restart) -> Result<(), String> {
         r.thread.join().map_err(|_| "the restart thread panicked".to_owned())??;
         let deadline = Instant::now() + SERVER_BACK_WAIT;
@@ -911,9 +926,30 @@ impl Driver {
                 Err(_) => std::thread::sleep(TICK),
             }
         }
-        let landed =
-            Landed { sent: r.sent, landed: journal::monotonic_ns(), kind: r.kind, ends: Ends::All, target: None };
-        self.write_fault(&landed)
+        let landed = journal::monotonic_ns();
+        const UPTIME: &str =
+            "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'";
+        let uptime = self
+            .locker
+            .session()
+            .map_err(|e| e.chain())
+            .and_then(|s| s.execute(UPTIME, &[]).map_err(|e| e.to_string()))
+            .map(|out| out.rows.first().and_then(|row| row.first()).and_then(Value::as_u64));
+        // Uptime counts whole seconds: a process started after `sent` shows at most the
+        // seconds since then, rounded up.
+        let since_sent = (landed - r.sent).div_ceil(1_000_000_000);
+        match uptime {
+            Ok(Some(up)) if up <= since_sent => {
+                self.write_fault(&Landed { sent: r.sent, landed, kind: r.kind, ends: Ends::All, target: None })
+            }
+            other => {
+                self.note(&format!(
+                    "fault {} did not land: uptime {other:?}, {since_sent} s after it was sent",
+                    r.kind
+                ));
+                Ok(())
+            }
+        }
     }
 
     /// Ends the run: lets stopped processes go, asks workers to finish, waits, kills
@@ -987,21 +1023,7 @@ fn die_with_driver(command: &mut Command) {
 /// One cluster fault, start to end: `galera.sh kill` node, 2 s down, `restart`, `wait`;
 /// or `isolate`, 3 s cut off, `rejoin`, `wait`. Returns (sent, landed, kind) per step.
 fn node_op(script: &Path, dir: &Path, node: u32, isolate: bool) -> Result<NodeSteps, String> {
-    let galera = |args: &[&str]| -> Result<(), String> {
-        let status = Command::new("bash")
-            .arg(script)
-            .arg(args[0])
-            .arg(dir)
-            .args(&args[1..])
-            .stdout(Stdio::null())
-            .status()
-            .map_err(|e| format!("running {}: {e}", script.display()))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("galera.sh {} failed: {}", args.join(" "), describe(status)))
-        }
-    };
+    let galera = |args: &[&str]| run_script(script, args[0], dir, &args[1..]);
     let k = node.to_string();
     let (cut, back, cut_kind, back_kind, down) = if isolate {
         ("isolate", "rejoin", "node-isolate", "node-rejoin", 3.0)
@@ -1031,21 +1053,33 @@ fn restart_server(script: &Path, db_dir: &Path, crash: bool) -> Result<(), Strin
         signal(pid, libc::SIGKILL);
         let gone_by = Instant::now() + Duration::from_secs(10);
         // SAFETY: kill(pid, 0) only probes whether the process exists.
-        while unsafe { libc::kill(pid, 0) } == 0 && Instant::now() < gone_by {
+        while unsafe { libc::kill(pid, 0) } == 0 {
+            if Instant::now() >= gone_by {
+                // The restart would stop it cleanly: no crash.
+                return Err(format!("the server (pid {pid}) survived SIGKILL for 10 s"));
+            }
             std::thread::sleep(TICK);
         }
     }
+    run_script(script, "restart", db_dir, &[])
+}
+
+/// `bash SCRIPT CMD DIR ARGS...` (scripts/mariadb.sh, scripts/galera.sh), its output
+/// discarded; Err names the command that failed.
+fn run_script(script: &Path, cmd: &str, dir: &Path, args: &[&str]) -> Result<(), String> {
     let status = Command::new("bash")
         .arg(script)
-        .arg("restart")
-        .arg(db_dir)
+        .arg(cmd)
+        .arg(dir)
+        .args(args)
         .stdout(Stdio::null())
         .status()
         .map_err(|e| format!("running {}: {e}", script.display()))?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("{} restart {} failed: {}", script.display(), db_dir.display(), describe(status)))
+        let args = args.join(" ");
+        Err(format!("{} {cmd} {} {args} failed: {}", script.display(), dir.display(), describe(status)))
     }
 }
 
