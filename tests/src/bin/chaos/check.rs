@@ -32,9 +32,14 @@
 //! deadline would go unseen); assuming a renewal at the very instant of the stop would
 //! raise false alarms. So once the stop has landed the driver reads that lease's
 //! deadline from the table (a `lease` line), and the section runs at least to it. A
-//! renewal already on the wire when the process froze can only make the real end later. A section with END <= START is empty (its lease could be lost
-//! before acquire returned, e.g. a holder stopped inside the acquire call): it is
-//! counted, and claims nothing.
+//! renewal already on the wire when the process froze can only make the real end later.
+//! The table is the mechanism under test, so a `lease` line only ever lengthens a
+//! section (the largest deadline wins): a table showing too little cannot hide a
+//! takeover, it only leaves the section at its holder's own deadline.
+//!
+//! A section with END <= START is empty (its lease could be lost before acquire
+//! returned, e.g. a holder stopped inside the acquire call): it is counted, and claims
+//! nothing.
 //!
 //! # Rules, per lock name
 //!
@@ -58,7 +63,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::journal::{Ends, Line, Verdict};
+use crate::journal::{Ends, Fault, Line, Verdict};
 
 /// How many violations the summary spells out with their journal lines.
 const SHOWN_VIOLATIONS: usize = 8;
@@ -119,19 +124,6 @@ impl Section {
             (Some(a), Some(b)) => Some(a.max(b)),
         };
     }
-}
-
-/// A landed fault from the driver's journal.
-#[derive(Debug, Clone)]
-struct Fault {
-    sent: u64,
-    landed: u64,
-    kind: String,
-    ends: Ends,
-    name: Option<String>,
-    token: Option<u64>,
-    pid: Option<u32>,
-    line: String,
 }
 
 /// Everything read from a run's directory.
@@ -204,9 +196,7 @@ fn read_driver(run: &mut Run, text: &str) {
             Some(Line::Phase { at, phase }) if phase == "chaos-start" => run.chaos.0 = Some(at),
             Some(Line::Phase { at, phase }) if phase == "chaos-end" => run.chaos.1 = Some(at),
             Some(Line::Phase { .. }) => {}
-            Some(Line::Fault { sent, landed, kind, ends, name, token, pid }) => {
-                run.faults.push(Fault { sent, landed, kind, ends, name, token, pid, line: format!("driver: {raw}") });
-            }
+            Some(Line::Fault(fault)) => run.faults.push(fault),
             Some(Line::Lease { name, token, deadline, pid, .. }) => leases.push((name, token, pid, deadline, raw)),
             _ => run.unreadable.push(format!("driver.journal:{}: {raw:?}", i + 1)),
         }
@@ -232,7 +222,7 @@ fn read_driver(run: &mut Run, text: &str) {
                     s.cut = Some((at, f.kind.clone()));
                 }
                 if s.cut.as_ref().is_some_and(|(c, _)| *c == at) {
-                    s.lines.push(f.line.clone());
+                    s.lines.push(format!("driver: {f}"));
                 }
             }
         }
@@ -305,7 +295,7 @@ fn judge_name(sections: &[&Section], faults: &[Fault], clock: &Clock) -> (Vec<Vi
                 let together = (reach.min(s.end().0) - s.start) as f64 / 1e9;
                 let window = |f: &&Fault| f.sent <= reach && f.landed >= w.start;
                 let mut evidence: Vec<String> = w.lines.iter().chain(&s.lines).cloned().collect();
-                evidence.extend(faults.iter().filter(window).map(|f| f.line.clone()));
+                evidence.extend(faults.iter().filter(window).map(|f| format!("driver: {f}")));
                 evidence.dedup();
                 out.push(Violation {
                     what: format!(
@@ -555,6 +545,20 @@ mod tests {
         r
     }
 
+    /// The report of a run (require: the fault counts asked for) that must pass.
+    fn passes(r: &Run, require: &[(&str, u64)]) -> String {
+        let (report, failed) = verdict(r, require);
+        assert!(!failed, "{report}");
+        report
+    }
+
+    /// A run that must fail, for the reason `why` (a piece of its report).
+    fn fails_with(r: &Run, require: &[(&str, u64)], why: &str) {
+        let (report, failed) = verdict(r, require);
+        assert!(failed, "{report}");
+        assert!(report.contains(why), "expected {why:?} in:\n{report}");
+    }
+
     fn verdict(r: &Run, require: &[(&str, u64)]) -> (String, bool) {
         let o = Options {
             dir: PathBuf::new(),
@@ -576,8 +580,7 @@ mod tests {
             ],
             &[],
         );
-        let (report, failed) = verdict(&r, &[]);
-        assert!(!failed, "{report}");
+        let report = passes(&r, &[]);
         assert!(report.contains("a: 2 sections checked (2 non-empty), 0 violations"), "{report}");
     }
 
@@ -590,9 +593,7 @@ mod tests {
             ],
             &[],
         );
-        let (report, failed) = verdict(&r, &[]);
-        assert!(failed);
-        assert!(report.contains("VIOLATION: a: two holders at once for 0.500 s: c-1 token 5"), "{report}");
+        fails_with(&r, &[], "VIOLATION: a: two holders at once for 0.500 s: c-1 token 5");
     }
 
     #[test]
@@ -606,7 +607,11 @@ mod tests {
             ],
             &[],
         );
-        assert!(verdict(&r, &[]).1);
+        fails_with(
+            &r,
+            &[],
+            "two holders at once for 0.500 s: c-1 token 5 pid 100 [+0.000 s, +4.000 s] (ended by release ok)",
+        );
     }
 
     #[test]
@@ -618,8 +623,7 @@ mod tests {
             ],
             &[],
         );
-        let (report, failed) = verdict(&r, &[]);
-        assert!(!failed, "{report}");
+        let report = passes(&r, &[]);
         assert!(report.contains("ended by: deadline 1, release ok 1"), "{report}");
     }
 
@@ -633,7 +637,11 @@ mod tests {
             ],
             &["fault 1.2s 1.21s stop none a 5 100"],
         );
-        assert!(verdict(&r, &[]).1);
+        fails_with(
+            &r,
+            &[],
+            "two holders at once for 0.100 s: c-1 token 5 pid 100 [+0.000 s, +2.000 s] (ended by deadline)",
+        );
     }
 
     #[test]
@@ -646,9 +654,21 @@ mod tests {
             ],
             &["fault 1.2s 1.21s stop none a 5 100", "lease 1.22s a 5 4s 100"],
         );
-        let (report, failed) = verdict(&r, &[]);
-        assert!(failed);
-        assert!(report.contains("ended by deadline"), "{report}");
+        fails_with(&r, &[], "c-1 token 5 pid 100 [+0.000 s, +3.000 s] (ended by deadline)");
+    }
+
+    #[test]
+    fn a_lease_line_never_shortens_a_section() {
+        // The table (the mechanism under test) showing less than the holder's own
+        // deadline cannot hide the takeover at 2.5 s.
+        let r = run(
+            &[
+                ("c-1", &["acquired 1s a 5 3s 100", "release 9s a 5 lost 100"]),
+                ("php-2", &["acquired 2.5s a 6 6s 200", "release 2.6s a 6 ok 200"]),
+            ],
+            &["fault 1.2s 1.21s stop none a 5 100", "lease 1.22s a 5 2s 100"],
+        );
+        fails_with(&r, &[], "c-1 token 5 pid 100 [+0.000 s, +2.000 s] (ended by deadline)");
     }
 
     #[test]
@@ -660,8 +680,7 @@ mod tests {
             ],
             &["fault 1.2s 1.25s kill9 pid a 5 100"],
         );
-        let (report, failed) = verdict(&r, &[("kill9", 1)]);
-        assert!(!failed, "{report}");
+        let report = passes(&r, &[("kill9", 1)]);
         assert!(report.contains("ended by: kill9 1, release ok 1"), "{report}");
     }
 
@@ -674,8 +693,7 @@ mod tests {
             ],
             &["fault 1.2s 2.4s restart all - - -"],
         );
-        let (report, failed) = verdict(&r, &[]);
-        assert!(!failed, "{report}");
+        let report = passes(&r, &[]);
         assert!(report.contains("ended by: empty 1, release ok 1"), "{report}");
     }
 
@@ -688,9 +706,7 @@ mod tests {
             ],
             &[],
         );
-        let (report, failed) = verdict(&r, &[]);
-        assert!(failed);
-        assert!(report.contains("tokens did not increase"), "{report}");
+        fails_with(&r, &[], "VIOLATION: a: tokens did not increase in section order: c-1 token 7");
     }
 
     #[test]
@@ -699,22 +715,18 @@ mod tests {
             &[("c-1", &["acquired 1s a 5 - 100"]), ("php-2", &["acquired 60s a 6 62s 200", "release 61s a 6 ok 200"])],
             &[],
         );
-        assert!(verdict(&r, &[]).1);
+        fails_with(&r, &[], "c-1 token 5 pid 100 [+0.000 s, never] (ended by nothing)");
     }
 
     #[test]
     fn a_fault_kind_that_did_not_land_often_enough_fails_the_run() {
         let r = run(&[], &["fault 1s 1.1s kill9 pid a 5 100"]);
-        let (report, failed) = verdict(&r, &[("kill9", 2)]);
-        assert!(failed);
-        assert!(report.contains("fault kill9 landed 1 times, at least 2 required"), "{report}");
+        fails_with(&r, &[("kill9", 2)], "fault kill9 landed 1 times, at least 2 required");
     }
 
     #[test]
     fn an_unreadable_line_fails_the_run() {
         let r = run(&[("c-1", &["acquired 1s a 5"])], &[]);
-        let (report, failed) = verdict(&r, &[]);
-        assert!(failed);
-        assert!(report.contains("unreadable journal line"), "{report}");
+        fails_with(&r, &[], "unreadable journal line");
     }
 }

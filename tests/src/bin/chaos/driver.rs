@@ -66,7 +66,7 @@ use std::time::{Duration, Instant};
 
 use mysqllock_core::{Config, NativeLocker, Session, Value};
 
-use crate::journal::{self, Ends, Line};
+use crate::journal::{self, Ends, Fault, Line};
 use crate::rng::Rng;
 
 /// The lease every worker takes, and how long it waits for it.
@@ -379,8 +379,15 @@ impl Driver {
             Some((name, token, pid)) => (Some(name.clone()), Some(*token).filter(|t| *t > 0), u32::try_from(*pid).ok()),
             None => (None, None, None),
         };
-        let line =
-            Line::Fault { sent: f.sent, landed: f.landed, kind: f.kind.to_owned(), ends: f.ends, name, token, pid };
+        let line = Line::Fault(Fault {
+            sent: f.sent,
+            landed: f.landed,
+            kind: f.kind.to_owned(),
+            ends: f.ends,
+            name,
+            token,
+            pid,
+        });
         self.note(&format!("landed after {:.1} ms: {line}", (f.landed - f.sent) as f64 / 1e6));
         if let Some(i) = HOLDER_FAULTS.iter().position(|k| *k == f.kind) {
             self.landed[i] += 1;

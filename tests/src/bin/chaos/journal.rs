@@ -137,53 +137,33 @@ impl Ends {
 /// One journal line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Line {
-    Acquired {
-        at: u64,
-        name: String,
-        token: u64,
-        deadline: Option<u64>,
-        pid: u32,
-    },
-    Renewed {
-        at: u64,
-        name: String,
-        token: u64,
-        deadline: Option<u64>,
-        pid: u32,
-    },
-    Release {
-        at: u64,
-        name: String,
-        token: u64,
-        verdict: Verdict,
-        pid: u32,
-    },
-    Lost {
-        at: u64,
-        name: String,
-        token: u64,
-        pid: u32,
-    },
-    Phase {
-        at: u64,
-        phase: String,
-    },
-    Fault {
-        sent: u64,
-        landed: u64,
-        kind: String,
-        ends: Ends,
-        name: Option<String>,
-        token: Option<u64>,
-        pid: Option<u32>,
-    },
-    Lease {
-        at: u64,
-        name: String,
-        token: u64,
-        deadline: u64,
-        pid: u32,
-    },
+    Acquired { at: u64, name: String, token: u64, deadline: Option<u64>, pid: u32 },
+    Renewed { at: u64, name: String, token: u64, deadline: Option<u64>, pid: u32 },
+    Release { at: u64, name: String, token: u64, verdict: Verdict, pid: u32 },
+    Lost { at: u64, name: String, token: u64, pid: u32 },
+    Phase { at: u64, phase: String },
+    Fault(Fault),
+    Lease { at: u64, name: String, token: u64, deadline: u64, pid: u32 },
+}
+
+/// A `fault` line: a fault the driver saw land.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    pub sent: u64,
+    pub landed: u64,
+    pub kind: String,
+    pub ends: Ends,
+    pub name: Option<String>,
+    pub token: Option<u64>,
+    pub pid: Option<u32>,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Fault { sent, landed, kind, ends, name, token, pid } = self;
+        let (ends, name, token, pid) = (ends.as_str(), name.as_deref().unwrap_or("-"), show(token), show(pid));
+        write!(f, "fault {sent} {landed} {kind} {ends} {name} {token} {pid}")
+    }
 }
 
 fn opt<T: std::str::FromStr>(word: &str) -> Option<Option<T>> {
@@ -217,7 +197,7 @@ impl Line {
             }
             ("lost", 5) => Line::Lost { at: n(1)?, name: name(2)?, token: n(3)?, pid: pid(4)? },
             ("phase", 3) => Line::Phase { at: n(1)?, phase: name(2)? },
-            ("fault", 8) => Line::Fault {
+            ("fault", 8) => Line::Fault(Fault {
                 sent: n(1)?,
                 landed: n(2)?,
                 kind: name(3)?,
@@ -225,7 +205,7 @@ impl Line {
                 name: if w[5] == "-" { None } else { Some(name(5)?) },
                 token: opt(w[6])?,
                 pid: opt(w[7])?,
-            },
+            }),
             ("lease", 6) => Line::Lease { at: n(1)?, name: name(2)?, token: n(3)?, deadline: n(4)?, pid: pid(5)? },
             _ => return None,
         })
@@ -246,14 +226,7 @@ impl fmt::Display for Line {
             }
             Line::Lost { at, name, token, pid } => write!(f, "lost {at} {name} {token} {pid}"),
             Line::Phase { at, phase } => write!(f, "phase {at} {phase}"),
-            Line::Fault { sent, landed, kind, ends, name, token, pid } => write!(
-                f,
-                "fault {sent} {landed} {kind} {} {} {} {}",
-                ends.as_str(),
-                name.as_deref().unwrap_or("-"),
-                show(token),
-                show(pid)
-            ),
+            Line::Fault(fault) => write!(f, "{fault}"),
             Line::Lease { at, name, token, deadline, pid } => write!(f, "lease {at} {name} {token} {deadline} {pid}"),
         }
     }
