@@ -28,8 +28,12 @@
 # deadline from the table. Exit 79 (lease lost, command terminated) and 76 (lost
 # while running) are `lost`; 75 = held by another, nothing ran.
 #
-# MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it:
-#   exclusion    runs the section without mysqllock, under a made-up token
+# MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it
+# (in both modes):
+#   exclusion    runs the section without mysqllock, under a made-up token: 1e18 plus
+#                the monotonic clock in microseconds, so it increases and lies above
+#                every real token (GET_LOCK-mode tokens count up from 1, lease tokens
+#                from the microseconds since 1970, about 1.8e15)
 #   ignore-loss  journals every release as ok and never journals `lost`
 set -u
 if [ $# != 4 ]; then
@@ -96,7 +100,7 @@ while [ ! -e "$CHAOS_STOP" ]; do
   fi
   if [ "$broken" = exclusion ]; then
     holder=$$
-    MYSQLLOCK_NAME=$name MYSQLLOCK_TOKEN=$(($("$CHAOS_BIN" now) / 1000)) \
+    MYSQLLOCK_NAME=$name MYSQLLOCK_TOKEN=$((1000000000000000000 + $("$CHAOS_BIN" now) / 1000)) \
       sh -c "$section" chaos-section "$journal" "$end_file" "$hold" "$deadline" "$broken"
     rc=$?
   else
@@ -115,13 +119,14 @@ while [ ! -e "$CHAOS_STOP" ]; do
   if [ "$rc" != 0 ]; then
     echo "worker-cli $CHAOS_WORKER: mysqllock run exited $rc" >&2
   fi
+  reported=$result
   if [ "$broken" = ignore-loss ]; then
-    result=ok
+    reported=ok
   fi
   # A run killed by a signal reported nothing about its release: the kill ends it.
   if [ -s "$end_file" ] && [ "$rc" -lt 128 ]; then
     read -r token ended <"$end_file"
-    "$CHAOS_BIN" journal "$journal" --at "$ended" release "$name" "$token" "$result" "$holder" \
+    "$CHAOS_BIN" journal "$journal" --at "$ended" release "$name" "$token" "$reported" "$holder" \
       || { echo "worker-cli $CHAOS_WORKER: cannot write the journal" >&2; exit 2; }
   fi
   case $result in

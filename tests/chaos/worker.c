@@ -20,7 +20,8 @@
  * mysqllock_lease_release() released = ok, not released = lost, an error status = error.
  * On any error status the worker opens a new client after a short pause.
  *
- * MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it:
+ * MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it
+ * (in both modes):
  *   exclusion    never calls acquire: "acquires" at once under a made-up token
  *   ignore-loss  journals every release as ok and never journals `lost`
  */
@@ -103,6 +104,14 @@ static uint64_t ttl_deadline(double ttl)
     uint64_t mono = mono_ns();
     uint64_t into_second = clock_ns(CLOCK_REALTIME) % 1000000000u;
     return mono + (uint64_t)ceil(ttl) * 1000000000u + (1000000000u - into_second) - 5000000u;
+}
+
+/* MYSQLLOCK_BREAK=exclusion's token: 1e18 plus the monotonic clock in microseconds, so it
+ * increases and lies above every real token (GET_LOCK-mode tokens count up from 1, lease
+ * tokens from the microseconds since 1970, about 1.8e15). */
+static uint64_t made_up_token(void)
+{
+    return 1000000000000000000ULL + mono_ns() / 1000u;
 }
 
 static const char *journal_path;
@@ -203,7 +212,7 @@ int main(int argc, char **argv)
             snprintf(owner, sizeof owner, "%s:%ld:%lu", label, pid, round);
             uint64_t token = 0, deadline = 0;
             if (skip_lock) {
-                token = mono_ns() / 1000u; /* never called acquire */
+                token = made_up_token(); /* never called acquire */
                 deadline = mono_ns() + (uint64_t)(ttl * 1e9);
             } else {
                 bool acquired = false;
@@ -244,7 +253,8 @@ int main(int argc, char **argv)
                     result = "lost";
                 }
             }
-            journal("release %" PRIu64 " %s %" PRIu64 " %s %ld", releasing, name, token, result, pid);
+            journal("release %" PRIu64 " %s %" PRIu64 " %s %ld", releasing, name, token, ignore_loss ? "ok" : result,
+                    pid);
         }
         mysqllock_client_free(client);
         return 0;
@@ -255,7 +265,7 @@ int main(int argc, char **argv)
         mysqllock_status status = MYSQLLOCK_OK;
         uint64_t deadline = ttl_deadline(ttl);
         if (skip_lock) {
-            token = mono_ns() / 1000u; /* above every real token */
+            token = made_up_token();
         } else {
             status = mysqllock_acquire_ex(client, name, timeout, ttl, &options, &token);
         }

@@ -23,7 +23,8 @@
 // ready, refused connection) are logged; the worker opens a new connection after a short
 // pause and tries again.
 //
-// MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it:
+// MYSQLLOCK_BREAK breaks this worker on purpose, to show that the checker catches it
+// (in both modes):
 //   exclusion    never calls lock(): "acquires" at once under a made-up token
 //   ignore-loss  journals every release as ok and never journals `lost`
 declare(strict_types=1);
@@ -72,6 +73,16 @@ function ttl_deadline(float $ttl): int
     return $mono + (int) ceil($ttl) * 1000000000 + (1000000000 - $intoSecond) - 5000000;
 }
 
+/**
+ * MYSQLLOCK_BREAK=exclusion's token: 1e18 plus the monotonic clock in microseconds, so it
+ * increases and lies above every real token (GET_LOCK-mode tokens count up from 1, lease
+ * tokens from the microseconds since 1970, about 1.8e15).
+ */
+function made_up_token(): string
+{
+    return (string) (1000000000000000000 + intdiv(hrtime(true), 1000));
+}
+
 /** Runs `chaos guard begin|end NAME TOKEN PID`: true = accepted. */
 function guard(string ...$args): bool
 {
@@ -114,7 +125,7 @@ if (getenv('CHAOS_LEASE') === '1') {
         $round++;
         $owner = "$label:$pid:$round";
         if ($broken === 'exclusion') {
-            $token = (string) intdiv(hrtime(true), 1000); // never called acquire
+            $token = made_up_token(); // never called acquire
             $deadline = hrtime(true) + (int) ($ttl * 1e9);
         } else {
             try {
@@ -151,7 +162,7 @@ if (getenv('CHAOS_LEASE') === '1') {
                 say("release of token $token: " . get_class($e) . ': ' . $e->getMessage());
             }
         }
-        journal("release $releasing $name $token $result $pid");
+        journal("release $releasing $name $token " . ($broken === 'ignore-loss' ? 'ok' : $result) . " $pid");
     }
     exit(0);
 }
@@ -160,7 +171,7 @@ while (!file_exists($stop)) {
     $deadline = ttl_deadline($ttl);
     if ($broken === 'exclusion') {
         $lock = null;
-        $token = (string) intdiv(hrtime(true), 1000); // above every real token
+        $token = made_up_token();
     } else {
         try {
             $lock = SharedLock::lock($name, $timeout, $ttl, $options);
