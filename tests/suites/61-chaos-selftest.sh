@@ -28,13 +28,9 @@ fail() {
   exit 1
 }
 
-for tool in gcc php mariadb mariadbd; do
-  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] \
-    || fail "$tool is not installed (scripts/install-deps.sh installs it)"
-done
-for file in chaos mysqllock libmysqllock.so libmysqllock_php.so; do
-  [ -f "$bin/$file" ] || fail "$bin/$file is missing (run cargo build --release --workspace)"
-done
+# shellcheck source=tests/chaos/suite.sh
+. tests/chaos/suite.sh
+chaos_need gcc php mariadb mariadbd python3
 
 work=$(mktemp -d /tmp/mysqllock-selftest.XXXXXX)
 finish() {
@@ -48,12 +44,9 @@ finish() {
 }
 trap finish EXIT
 
-bash scripts/mariadb.sh start "$work/db" >/dev/null || fail "the self-test's server did not start"
-dsn=$(sed -n 's/^MYSQLLOCK_TEST_DSN=//p' "$work/db/env")
-MYSQLLOCK_DSN=$dsn "$bin/mysqllock" init --upgrade >/dev/null || fail "mysqllock init --upgrade failed"
+chaos_server "$work/db"
 worker_c=$work/chaos-worker-c
-gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -I include -o "$worker_c" tests/chaos/worker.c \
-  -L "$bin" -lmysqllock -Wl,-rpath,"$bin" -lm -pthread || fail "tests/chaos/worker.c does not compile"
+chaos_worker_c "$worker_c"
 
 # The worker command of a surface, optionally broken: "KIND MODE PROGRAM ARGS...".
 worker() {

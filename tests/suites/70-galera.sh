@@ -39,14 +39,10 @@ fail() {
   exit 1
 }
 
-for tool in gcc php mariadb mariadbd cargo rsync; do
-  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] \
-    || fail "$tool is not installed (scripts/install-deps.sh installs it)"
-done
+# shellcheck source=tests/chaos/suite.sh
+. tests/chaos/suite.sh
+chaos_need gcc php mariadb mariadbd cargo rsync
 [ -e /usr/lib/galera/libgalera_smm.so ] || fail "galera-4 is not installed (scripts/install-deps.sh installs it)"
-for file in chaos mysqllock libmysqllock.so libmysqllock_php.so; do
-  [ -f "$bin/$file" ] || fail "$bin/$file is missing (run cargo build --release --workspace)"
-done
 so=$bin/libmysqllock_php.so
 php -d "extension=$so" -r 'exit(class_exists("Nene\\Kit\\DistributedLock") ? 0 : 1);' \
   || fail "PHP cannot load $so, or it has no Nene\\Kit\\DistributedLock"
@@ -121,8 +117,7 @@ echo "70-galera: mysqllock run on node 1: exit 80 refused, 0 with --allow-cluste
 MYSQLLOCK_DSN=$MYSQLLOCK_GALERA_DSN1 "$bin/mysqllock" init --lease --upgrade >/dev/null \
   || fail "mysqllock init --lease --upgrade failed"
 worker_c=$work/chaos-worker-c
-gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -I include -o "$worker_c" tests/chaos/worker.c \
-  -L "$bin" -lmysqllock -Wl,-rpath,"$bin" -lm -pthread || fail "tests/chaos/worker.c does not compile"
+chaos_worker_c "$worker_c"
 cli="bash $root/tests/chaos/worker-cli.sh $bin/mysqllock"
 php_w="php -d extension=$so $root/tests/chaos/worker.php"
 dsns=$MYSQLLOCK_GALERA_DSN1,$MYSQLLOCK_GALERA_DSN2,$MYSQLLOCK_GALERA_DSN3

@@ -1,0 +1,31 @@
+# shellcheck shell=bash
+# What the chaos suites (tests/suites/60-chaos.sh, 61-chaos-selftest.sh, 70-galera.sh)
+# share, sourced once they have set root (the repository, also the working directory),
+# bin (target/release) and fail MESSAGE.
+
+# chaos_need TOOL...: every tool is installed and the artefacts the workers run are
+# built. Missing tools are failures, never skips: a green suite must mean "tested".
+chaos_need() {
+  local tool file
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] \
+      || fail "$tool is not installed (scripts/install-deps.sh installs it)"
+  done
+  for file in chaos mysqllock libmysqllock.so libmysqllock_php.so; do
+    [ -f "$bin/$file" ] || fail "$bin/$file is missing (run cargo build --release --workspace)"
+  done
+}
+
+# chaos_server DIR: starts the suite's own MariaDB in DIR (scripts/mariadb.sh) and
+# creates an upgraded lock table; sets dsn.
+chaos_server() {
+  bash scripts/mariadb.sh start "$1" >/dev/null || fail "the suite's MariaDB did not start in $1"
+  dsn=$(sed -n 's/^MYSQLLOCK_TEST_DSN=//p' "$1/env")
+  MYSQLLOCK_DSN=$dsn "$bin/mysqllock" init --upgrade >/dev/null || fail "mysqllock init --upgrade failed"
+}
+
+# chaos_worker_c OUT: compiles the C worker (tests/chaos/worker.c) against libmysqllock.
+chaos_worker_c() {
+  gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -I include -o "$1" tests/chaos/worker.c \
+    -L "$bin" -lmysqllock -Wl,-rpath,"$bin" -lm -pthread || fail "tests/chaos/worker.c does not compile"
+}
