@@ -17,7 +17,7 @@ use mysqllock_core::{Error, QuoteStyle, Table};
 use crate::args::{self, Args, Name};
 use crate::connection::{self, Settings};
 use crate::exceptions::{self, to_php, Op};
-use crate::handler::{self, handlers};
+use crate::handler::{self, handlers, int, php_int};
 use crate::options;
 use crate::php::{self, CallError};
 use crate::registry::Class;
@@ -366,9 +366,7 @@ fn is_locked_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let name = name_arg(&a.value(0), 1, |name, e| to_php(Op::Inspect { name }, e))?;
     let (row, _) = state::with(|s| s.status(&name)).map_err(|e| to_php(Op::Inspect { name: &name }, &e))?;
     let locked = row.is_some_and(|r| r.remaining > 0.0 && (!r.acquired || r.holder_alive));
-    let mut z = Zval::new();
-    z.set_bool(locked);
-    Ok(z)
+    Ok(handler::boolean(locked))
 }
 
 /// Who holds `$name`: `null` when nobody does, else `['connectionId' => int, 'host' =>
@@ -455,9 +453,7 @@ fn handle_get_remaining_ttl_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let name = name_arg(&name, 1, |name, e| to_php(Op::RemainingTtl { name }, e))?;
     let remaining =
         state::with(|s| s.remaining_ttl(&name)).map_err(|e| to_php(Op::RemainingTtl { name: &name }, &e))?;
-    let mut z = Zval::new();
-    z.set_double(remaining);
-    Ok(z)
+    Ok(handler::double(remaining))
 }
 
 /// The fencing token of this acquisition (see `SharedLock` in the stub for its use).
@@ -490,17 +486,6 @@ fn rethrow(error: CallError) -> PhpException {
         CallError::Bailout | CallError::Exiting => handler::pending(),
         CallError::Failed(why) => PhpException::from_message(why),
     }
-}
-
-/// An unsigned number from the database as a PHP int (they never reach `i64::MAX`).
-fn php_int(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-fn int(value: i64) -> Zval {
-    let mut z = Zval::new();
-    z.set_long(value);
-    z
 }
 
 fn string_zval(value: &str) -> PhpResult<Zval> {

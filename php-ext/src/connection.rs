@@ -28,6 +28,8 @@ pub struct Settings {
     pub additional_dsn: Option<String>,
     /// `allow_cluster=1` in `mysqllock.dsn` (`mysqllock.allow_cluster` allows it too).
     pub allow_cluster: bool,
+    /// `lease_table=t` in `mysqllock.dsn`: `DistributedLock`'s default table.
+    pub lease_table: Table,
 }
 
 impl Settings {
@@ -54,6 +56,7 @@ impl Settings {
             socket: None,
             additional_dsn: None,
             allow_cluster: false,
+            lease_table: Table::lease_default(),
         };
         if let Some(extra) = &additional_dsn {
             for pair in extra.split(';').map(str::trim).filter(|p| !p.is_empty()) {
@@ -87,6 +90,7 @@ impl Settings {
             socket: config.socket,
             additional_dsn: None,
             allow_cluster: config.allow_cluster,
+            lease_table: config.lease_table,
         };
         Ok((settings, table))
     }
@@ -110,7 +114,7 @@ impl Settings {
             socket,
             charset: self.charset.clone(),
             table: table.clone(),
-            lease_table: defaults.lease_table,
+            lease_table: self.lease_table.clone(),
             connect_timeout: ini::connect_timeout(),
             allow_cluster: self.allow_cluster || ini::allow_cluster(),
         }
@@ -161,6 +165,14 @@ pub fn port(value: f64) -> Result<u16, Error> {
 /// a forked child can find them (see `State::follow_fork`).
 pub type Statements = Rc<RefCell<HashMap<String, Zval>>>;
 
+/// In a forked child: the engine must never deallocate (COM_STMT_CLOSE) what was
+/// prepared on the parent's session.
+pub fn never_free_statements(statements: &Statements) {
+    for statement in statements.borrow_mut().values_mut() {
+        php::never_free(statement);
+    }
+}
+
 /// The session kind of one `Locker`.
 pub enum Target {
     Native(Box<Config>),
@@ -199,9 +211,7 @@ impl PhpConnector {
     /// parent's session (our statements always; the PDO itself if we created it).
     pub fn protect_parents_session(&mut self) {
         if let Target::Pdo { pdo, owned, statements } = &mut self.target {
-            for statement in statements.borrow_mut().values_mut() {
-                php::never_free(statement);
-            }
+            never_free_statements(statements);
             if *owned {
                 php::never_free(pdo);
             }

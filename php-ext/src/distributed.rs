@@ -30,9 +30,9 @@ use mysqllock_core::{
 };
 
 use crate::args::{self, Args};
-use crate::connection::{Settings, Statements};
+use crate::connection::{self, Settings, Statements};
 use crate::exceptions::{lease_exception, lease_to_php, protected_property};
-use crate::handler::{self, handlers};
+use crate::handler::{self, boolean, double, handlers, int, php_int};
 use crate::ini;
 use crate::pdo_session::{self, PdoSession};
 use crate::php::{self, Noise};
@@ -154,27 +154,25 @@ impl Entry {
 /// socket (no COM_QUIT) and its prepared PDO statements (no COM_STMT_CLOSE).
 fn abandon(lock: Core) {
     if let LeaseConnector::Pdo { statements, .. } = lock.connector() {
-        for statement in statements.borrow_mut().values_mut() {
-            php::never_free(statement);
-        }
+        connection::never_free_statements(statements);
     }
     std::mem::forget(lock);
 }
 
 /// Request end: drops what destructors left (e.g. after a fatal error).
 pub fn request_shutdown() {
-    let left =
-        OBJECTS.with(|objects| objects.try_borrow_mut().map(|mut o| std::mem::take(&mut *o)).unwrap_or_default());
-    for entry in left.into_values() {
+    for entry in take_all().into_values() {
         entry.close();
     }
 }
 
 /// Module end: nothing may touch PHP values any more; anything left is leaked.
 pub fn module_shutdown() {
-    let left =
-        OBJECTS.with(|objects| objects.try_borrow_mut().map(|mut o| std::mem::take(&mut *o)).unwrap_or_default());
-    std::mem::forget(left);
+    std::mem::forget(take_all());
+}
+
+fn take_all() -> HashMap<i64, Entry> {
+    OBJECTS.with(|objects| objects.try_borrow_mut().map(|mut o| std::mem::take(&mut *o)).unwrap_or_default())
 }
 
 // ---------------------------------------------------------------------------------
@@ -273,30 +271,21 @@ fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
         None => {
             let url = ini::get(ini::DSN)
                 .ok_or_else(|| lease_exception(&format!("DistributedLock::__construct(): {NO_DSN}"), 0, None))?;
-            let bad_dsn =
-                |e: Error| lease_exception(&format!("DistributedLock::__construct(): mysqllock.dsn: {e}"), 0, None);
-            let lease_table = Config::from_url(&url).map_err(bad_dsn)?.lease_table;
-            let (settings, shared_table) = Settings::from_url(&url).map_err(bad_dsn)?;
+            let (settings, shared_table) = Settings::from_url(&url).map_err(|e| {
+                lease_exception(&format!("DistributedLock::__construct(): mysqllock.dsn: {e}"), 0, None)
+            })?;
             let config = settings.native(&shared_table.unwrap_or_default());
             let table = match table_name {
                 Some(name) => table(&name)?,
-                None => lease_table,
+                None => config.lease_table.clone(),
             };
             Entry::new(LeaseConnector::Native(Box::new(config)), table, Dialect::MySql)
         }
     };
     // A second __construct() on one object replaces its earlier state.
     let earlier = this.object().and_then(read_handle);
-    let handle = NEXT_HANDLE.replace(NEXT_HANDLE.get() + 1);
-    let class = Class::DistributedLock.entry().ok_or_else(handler::pending)?;
-    if let Some(object) = this.object_mut() {
-        php::write_property(object, class, HANDLE, &int(handle));
-    }
-    let replaced = OBJECTS.with(|objects| {
-        let mut objects = objects.borrow_mut();
-        objects.insert(handle, entry);
-        earlier.and_then(|h| objects.remove(&h))
-    });
+    store(&mut this, entry)?;
+    let replaced = earlier.and_then(|h| OBJECTS.with(|objects| objects.borrow_mut().remove(&h)));
     if let Some(entry) = replaced {
         entry.close();
     }
@@ -307,16 +296,12 @@ fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 fn acquire_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     let a = Args::fetch(ex, &["resource", "owner", "ttlSeconds", "wait"], 3)?;
-    let (resource, owner) =
-        (text_arg(&a.value(0), 1, "resource", "acquire")?, text_arg(&a.value(1), 2, "owner", "acquire")?);
+    let (resource, owner) = resource_and_owner(&a, "acquire")?;
     let ttl = int_arg(&a.value(2), 3)?;
     let wait = a.get(3).map_or(Ok(0.0), |w| float_arg(w, 4))?;
     let won = with_entry(handle, "acquire", |e| {
-        let grant = if wait == 0.0 {
-            e.lock.acquire(&resource, &owner, ttl)?
-        } else {
-            e.lock.acquire_waiting(&resource, &owner, ttl, wait)?
-        };
+        // A wait of 0 is one try.
+        let grant = e.lock.acquire_waiting(&resource, &owner, ttl, wait)?;
         e.record(&resource, &owner, grant);
         Ok(grant.is_some())
     })?;
@@ -327,8 +312,7 @@ fn acquire_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 fn release_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     let a = Args::fetch(ex, &["resource", "owner"], 2)?;
-    let (resource, owner) =
-        (text_arg(&a.value(0), 1, "resource", "release")?, text_arg(&a.value(1), 2, "owner", "release")?);
+    let (resource, owner) = resource_and_owner(&a, "release")?;
     let released = with_entry(handle, "release", |e| {
         let released = e.lock.release(&resource, &owner)?;
         e.forget(&resource, &owner);
@@ -341,8 +325,7 @@ fn release_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 fn renew_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     let a = Args::fetch(ex, &["resource", "owner", "ttlSeconds"], 3)?;
-    let (resource, owner) =
-        (text_arg(&a.value(0), 1, "resource", "renew")?, text_arg(&a.value(1), 2, "owner", "renew")?);
+    let (resource, owner) = resource_and_owner(&a, "renew")?;
     let ttl = int_arg(&a.value(2), 3)?;
     let renewed = with_entry(handle, "renew", |e| {
         let grant = e.lock.renew(&resource, &owner, ttl)?;
@@ -366,7 +349,7 @@ fn get_token_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     Args::fetch(ex, &[], 0)?;
     let token = with_entry(handle, "getToken", |e| Ok(e.held.as_ref().and_then(|h| h.grant.token)))?;
-    Ok(token.map_or_else(Zval::null, |t| int(i64::try_from(t).unwrap_or(i64::MAX))))
+    Ok(token.map_or_else(Zval::null, |t| int(php_int(t))))
 }
 
 /// `getRemaining(): float`: seconds until the current lease's local deadline.
@@ -375,9 +358,7 @@ fn get_remaining_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     Args::fetch(ex, &[], 0)?;
     let remaining =
         with_entry(handle, "getRemaining", |e| Ok(e.held.as_ref().map_or(0.0, |h| h.grant.remaining().as_secs_f64())))?;
-    let mut z = Zval::new();
-    z.set_double(remaining);
-    Ok(z)
+    Ok(double(remaining))
 }
 
 /// `createTable(): bool`: the seed's table (InnoDB on MySQL), `false` if it existed.
@@ -400,12 +381,7 @@ fn clone_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let Some(old) = this.object().and_then(read_handle) else { return Ok(handler::null()) };
     let copy = OBJECTS.with(|objects| objects.borrow().get(&old).map(Entry::duplicate));
     let Some(copy) = copy else { return Ok(handler::null()) };
-    let handle = NEXT_HANDLE.replace(NEXT_HANDLE.get() + 1);
-    let class = Class::DistributedLock.entry().ok_or_else(handler::pending)?;
-    if let Some(object) = this.object_mut() {
-        php::write_property(object, class, HANDLE, &int(handle));
-    }
-    OBJECTS.with(|objects| objects.borrow_mut().insert(handle, copy));
+    store(&mut this, copy)?;
     Ok(handler::null())
 }
 
@@ -434,6 +410,17 @@ fn handle_of(ex: &mut ExecuteData) -> PhpResult<i64> {
             ce::error(),
         )
     })
+}
+
+/// Gives `this` a new handle for `entry`.
+fn store(this: &mut Zval, entry: Entry) -> PhpResult<()> {
+    let handle = NEXT_HANDLE.replace(NEXT_HANDLE.get() + 1);
+    let class = Class::DistributedLock.entry().ok_or_else(handler::pending)?;
+    if let Some(object) = this.object_mut() {
+        php::write_property(object, class, HANDLE, &int(handle));
+    }
+    OBJECTS.with(|objects| objects.borrow_mut().insert(handle, entry));
+    Ok(())
 }
 
 fn read_handle(object: &ext_php_rs::types::ZendObject) -> Option<i64> {
@@ -469,6 +456,11 @@ fn table(name: &str) -> PhpResult<Table> {
     Table::new(name, QuoteStyle::Backtick).map_err(|e| lease_to_php("__construct", &e))
 }
 
+/// The `$resource` and `$owner` parameters (the first two of every method that has them).
+fn resource_and_owner(a: &Args, method: &str) -> PhpResult<(String, String)> {
+    Ok((text_arg(&a.value(0), 1, "resource", method)?, text_arg(&a.value(1), 2, "owner", method)?))
+}
+
 /// A `string` parameter: a string (valid UTF-8), or an int/float/Stringable converted as
 /// PHP's coercive mode would.
 fn text_arg(value: &Zval, position: u32, what: &'static str, method: &str) -> PhpResult<String> {
@@ -494,16 +486,4 @@ fn int_arg(value: &Zval, position: u32) -> PhpResult<f64> {
 /// A `float` parameter: an int, a float or a numeric string.
 fn float_arg(value: &Zval, position: u32) -> PhpResult<f64> {
     args::number(value).ok_or_else(|| args::type_error(position, "float", value))
-}
-
-fn boolean(value: bool) -> Zval {
-    let mut z = Zval::new();
-    z.set_bool(value);
-    z
-}
-
-fn int(value: i64) -> Zval {
-    let mut z = Zval::new();
-    z.set_long(value);
-    z
 }

@@ -19,7 +19,7 @@ use ext_php_rs::zend::{ce, ClassEntry, ExecuteData};
 use mysqllock_core::{Error, SessionError};
 
 use crate::args::{self, Args};
-use crate::handler::{self, handlers};
+use crate::handler::{self, handlers, int};
 use crate::pdo_session;
 use crate::php;
 use crate::registry::{Class, NS};
@@ -95,7 +95,7 @@ pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
         }
         Op::RemainingTtl { name } => {
             let message = format!("Lock \"{name}\" has no remaining TTL: {detail}");
-            lock_exception(Class::RemainingTtl, name, Some(&zero()), Some(&message), previous())
+            lock_exception(Class::RemainingTtl, name, Some(&int(0)), Some(&message), previous())
         }
         Op::Renew { name, ttl } => {
             let message = format!("Renewing lock \"{name}\" for {} seconds failed: {detail}", php::to_php_string(ttl));
@@ -104,7 +104,7 @@ pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
         Op::Token { name } => {
             let message = format!("Lock \"{name}\" has no fencing token: {detail}");
             if error.is_not_held() {
-                lock_exception(Class::RemainingTtl, name, Some(&zero()), Some(&message), previous())
+                lock_exception(Class::RemainingTtl, name, Some(&int(0)), Some(&message), previous())
             } else {
                 lock_exception(Class::SharedLockException, name, None, Some(&message), previous())
             }
@@ -230,12 +230,6 @@ fn lock_exception(
         None => vec![&name, &message, &0i64, &previous],
     };
     php::instantiate(entry, args).ok()
-}
-
-fn zero() -> Zval {
-    let mut z = Zval::new();
-    z.set_long(0);
-    z
 }
 
 fn timeout_message(name: &str, timeout: &Zval) -> String {
@@ -430,12 +424,6 @@ fn default_message(class: Class, lock_name: &Zval, value: Option<&Zval>) -> Stri
         Class::RemainingTtl => format!("Lock \"{name}\" is not to live for {value} seconds anymore"),
         _ => String::new(),
     }
-}
-
-fn int(value: i64) -> Zval {
-    let mut z = Zval::new();
-    z.set_long(value);
-    z
 }
 
 fn getter(ex: &mut ExecuteData, class: Class, property: &str) -> PhpResult<Zval> {

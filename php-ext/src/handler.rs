@@ -56,3 +56,27 @@ pub(crate) use handlers;
 pub fn null() -> Zval {
     Zval::null()
 }
+
+pub fn boolean(value: bool) -> Zval {
+    let mut z = Zval::new();
+    z.set_bool(value);
+    z
+}
+
+pub fn int(value: i64) -> Zval {
+    let mut z = Zval::new();
+    z.set_long(value);
+    z
+}
+
+pub fn double(value: f64) -> Zval {
+    let mut z = Zval::new();
+    z.set_double(value);
+    z
+}
+
+/// An unsigned number from the database (token, connection id) as a PHP int (they never
+/// reach `i64::MAX`).
+pub fn php_int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
