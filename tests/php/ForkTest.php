@@ -138,7 +138,6 @@ final class ForkTest extends TestCase
     public function parentsKeptAliveLockOutlivesItsTtlAfterAForkedChildExited(): void
     {
         $name = $this->lockName();
-        $start = microtime(true);
         SharedLock::lock($name, 0, 2, ['keepAlive' => true]);
         $this->inForkedChild(fn () => SharedLock::isLocked($name));
         self::waitUntilAged($name, 4); // two TTLs on the database clock

@@ -333,23 +333,24 @@ abstract class TestCase extends PHPUnitTestCase
     /** Waits until $name's lease has expired on the database clock, so another process may take it over. */
     protected static function waitUntilExpired(string $name, string $table = 'shared_locks'): void
     {
-        $st = self::db()->prepare("SELECT COUNT(*) FROM `$table` WHERE name = ? AND created + ttl < UNIX_TIMESTAMP()");
-        $expired = self::waitUntil(function () use ($st, $name) {
-            $st->execute([$name]);
-            return (int) $st->fetchColumn() === 1;
-        }, 15, 0.1);
-        self::assertTrue($expired, "the lease of $name did not expire");
+        self::waitUntilPast($name, 'created + ttl', $table, "the lease of $name did not expire");
     }
 
     /** Waits until $seconds have passed since $name's row was created, on the database clock. */
     protected static function waitUntilAged(string $name, int $seconds, string $table = 'shared_locks'): void
     {
-        $st = self::db()->prepare("SELECT COUNT(*) FROM `$table` WHERE name = ? AND created + ? < UNIX_TIMESTAMP()");
-        $aged = self::waitUntil(function () use ($st, $name, $seconds) {
-            $st->execute([$name, $seconds]);
+        self::waitUntilPast($name, "created + $seconds", $table, "the row of $name did not become $seconds s old");
+    }
+
+    /** Waits (15 s at most) until the instant $when (SQL over $name's row) is past on the database clock. */
+    private static function waitUntilPast(string $name, string $when, string $table, string $failure): void
+    {
+        $st = self::db()->prepare("SELECT COUNT(*) FROM `$table` WHERE name = ? AND $when < UNIX_TIMESTAMP()");
+        $past = self::waitUntil(function () use ($st, $name) {
+            $st->execute([$name]);
             return (int) $st->fetchColumn() === 1;
         }, 15, 0.05);
-        self::assertTrue($aged, "the row of $name did not become $seconds s old");
+        self::assertTrue($past, $failure);
     }
 
     /** Asserts a child's reply is the given result. */
