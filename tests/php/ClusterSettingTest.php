@@ -35,8 +35,10 @@ final class ClusterSettingTest extends TestCase
             try {
                 configure(); // a new connection, which reads the setting
                 $name = $this->lockName("allow-$allowed");
-                SharedLock::lock($name, 0, 10)->release();
-                $this->assertSame([], self::rows($name));
+                $handle = SharedLock::lock($name, 0, 10);
+                $this->assertSame('1', (string) (self::rows($name)[0]['lock_acquired'] ?? null), "allow_cluster=$allowed: no acquired row");
+                $handle->release();
+                $this->assertSame([], self::rows($name), "allow_cluster=$allowed: release left the row");
             } finally {
                 ini_restore('mysqllock.allow_cluster');
             }
