@@ -3,7 +3,7 @@
 //! is lost.
 
 use std::ffi::OsString;
-use std::io::{self, Read};
+use std::io;
 use std::process::{Command, ExitStatus};
 use std::time::Duration;
 
@@ -30,21 +30,6 @@ pub struct LeaseJob<'a> {
     pub command: &'a [OsString],
 }
 
-/// A lease owner unique to this run: `host:pid:random`, so that two runs on one machine
-/// (or a pid reused after a crash) are never taken for one owner.
-pub fn default_owner() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map_or_else(|_| "localhost".into(), |h| h.trim().to_owned());
-    let mut random = [0u8; 8];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut random));
-    let suffix = match read {
-        Ok(()) => u64::from_ne_bytes(random),
-        // Not for security: uniqueness next to the pid is enough.
-        Err(_) => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64),
-    };
-    format!("{host}:{}:{suffix:016x}", std::process::id())
-}
-
 /// Acquires the lease, runs the command while renewing it, releases, and returns the
 /// exit code.
 pub fn run(config: &Config, job: &LeaseJob<'_>) -> u8 {
@@ -54,7 +39,7 @@ pub fn run(config: &Config, job: &LeaseJob<'_>) -> u8 {
         Ok(d) => d,
         Err(e) => return exit::report(&e),
     };
-    let owner = job.owner.map_or_else(default_owner, str::to_owned);
+    let owner = job.owner.map_or_else(mysqllock_core::unique_owner, str::to_owned);
     let mut lock = DistributedLock::native(config.clone());
     let grant = match lock.acquire_waiting(job.name, &owner, job.ttl, job.timeout) {
         Ok(Some(grant)) => grant,

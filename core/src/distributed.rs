@@ -81,6 +81,25 @@ impl Dialect {
     }
 }
 
+/// An owner string unique to this process and call: `host:pid:random`. Owners must never
+/// repeat across runs (a restarted job with a fixed name would take over its crashed
+/// predecessor's lease as its own), so a host name alone is not one.
+pub fn unique_owner() -> String {
+    use std::io::Read;
+    let mut random = [0u8; 8];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut random));
+    let suffix = match read {
+        Ok(()) => u64::from_ne_bytes(random),
+        // Not for security: uniqueness next to the pid is enough.
+        Err(_) => Jitter::new().0,
+    };
+    let host = match crate::lease::holder_host() {
+        "" => "localhost",
+        host => host,
+    };
+    format!("{host}:{}:{suffix:016x}", std::process::id())
+}
+
 /// A won acquisition or renewal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grant {

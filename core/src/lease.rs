@@ -719,7 +719,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
 
 /// This machine's host name, recorded with each claim on an upgraded table (empty when
 /// the system will not tell).
-fn holder_host() -> &'static str {
+pub(crate) fn holder_host() -> &'static str {
     static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     HOST.get_or_init(|| {
         std::fs::read_to_string("/proc/sys/kernel/hostname")

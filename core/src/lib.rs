@@ -36,7 +36,9 @@ mod sql;
 pub mod topology;
 
 pub use config::{Config, QuoteStyle, Table, DEFAULT_LEASE_TABLE, DEFAULT_TABLE};
-pub use distributed::{Dialect, DistributedLock, Grant, LeaseKeeper, LeaseRow, DEFAULT_MARGIN, MAX_LEASE_TTL};
+pub use distributed::{
+    unique_owner, Dialect, DistributedLock, Grant, LeaseKeeper, LeaseRow, DEFAULT_MARGIN, MAX_LEASE_TTL,
+};
 pub use error::{Error, Loss, Result, SessionError};
 pub use locker::{AcquireOptions, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS};
 pub use native::MysqlSession;

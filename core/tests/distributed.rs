@@ -490,3 +490,12 @@ fn a_lease_table_without_a_key_on_resource_is_refused() {
     let err = DistributedLock::native(lease_config(table)).acquire("r", "o", 30.0).unwrap_err();
     assert!(matches!(err, Error::UnusableTable { .. }), "{err}");
 }
+
+#[test]
+fn unique_owners_name_host_and_pid_and_never_repeat() {
+    let (a, b) = (mysqllock_core::unique_owner(), mysqllock_core::unique_owner());
+    assert_ne!(a, b);
+    let parts: Vec<&str> = a.split(':').collect();
+    assert_eq!(parts.len(), 3, "{a}");
+    assert_eq!(parts[1], std::process::id().to_string(), "{a}");
+}
