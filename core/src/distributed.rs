@@ -44,9 +44,10 @@ const LOST: u64 = i64::MAX as u64;
 const TAKEN_OVER: u64 = 1;
 const STILL_MINE: u64 = 2;
 
-/// How often one statement is sent again after a cluster's "someone else committed first"
-/// (1213 deadlock / certification failure, 1062 duplicate key) or a lost connection.
-const ATTEMPTS: usize = 4;
+/// How often one statement is sent at most after a cluster's "someone else committed
+/// first" (1213 deadlock / certification failure, 1062 duplicate key; waits of 4, 8, 16
+/// and 32 ms in between, while the node applies the winner's write) or a lost connection.
+const ATTEMPTS: usize = 5;
 
 /// The default margin between the database's lease end and the holder's local deadline:
 /// room for clock skew between cluster nodes (each judges expiry by its own clock) and
@@ -146,9 +147,9 @@ struct Shape {
     resource_chars: usize,
     owner_chars: usize,
     charset: Charset,
-    /// Prefix of the decisive reads: `wsrep_sync_wait` so a read sees every commit the
-    /// cluster made before it.
-    read_prefix: &'static str,
+    /// Prefix of every lease statement: on a Galera node, `wsrep_sync_wait` so the
+    /// statement sees every commit the cluster made before it (see [`sync_prefix`]).
+    sync: &'static str,
 }
 
 /// Table-only leases on one database session (reconnected when it is lost, where the
@@ -239,7 +240,7 @@ impl<C: Connector> DistributedLock<C> {
     pub fn release(&mut self, resource: &str, owner: &str) -> Result<bool> {
         self.check_names(resource, Some(owner))?;
         let shape = self.shape(resource)?;
-        let sql = statements::release(self.dialect, &self.table, shape.upgraded);
+        let sql = shape.synced(statements::release(self.dialect, &self.table, shape.upgraded));
         let params = [Value::from(resource), Value::from(owner)];
         Ok(self.write(resource, &sql, &params)?.is_some_and(|(out, _)| out.affected_rows > 0))
     }
@@ -249,7 +250,7 @@ impl<C: Connector> DistributedLock<C> {
     pub fn renew(&mut self, resource: &str, owner: &str, ttl: f64) -> Result<Option<Grant>> {
         let span = self.check(resource, Some(owner), ttl)?;
         let shape = self.shape(resource)?;
-        let sql = statements::renew(self.dialect, &self.table, shape.upgraded);
+        let sql = shape.synced(statements::renew(self.dialect, &self.table, shape.upgraded));
         let params = [span.value(self.dialect), Value::from(resource), Value::from(owner)];
         let Some((out, sent)) = self.write(resource, &sql, &params)? else {
             return Ok(None);
@@ -269,7 +270,7 @@ impl<C: Connector> DistributedLock<C> {
     pub fn is_held(&mut self, resource: &str) -> Result<bool> {
         self.check_names(resource, None)?;
         let shape = self.shape(resource)?;
-        let sql = statements::is_held(self.dialect, &self.table, shape.upgraded, shape.read_prefix);
+        let sql = shape.synced(statements::is_held(self.dialect, &self.table, shape.upgraded));
         let out = self.read(resource, &sql, &[Value::from(resource)])?;
         Ok(out.first(0).as_i64().unwrap_or(0) > 0)
     }
@@ -278,7 +279,7 @@ impl<C: Connector> DistributedLock<C> {
     pub fn holder(&mut self, resource: &str) -> Result<Option<LeaseRow>> {
         self.check_names(resource, None)?;
         let shape = self.shape(resource)?;
-        let sql = statements::rows(self.dialect, &self.table, shape.upgraded, shape.read_prefix, true);
+        let sql = shape.synced(statements::rows(self.dialect, &self.table, shape.upgraded, true));
         let out = self.read(resource, &sql, &[Value::from(resource)])?;
         Ok(out.rows.first().map(|row| lease_row(row)))
     }
@@ -286,7 +287,7 @@ impl<C: Connector> DistributedLock<C> {
     /// Every row of the table, ordered by resource.
     pub fn rows(&mut self) -> Result<Vec<LeaseRow>> {
         let shape = self.shape("")?;
-        let sql = statements::rows(self.dialect, &self.table, shape.upgraded, shape.read_prefix, false);
+        let sql = shape.synced(statements::rows(self.dialect, &self.table, shape.upgraded, false));
         let out = self.read("", &sql, &[])?;
         Ok(out.rows.iter().map(|row| lease_row(row)).collect())
     }
@@ -342,7 +343,7 @@ impl<C: Connector> DistributedLock<C> {
 
     fn try_acquire(&mut self, resource: &str, owner: &str, span: Span) -> Result<Option<Grant>> {
         let shape = self.shape(resource)?;
-        let sql = statements::acquire(self.dialect, &self.table, shape.upgraded);
+        let sql = shape.synced(statements::acquire(self.dialect, &self.table, shape.upgraded));
         let ttl = span.value(self.dialect);
         let params: Vec<Value> = match self.dialect {
             Dialect::MySql => {
@@ -516,7 +517,7 @@ impl<C: Connector> DistributedLock<C> {
                 if last {
                     return Ok(None);
                 }
-                std::thread::sleep(Duration::from_millis(attempt as u64));
+                std::thread::sleep(Duration::from_millis(2u64 << attempt));
             } else {
                 if e.lost {
                     self.session = None;
@@ -663,18 +664,32 @@ fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -
         resource_chars: resource_chars as usize,
         owner_chars: owner_chars as usize,
         charset,
-        read_prefix: read_prefix(&topology),
+        sync: sync_prefix(&topology),
     })
 }
 
-/// How a decisive read sees every commit made anywhere in the cluster before it: on a
-/// Galera node, `wsrep_sync_wait=1` for that statement only (MariaDB's `SET STATEMENT`, so
-/// a caller's own session settings stay as they are).
-fn read_prefix(topology: &Topology) -> &'static str {
+/// How a lease statement sees every commit made anywhere in the cluster before it: on a
+/// Galera node, `wsrep_sync_wait` for that statement only (MariaDB's `SET STATEMENT`, so a
+/// caller's own session settings stay as they are). Reads (1) and writes (2: UPDATE and
+/// DELETE, 4: INSERT): a node that has not yet applied another node's release would
+/// otherwise still see the lease held and answer `false` to an acquire that should win.
+/// Writes are safe without it (a conflicting commit fails certification); this is about
+/// answering true when the seed's semantics say so.
+fn sync_prefix(topology: &Topology) -> &'static str {
     if topology.wsrep && topology.mariadb {
-        "SET STATEMENT wsrep_sync_wait = 1 FOR "
+        "SET STATEMENT wsrep_sync_wait = 7 FOR "
     } else {
         ""
+    }
+}
+
+impl Shape {
+    fn synced(&self, sql: String) -> String {
+        if self.sync.is_empty() {
+            sql
+        } else {
+            format!("{}{sql}", self.sync)
+        }
     }
 }
 
@@ -696,7 +711,7 @@ fn sqlite_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) 
             });
         }
     }
-    Ok(Shape { upgraded: false, resource_chars: 255, owner_chars: 255, charset: Charset::Unicode, read_prefix: "" })
+    Ok(Shape { upgraded: false, resource_chars: 255, owner_chars: 255, charset: Charset::Unicode, sync: "" })
 }
 
 /// A small generator for backoff jitter: spreads waiters that lost the same race so they
@@ -950,7 +965,7 @@ mod statements {
         }
     }
 
-    pub fn is_held(dialect: Dialect, table: &Table, upgraded: bool, prefix: &str) -> String {
+    pub fn is_held(dialect: Dialect, table: &Table, upgraded: bool) -> String {
         let t = table.sql_name();
         match dialect {
             Dialect::Sqlite => {
@@ -958,12 +973,12 @@ mod statements {
             }
             Dialect::MySql => {
                 let (_, _, live, _) = clock(upgraded);
-                format!("{prefix}SELECT COUNT(*) FROM {t} WHERE resource = ? AND {live}")
+                format!("SELECT COUNT(*) FROM {t} WHERE resource = ? AND {live}")
             }
         }
     }
 
-    pub fn rows(dialect: Dialect, table: &Table, upgraded: bool, prefix: &str, one: bool) -> String {
+    pub fn rows(dialect: Dialect, table: &Table, upgraded: bool, one: bool) -> String {
         let t = table.sql_name();
         let filter = if one { " WHERE resource = ?" } else { "" };
         match dialect {
@@ -980,7 +995,7 @@ mod statements {
                     ("TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1e6 + 1", "NULL")
                 };
                 format!(
-                    "{prefix}SELECT resource, owner, CAST(expires_at AS CHAR), CAST(acquired_at AS CHAR), {remaining}, {token} \
+                    "SELECT resource, owner, CAST(expires_at AS CHAR), CAST(acquired_at AS CHAR), {remaining}, {token} \
                      FROM {t}{filter} ORDER BY resource"
                 )
             }
