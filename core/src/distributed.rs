@@ -216,6 +216,7 @@ impl<C: Connector> DistributedLock<C> {
 
     /// Like [`acquire`](Self::acquire), trying again for up to `wait` seconds with capped
     /// exponential backoff and jitter (a table-only lock cannot be woken by the server).
+    /// A `wait` of 0 is exactly one try, the same as [`acquire`](Self::acquire).
     pub fn acquire_waiting(&mut self, resource: &str, owner: &str, ttl: f64, wait: f64) -> Result<Option<Grant>> {
         let span = self.check(resource, Some(owner), ttl)?;
         let wait = limits::duration("wait", wait)?;
