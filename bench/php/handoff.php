@@ -42,7 +42,9 @@ if (($argv[5] ?? '') === 'waiter') {
 
 $ext = (string) getenv('MYSQLLOCK_BENCH_EXT');
 $cmd = [PHP_BINARY, '-d', "extension=$ext", '-d', 'display_errors=stderr', __FILE__, implode(',', $tags), (string) $rounds, (string) $holdUs, $name, 'waiter'];
-$proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => STDERR], $pipes);
+// No descriptor 2: the child inherits ours (handing over STDERR gives it a file position
+// of its own, so under `> log 2>&1` it would overwrite the start of the log).
+$proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
 if (!is_resource($proc)) {
     fail('cannot start the waiter process');
 }

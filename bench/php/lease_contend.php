@@ -123,7 +123,10 @@ function drive(string $impl, int $procs, float $seconds, string $dir): void
         $log = "$dir/contend-$impl-$w.log";
         @unlink($log);
         $cmd = [PHP_BINARY, '-d', "extension=$so", '-d', 'mysqllock.dsn=' . ini_get('mysqllock.dsn'), __FILE__, 'worker', $impl, $resource, $log];
-        $p = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => STDERR], $pipes);
+        // No descriptor 2: the worker inherits ours. Handing over STDERR makes PHP give the
+        // child a stream whose file position is its own, so with `> log 2>&1` its first
+        // write lands at the start of the log, over what the driver printed.
+        $p = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
         if (!is_resource($p)) {
             fail("could not start a $impl worker");
         }
