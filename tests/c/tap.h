@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "mysqllock.h"
 
@@ -142,6 +143,75 @@ static inline struct server server_from_env(void)
         exit(2);
     }
     return s;
+}
+
+/* A lock name, resource or owner unique to this process and `what`, so runs never collide. */
+static inline const char *unique_name(const char *what)
+{
+    static char names[32][96];
+    static int next;
+    char *name = names[next++ % 32];
+    snprintf(name, sizeof names[0], "c-%ld-%s", (long)getpid(), what);
+    return name;
+}
+
+/* A client on `url`; the test cannot go on without one, so it exits with status 2. */
+static inline mysqllock_client *open_url_or_exit(const char *url)
+{
+    mysqllock_client *c = NULL;
+    if (mysqllock_client_open_url(url, &c) != MYSQLLOCK_OK) {
+        fprintf(stderr, "cannot open a client: %s\n", last_error());
+        exit(2);
+    }
+    return c;
+}
+
+/*
+ * The stock client's command line for `sql` on `srv`'s database, as a DBA would run it
+ * (`flags`: extra options such as "-N -B"). The statement goes in single quotes, each
+ * quote in it escaped for the shell, so SQL with either kind of quote passes unchanged.
+ */
+static inline void stock_client_command(char *cmd, size_t size, const struct server *srv,
+                                        const char *flags, const char *sql)
+{
+    char quoted[2048];
+    size_t n = 0;
+    quoted[n++] = '\'';
+    for (const char *p = sql; *p && n + 5 < sizeof quoted; p++) {
+        if (*p == '\'') {
+            memcpy(quoted + n, "'\\''", 4);
+            n += 4;
+        } else {
+            quoted[n++] = *p;
+        }
+    }
+    quoted[n++] = '\'';
+    quoted[n] = '\0';
+    setenv("MYSQL_PWD", srv->password, 1);
+    snprintf(cmd, size, "mariadb --no-defaults %s -h %s -P %u -u %s -e %s %s", flags, srv->host,
+             srv->port, srv->user, quoted, srv->database);
+}
+
+/* Runs one statement with the stock client; 1 when it succeeded. */
+static inline int run_sql(const struct server *srv, const char *sql)
+{
+    char cmd[4096];
+    stock_client_command(cmd, sizeof cmd, srv, "", sql);
+    return system(cmd) == 0;
+}
+
+/* The first column of the first row of a query with the stock client; -1 on failure. */
+static inline long long query_number(const struct server *srv, const char *sql)
+{
+    char cmd[4096], line[64] = "";
+    stock_client_command(cmd, sizeof cmd, srv, "-N -B", sql);
+    FILE *out = popen(cmd, "r");
+    if (out == NULL) {
+        return -1;
+    }
+    char *got = fgets(line, sizeof line, out);
+    int rc = pclose(out);
+    return got != NULL && rc == 0 ? atoll(line) : -1;
 }
 
 #endif

@@ -28,24 +28,9 @@ _Static_assert(MYSQLLOCK_INTERNAL == 9, "stable status numbers");
 
 static struct server srv;
 
-/* A lock name unique to this process and test, so runs never collide. */
-static const char *lock_name(const char *what)
-{
-    static char names[32][96];
-    static int next;
-    char *name = names[next++ % 32];
-    snprintf(name, sizeof names[0], "c-%ld-%s", (long)getpid(), what);
-    return name;
-}
-
 static mysqllock_client *open_client(void)
 {
-    mysqllock_client *c = NULL;
-    if (mysqllock_client_open_url(srv.dsn, &c) != MYSQLLOCK_OK) {
-        fprintf(stderr, "cannot open a client: %s\n", last_error());
-        exit(2);
-    }
-    return c;
+    return open_url_or_exit(srv.dsn);
 }
 
 static void test_names_and_version(void)
@@ -78,7 +63,7 @@ static void test_open(void)
 static void test_lease_lifecycle(void)
 {
     mysqllock_client *a = open_client(), *b = open_client();
-    const char *name = lock_name("lease");
+    const char *name = unique_name("lease");
     double remaining = -1;
     bool acquired = true;
 
@@ -117,7 +102,7 @@ static void test_lease_lifecycle(void)
     check(acquired, "try_acquire gets the released lease");
     expect(mysqllock_release(b, name), MYSQLLOCK_OK, NULL, "the new holder releases it");
 
-    expect(mysqllock_release(a, lock_name("never")), MYSQLLOCK_NOT_HELD, "does not hold it",
+    expect(mysqllock_release(a, unique_name("never")), MYSQLLOCK_NOT_HELD, "does not hold it",
            "release of a lock never acquired is NOT_HELD");
     mysqllock_client_free(a);
     mysqllock_client_free(b);
@@ -126,7 +111,7 @@ static void test_lease_lifecycle(void)
 static void test_session_locks(void)
 {
     mysqllock_client *a = open_client(), *b = open_client();
-    const char *name = lock_name("session");
+    const char *name = unique_name("session");
 
     expect(mysqllock_session_lock(a, name, 0), MYSQLLOCK_OK, NULL, "session_lock");
     double start = now();
@@ -149,7 +134,7 @@ static void test_session_locks(void)
 static void test_free_releases(void)
 {
     mysqllock_client *a = open_client(), *b = open_client();
-    const char *lease = lock_name("free-lease"), *plain = lock_name("free-plain");
+    const char *lease = unique_name("free-lease"), *plain = unique_name("free-plain");
     bool acquired = false;
     mysqllock_acquire(a, lease, 0, 600);
     mysqllock_session_lock(a, plain, 0);
@@ -175,7 +160,7 @@ static int kill_session(uint64_t id)
 static void test_connection_lost(void)
 {
     mysqllock_client *a = open_client(), *b = open_client();
-    const char *name = lock_name("killed");
+    const char *name = unique_name("killed");
     uint64_t id = 0, new_id = 0;
     bool acquired = false;
 
@@ -243,7 +228,7 @@ static void test_missing_table(void)
     mysqllock_client *c = NULL;
     expect(mysqllock_client_open_url(url, &c), MYSQLLOCK_OK, NULL,
            "open with a missing table connects");
-    expect(mysqllock_acquire(c, lock_name("notable"), 0, 10), MYSQLLOCK_TABLE, "no_such_table",
+    expect(mysqllock_acquire(c, unique_name("notable"), 0, 10), MYSQLLOCK_TABLE, "no_such_table",
            "acquire on a missing table is TABLE");
     check(strstr(last_error(), "mysqllock init") && strstr(last_error(), "CREATE TABLE"),
           "the missing-table message has the fix");
@@ -273,7 +258,7 @@ static void test_bad_input(void)
     expect(mysqllock_acquire(c, "bad-\xff\xfe", 0, 10), MYSQLLOCK_INVALID_ARGUMENT,
            "not valid UTF-8", "a name that is not UTF-8 is INVALID_ARGUMENT");
 
-    const char *name = lock_name("numbers");
+    const char *name = unique_name("numbers");
     expect(mysqllock_acquire(c, name, NAN, 10), MYSQLLOCK_INVALID_ARGUMENT, "finite",
            "a NaN timeout is INVALID_ARGUMENT");
     expect(mysqllock_acquire(c, name, -1, 10), MYSQLLOCK_INVALID_ARGUMENT, "negative",
@@ -320,7 +305,7 @@ static void test_null_arguments(void)
 {
     mysqllock_client *c = open_client();
     mysqllock_client *out = (mysqllock_client *)&srv;
-    const char *name = lock_name("null");
+    const char *name = unique_name("null");
     const mysqllock_status invalid = MYSQLLOCK_INVALID_ARGUMENT;
     bool acquired = true;
     double remaining = -1;
@@ -394,7 +379,7 @@ static void test_last_error_buffer(void)
     size_t n = 99;
     memset(small, 'z', sizeof small);
 
-    mysqllock_release(c, lock_name("trunc"));
+    mysqllock_release(c, unique_name("trunc"));
     size_t full = mysqllock_last_error(small, sizeof small, &n);
     check(full > sizeof small && n == sizeof small - 1 && small[7] == '\0',
           "a long message is truncated and NUL-terminated (full %zu, copied %zu)", full, n);
@@ -439,11 +424,11 @@ static void *release_main(void *arg)
 static void test_threads(void)
 {
     mysqllock_client *c = open_client();
-    const char *shared = lock_name("threads");
-    struct worker a = {c, lock_name("thread-a"), 0, ""}, b = {c, lock_name("thread-b"), 0, ""};
+    const char *shared = unique_name("threads");
+    struct worker a = {c, unique_name("thread-a"), 0, ""}, b = {c, unique_name("thread-b"), 0, ""};
 
     mysqllock_acquire(c, shared, 0, 30);
-    mysqllock_release(c, lock_name("main-thread-error"));
+    mysqllock_release(c, unique_name("main-thread-error"));
     char mine[256];
     snprintf(mine, sizeof mine, "%s", last_error());
 

@@ -18,48 +18,23 @@
 static struct server srv;
 static char fenced_table[64], plain_table[64];
 
-/* A lock name unique to this process and test, so runs never collide. */
-static const char *lock_name(const char *what)
-{
-    static char names[32][96];
-    static int next;
-    char *name = names[next++ % 32];
-    snprintf(name, sizeof names[0], "c-%ld-%s", (long)getpid(), what);
-    return name;
-}
-
 /* A client on `table` (NULL: the DSN's default table). */
 static mysqllock_client *open_on(const char *table)
 {
     char url[600];
-    mysqllock_client *c = NULL;
     if (table) {
         snprintf(url, sizeof url, "%s?table=%s", srv.dsn, table);
     } else {
         snprintf(url, sizeof url, "%s", srv.dsn);
     }
-    if (mysqllock_client_open_url(url, &c) != MYSQLLOCK_OK) {
-        fprintf(stderr, "cannot open a client: %s\n", last_error());
-        exit(2);
-    }
-    return c;
-}
-
-/* Runs one statement with the stock client, as a DBA would (KILL, DROP TABLE). */
-static int run_sql(const char *sql)
-{
-    char cmd[1024];
-    setenv("MYSQL_PWD", srv.password, 1);
-    snprintf(cmd, sizeof cmd, "mariadb --no-defaults -h %s -P %u -u %s -e '%s' %s", srv.host,
-             srv.port, srv.user, sql, srv.database);
-    return system(cmd) == 0;
+    return open_url_or_exit(url);
 }
 
 static int kill_session(uint64_t id)
 {
     char sql[64];
     snprintf(sql, sizeof sql, "KILL %llu", (unsigned long long)id);
-    return run_sql(sql);
+    return run_sql(&srv, sql);
 }
 
 static void sleep_seconds(double seconds)
@@ -113,7 +88,7 @@ static void test_upgrade_and_init(void)
 static void test_tokens_increase(void)
 {
     mysqllock_client *c[2] = {open_on(fenced_table), open_on(fenced_table)};
-    const char *name = lock_name("tokens");
+    const char *name = unique_name("tokens");
     uint64_t last = 0, token = 0, held = 0;
     int increasing = 1, matching = 1;
 
@@ -159,7 +134,7 @@ static void test_tokens_increase(void)
 static void test_token_needs_the_upgrade(void)
 {
     mysqllock_client *c = open_on(plain_table);
-    const char *name = lock_name("no-token");
+    const char *name = unique_name("no-token");
     uint64_t token = 99, held = 99;
 
     expect(mysqllock_acquire_ex(c, name, 0, 30, NULL, &token), MYSQLLOCK_OK, NULL,
@@ -177,7 +152,7 @@ static void test_token_needs_the_upgrade(void)
 static void test_renew(void)
 {
     mysqllock_client *a = open_on(NULL), *b = open_on(NULL);
-    const char *name = lock_name("renew");
+    const char *name = unique_name("renew");
     double remaining = 0;
     uint64_t id = 0;
 
@@ -207,7 +182,7 @@ static void test_renew(void)
 static void test_bad_options(void)
 {
     mysqllock_client *c = open_on(NULL);
-    const char *name = lock_name("bad-options");
+    const char *name = unique_name("bad-options");
     const mysqllock_status invalid = MYSQLLOCK_INVALID_ARGUMENT;
     mysqllock_options unknown = {MYSQLLOCK_KEEP_ALIVE | 4u, 0, 0};
     mysqllock_options negative_at_least = {0, 0, -1};
@@ -242,7 +217,7 @@ static void test_bad_options(void)
 static void test_null_arguments(void)
 {
     mysqllock_client *c = open_on(NULL);
-    const char *name = lock_name("null-ex");
+    const char *name = unique_name("null-ex");
     const mysqllock_status invalid = MYSQLLOCK_INVALID_ARGUMENT;
     mysqllock_holder_info info;
     bool flag = true;
@@ -273,7 +248,7 @@ static void test_null_arguments(void)
 static void test_keep_alive_outlives_the_ttl(void)
 {
     mysqllock_client *a = open_on(NULL), *b = open_on(NULL);
-    const char *name = lock_name("keep-alive");
+    const char *name = unique_name("keep-alive");
     double remaining = 0;
 
     expect(mysqllock_acquire_ex(a, name, 0, 2, &keep_alive, NULL), MYSQLLOCK_OK, NULL,
@@ -292,7 +267,7 @@ static void test_keep_alive_outlives_the_ttl(void)
 static void test_keep_alive_stops_at_free(void)
 {
     mysqllock_client *a = open_on(NULL), *b = open_on(NULL);
-    const char *name = lock_name("keep-alive-free");
+    const char *name = unique_name("keep-alive-free");
     mysqllock_holder_info info;
     bool found = true;
 
@@ -316,7 +291,7 @@ static void test_keep_alive_stops_at_free(void)
 static void test_keep_alive_stops_at_max_hold(void)
 {
     mysqllock_client *a = open_on(NULL), *b = open_on(NULL);
-    const char *name = lock_name("max-hold");
+    const char *name = unique_name("max-hold");
     const mysqllock_options capped = {MYSQLLOCK_KEEP_ALIVE, 2, 0};
 
     double start = now();
@@ -335,7 +310,7 @@ static void test_keep_alive_stops_at_max_hold(void)
 static void test_at_least(void)
 {
     mysqllock_client *a = open_on(NULL), *b = open_on(NULL);
-    const char *name = lock_name("at-least");
+    const char *name = unique_name("at-least");
     const mysqllock_options three_seconds = {0, 0, 3};
     mysqllock_holder_info info;
     bool found = false, acquired = true;
@@ -366,7 +341,7 @@ static void test_at_least(void)
 static void test_holder(void)
 {
     mysqllock_client *a = open_on(fenced_table), *b = open_on(fenced_table);
-    const char *name = lock_name("holder");
+    const char *name = unique_name("holder");
     mysqllock_holder_info info, untouched;
     char hostname[256] = "";
     uint64_t id = 0, token = 0;
@@ -403,7 +378,7 @@ static void test_holder(void)
     memset(&untouched, 0x5a, sizeof untouched);
     memcpy(&info, &untouched, sizeof info);
     found = true;
-    expect(mysqllock_holder(b, lock_name("nobody"), &info, &found), MYSQLLOCK_OK, NULL,
+    expect(mysqllock_holder(b, unique_name("nobody"), &info, &found), MYSQLLOCK_OK, NULL,
            "holder of a free lock");
     check(!found && memcmp(&info, &untouched, sizeof info) == 0,
           "reports not found and leaves *out unwritten");
@@ -414,7 +389,7 @@ static void test_holder(void)
 static void test_holder_on_the_original_table(void)
 {
     mysqllock_client *a = open_on(plain_table), *b = open_on(plain_table);
-    const char *name = lock_name("holder-plain");
+    const char *name = unique_name("holder-plain");
     mysqllock_holder_info info;
     bool found = false;
 
@@ -450,7 +425,7 @@ int main(void)
 
     char drop[160];
     snprintf(drop, sizeof drop, "DROP TABLE %s, %s", fenced_table, plain_table);
-    check(run_sql(drop), "drop this test's tables");
+    check(run_sql(&srv, drop), "drop this test's tables");
     printf("# test_fencing: %d failed\n", tap_failures);
     return tap_failures == 0 ? 0 : 1;
 }

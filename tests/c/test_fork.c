@@ -19,12 +19,7 @@ static const char *dsn;
 
 static mysqllock_client *open_client(void)
 {
-    mysqllock_client *c = NULL;
-    if (mysqllock_client_open_url(dsn, &c) != MYSQLLOCK_OK) {
-        fprintf(stderr, "cannot open a client: %s\n", last_error());
-        exit(2);
-    }
-    return c;
+    return open_url_or_exit(dsn);
 }
 
 /* Forks; the child runs `body` with its own client and exits with its failure count. */

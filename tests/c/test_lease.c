@@ -19,53 +19,12 @@
 static struct server srv;
 static char plain_table[64], fenced_table[64], myisam_table[64], missing_table[64];
 
-/* A resource or owner unique to this process and test, so runs never collide. */
-static const char *unique(const char *what)
-{
-    static char names[32][96];
-    static int next;
-    char *name = names[next++ % 32];
-    snprintf(name, sizeof names[0], "c-%ld-%s", (long)getpid(), what);
-    return name;
-}
-
 /* A client whose lease calls use `table`. */
 static mysqllock_client *open_on(const char *table)
 {
     char url[600];
-    mysqllock_client *c = NULL;
     snprintf(url, sizeof url, "%s?lease_table=%s", srv.dsn, table);
-    if (mysqllock_client_open_url(url, &c) != MYSQLLOCK_OK) {
-        fprintf(stderr, "cannot open a client: %s\n", last_error());
-        exit(2);
-    }
-    return c;
-}
-
-/* Runs one statement with the stock client, as a DBA would. */
-static int run_sql(const char *sql)
-{
-    char cmd[1024];
-    setenv("MYSQL_PWD", srv.password, 1);
-    snprintf(cmd, sizeof cmd, "mariadb --no-defaults -h %s -P %u -u %s -e \"%s\" %s", srv.host,
-             srv.port, srv.user, sql, srv.database);
-    return system(cmd) == 0;
-}
-
-/* The first column of the first row of a query with the stock client; -1 on failure. */
-static long long query_number(const char *sql)
-{
-    char cmd[1024], line[64] = "";
-    setenv("MYSQL_PWD", srv.password, 1);
-    snprintf(cmd, sizeof cmd, "mariadb --no-defaults -N -B -h %s -P %u -u %s -e \"%s\" %s",
-             srv.host, srv.port, srv.user, sql, srv.database);
-    FILE *out = popen(cmd, "r");
-    if (out == NULL) {
-        return -1;
-    }
-    char *got = fgets(line, sizeof line, out);
-    int rc = pclose(out);
-    return got != NULL && rc == 0 ? atoll(line) : -1;
+    return open_url_or_exit(url);
 }
 
 /* How many rows `table` has for `resource` (whatever their state), seen by the stock client. */
@@ -73,7 +32,7 @@ static long long rows_of(const char *table, const char *resource)
 {
     char sql[400];
     snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s WHERE resource = '%s'", table, resource);
-    return query_number(sql);
+    return query_number(&srv, sql);
 }
 
 /* The owner column of `resource`'s row is `owner` (exact comparison), per the stock client. */
@@ -83,7 +42,7 @@ static int row_owned_by(const char *table, const char *resource, const char *own
     snprintf(sql, sizeof sql,
              "SELECT COUNT(*) FROM %s WHERE resource = '%s' AND BINARY owner = '%s'", table,
              resource, owner);
-    return query_number(sql) == 1;
+    return query_number(&srv, sql) == 1;
 }
 
 static void test_init_table(void)
@@ -98,7 +57,7 @@ static void test_init_table(void)
              "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
              "AND TABLE_NAME = '%s' AND ENGINE = 'InnoDB'",
              plain_table);
-    check(query_number(sql) == 1, "the table exists as InnoDB");
+    check(query_number(&srv, sql) == 1, "the table exists as InnoDB");
     created = true;
     expect(mysqllock_lease_init_table(c, &created), MYSQLLOCK_OK, NULL,
            "lease_init_table of an existing table");
@@ -109,7 +68,7 @@ static void test_init_table(void)
 static void test_acquire_contend_release(void)
 {
     mysqllock_client *a = open_on(plain_table), *b = open_on(plain_table);
-    const char *res = unique("basic"), *alice = unique("alice"), *bob = unique("bob");
+    const char *res = unique_name("basic"), *alice = unique_name("alice"), *bob = unique_name("bob");
     bool acquired = false, held = false, released = true;
     uint64_t token = 99;
     double remaining = -1;
@@ -169,7 +128,7 @@ static void test_acquire_contend_release(void)
 static void test_renew(void)
 {
     mysqllock_client *a = open_on(plain_table);
-    const char *res = unique("renew"), *alice = unique("alice"), *bob = unique("bob");
+    const char *res = unique_name("renew"), *alice = unique_name("alice"), *bob = unique_name("bob");
     bool acquired = false, renewed = false, released = false;
     double remaining = 0;
 
@@ -183,7 +142,7 @@ static void test_renew(void)
     snprintf(sql, sizeof sql,
              "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), expires_at) FROM %s WHERE resource = '%s'",
              plain_table, res);
-    long long left = query_number(sql);
+    long long left = query_number(&srv, sql);
     check(left >= 58 && left <= 60, "the row's expires_at moved (UTC, %lld s ahead)", left);
 
     renewed = true;
@@ -202,7 +161,7 @@ static void test_renew(void)
 static void test_expired_lease_is_taken_over(void)
 {
     mysqllock_client *a = open_on(plain_table), *b = open_on(plain_table);
-    const char *res = unique("expiry"), *alice = unique("alice"), *bob = unique("bob");
+    const char *res = unique_name("expiry"), *alice = unique_name("alice"), *bob = unique_name("bob");
     bool acquired = false, renewed = true, released = true;
 
     mysqllock_lease_acquire(a, res, alice, 1, 0, &acquired, NULL, NULL);
@@ -234,7 +193,7 @@ static void test_expired_lease_is_taken_over(void)
 static void test_tokens_on_an_upgraded_table(void)
 {
     mysqllock_client *a = open_on(fenced_table), *b = open_on(fenced_table);
-    const char *res = unique("tokens"), *alice = unique("alice"), *bob = unique("bob");
+    const char *res = unique_name("tokens"), *alice = unique_name("alice"), *bob = unique_name("bob");
     bool changed = false, acquired = false, released = false, renewed = false;
     uint64_t first = 0, again = 0, renew_token = 0, last = 0, token = 0;
 
@@ -286,7 +245,7 @@ static void test_tokens_on_an_upgraded_table(void)
 static void test_bad_input_writes_nothing(void)
 {
     mysqllock_client *c = open_on(plain_table);
-    const char *res = unique("bad"), *alice = unique("alice");
+    const char *res = unique_name("bad"), *alice = unique_name("alice");
     char long_name[300];
     memset(long_name, 'x', 256);
     long_name[256] = '\0';
@@ -351,7 +310,7 @@ static void test_bad_input_writes_nothing(void)
 static void test_missing_and_myisam_tables(void)
 {
     mysqllock_client *c = open_on(missing_table);
-    const char *res = unique("table"), *alice = unique("alice");
+    const char *res = unique_name("table"), *alice = unique_name("alice");
     bool acquired = true;
 
     expect(mysqllock_lease_acquire(c, res, alice, 30, 0, &acquired, NULL, NULL), MYSQLLOCK_TABLE,
@@ -367,7 +326,7 @@ static void test_missing_and_myisam_tables(void)
              "expires_at DATETIME NOT NULL, acquired_at DATETIME NOT NULL DEFAULT "
              "CURRENT_TIMESTAMP) ENGINE=MyISAM",
              myisam_table);
-    check(run_sql(sql), "create a MyISAM lease table with the stock client");
+    check(run_sql(&srv, sql), "create a MyISAM lease table with the stock client");
     expect(mysqllock_lease_set_table(c, myisam_table, 0), MYSQLLOCK_OK, NULL,
            "lease_set_table switches the table");
     expect(mysqllock_lease_acquire(c, res, alice, 30, 0, &acquired, NULL, NULL), MYSQLLOCK_TABLE,
@@ -387,7 +346,7 @@ static void test_status_codes_and_allow_cluster(void)
 
     /* On a standalone server, allowing the cluster changes nothing for GET_LOCK calls. */
     mysqllock_client *c = open_on(plain_table);
-    const char *name = unique("allow");
+    const char *name = unique_name("allow");
     expect(mysqllock_client_allow_cluster(c, true), MYSQLLOCK_OK, NULL, "allow_cluster");
     expect(mysqllock_session_lock(c, name, 0), MYSQLLOCK_OK, NULL,
            "a session lock after allow_cluster on a standalone server");
@@ -416,7 +375,7 @@ int main(void)
     char drop[300];
     snprintf(drop, sizeof drop, "DROP TABLE IF EXISTS %s, %s, %s", plain_table, fenced_table,
              myisam_table);
-    check(run_sql(drop), "drop this test's tables");
+    check(run_sql(&srv, drop), "drop this test's tables");
     printf("# test_lease: %d failed\n", tap_failures);
     return tap_failures == 0 ? 0 : 1;
 }
