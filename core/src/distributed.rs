@@ -47,6 +47,7 @@ const STILL_MINE: u64 = 2;
 /// How often one statement is sent at most after a cluster's "someone else committed
 /// first" (1213 deadlock / certification failure, 1062 duplicate key; waits of 4, 8, 16
 /// and 32 ms in between, while the node applies the winner's write) or a lost connection.
+/// A lock wait timeout (1205) is not retried: it took `innodb_lock_wait_timeout` already.
 const ATTEMPTS: usize = 5;
 
 /// The default margin between the database's lease end and the holder's local deadline:
@@ -147,8 +148,8 @@ struct Shape {
     resource_chars: usize,
     owner_chars: usize,
     charset: Charset,
-    /// Prefix of every lease statement: on a Galera node, `wsrep_sync_wait` so the
-    /// statement sees every commit the cluster made before it (see [`sync_prefix`]).
+    /// Prefix of the decisive reads: on a Galera node, `wsrep_sync_wait` so the read sees
+    /// every commit the cluster made before it (see [`sync_prefix`]).
     sync: &'static str,
 }
 
@@ -241,7 +242,7 @@ impl<C: Connector> DistributedLock<C> {
     pub fn release(&mut self, resource: &str, owner: &str) -> Result<bool> {
         self.check_names(resource, Some(owner))?;
         let shape = self.shape(resource)?;
-        let sql = shape.synced(statements::release(self.dialect, &self.table, shape.upgraded));
+        let sql = statements::release(self.dialect, &self.table, shape.upgraded);
         let params = [Value::from(resource), Value::from(owner)];
         Ok(self.write(resource, &sql, &params)?.is_some_and(|(out, _)| out.affected_rows > 0))
     }
@@ -251,7 +252,7 @@ impl<C: Connector> DistributedLock<C> {
     pub fn renew(&mut self, resource: &str, owner: &str, ttl: f64) -> Result<Option<Grant>> {
         let span = self.check(resource, Some(owner), ttl)?;
         let shape = self.shape(resource)?;
-        let sql = shape.synced(statements::renew(self.dialect, &self.table, shape.upgraded));
+        let sql = statements::renew(self.dialect, &self.table, shape.upgraded);
         let params = [span.value(self.dialect), Value::from(resource), Value::from(owner)];
         let Some((out, sent)) = self.write(resource, &sql, &params)? else {
             return Ok(None);
@@ -344,7 +345,7 @@ impl<C: Connector> DistributedLock<C> {
 
     fn try_acquire(&mut self, resource: &str, owner: &str, span: Span) -> Result<Option<Grant>> {
         let shape = self.shape(resource)?;
-        let sql = shape.synced(statements::acquire(self.dialect, &self.table, shape.upgraded));
+        let sql = statements::acquire(self.dialect, &self.table, shape.upgraded);
         let ttl = span.value(self.dialect);
         let params: Vec<Value> = match self.dialect {
             Dialect::MySql => {
@@ -511,10 +512,10 @@ impl<C: Connector> DistributedLock<C> {
                 // The statement may or may not have committed: send it again on a new
                 // session (the connector refuses where it cannot make one, e.g. a PDO).
                 self.session = None;
-            } else if matches!(e.code, Some(1213 | 1062 | 1205 | 1180 | 1614)) {
+            } else if matches!(e.code, Some(1213 | 1062)) {
                 // Another writer committed first (certification failure, a duplicate
-                // that appeared on another node, a lock wait): never a success that was
-                // not committed. Once more after a moment; then the other writer won.
+                // that appeared on another node): never a success that was not
+                // committed. Once more after a moment; then the other writer won.
                 if last {
                     return Ok(None);
                 }
@@ -669,16 +670,17 @@ fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -
     })
 }
 
-/// How a lease statement sees every commit made anywhere in the cluster before it: on a
-/// Galera node, `wsrep_sync_wait` for that statement only (MariaDB's `SET STATEMENT`, so a
-/// caller's own session settings stay as they are). Reads (1) and writes (2: UPDATE and
-/// DELETE, 4: INSERT): a node that has not yet applied another node's release would
-/// otherwise still see the lease held and answer `false` to an acquire that should win.
-/// Writes are safe without it (a conflicting commit fails certification); this is about
-/// answering true when the seed's semantics say so.
+/// How a decisive read sees every commit made anywhere in the cluster before it: on a
+/// Galera node, `wsrep_sync_wait=1` for that statement only (MariaDB's `SET STATEMENT`, so
+/// a caller's own session settings stay as they are). Writes do not wait: a conditional
+/// write is decided by certification (first committer wins), and a node that has not yet
+/// applied another node's release answers `false` for the moment it needs to catch up,
+/// which the seed's contract allows (try again). Waiting on writes too was tried: in the
+/// Galera tests, while a node was cut off, writes through a healthy node then failed with
+/// 1205 (lock wait timeout).
 fn sync_prefix(topology: &Topology) -> &'static str {
     if topology.wsrep && topology.mariadb {
-        "SET STATEMENT wsrep_sync_wait = 7 FOR "
+        "SET STATEMENT wsrep_sync_wait = 1 FOR "
     } else {
         ""
     }

@@ -52,6 +52,24 @@ fn galera(args: &[&str]) {
     assert!(status.success(), "galera.sh {args:?} failed");
 }
 
+/// A node cut off from the cluster until dropped, so a failing test still rejoins it and
+/// leaves the cluster whole for the others.
+struct Isolated(&'static str);
+
+impl Isolated {
+    fn node(node: u8) -> Isolated {
+        let node = ["1", "2", "3"][usize::from(node - 1)];
+        galera(&["isolate", node]);
+        Isolated(node)
+    }
+}
+
+impl Drop for Isolated {
+    fn drop(&mut self) {
+        galera(&["rejoin", self.0]);
+    }
+}
+
 /// The lease table, created once through node 1 (DDL replicates to every node).
 fn table(name: &str, upgraded: bool) -> String {
     let mut lock = lease(1, name);
@@ -128,20 +146,28 @@ fn simultaneous_acquisitions_from_three_nodes_have_exactly_one_winner() {
         .map(|node| {
             let (t, barrier, base) = (t.clone(), barrier.clone(), base.clone());
             std::thread::spawn(move || {
+                // Never panic between barriers: the other threads would wait forever.
                 let mut lock = lease(node, &t);
-                lock.is_held("warm-up").unwrap();
+                let mut errors = Vec::new();
+                if let Err(e) = lock.is_held("warm-up") {
+                    errors.push(format!("node {node} warm-up: {e}"));
+                }
                 let mut won = Vec::new();
                 for round in 0..rounds {
                     barrier.wait();
-                    if lock.acquire(&format!("{base}-{round}"), &format!("owner-{node}"), 30.0).unwrap().is_some() {
-                        won.push(round);
+                    match lock.acquire(&format!("{base}-{round}"), &format!("owner-{node}"), 30.0) {
+                        Ok(Some(_)) => won.push(round),
+                        Ok(None) => {}
+                        Err(e) => errors.push(format!("node {node} round {round}: {e}")),
                     }
                 }
-                won
+                (won, errors)
             })
         })
         .collect();
-    let won: Vec<Vec<usize>> = threads.into_iter().map(|h| h.join().unwrap()).collect();
+    let (won, errors): (Vec<Vec<usize>>, Vec<Vec<String>>) = threads.into_iter().map(|h| h.join().unwrap()).unzip();
+    let errors: Vec<String> = errors.concat();
+    assert!(errors.is_empty(), "{errors:?}");
     for round in 0..rounds {
         let winners = won.iter().filter(|w| w.contains(&round)).count();
         assert_eq!(winners, 1, "round {round} had {winners} winners");
@@ -158,7 +184,8 @@ fn tokens_strictly_increase_across_takeovers_through_different_nodes() {
         let node = round % 3 + 1;
         let mut lock = lease(node, &t);
         let owner = format!("owner-{round}");
-        let grant = lock.acquire(&r, &owner, 30.0).unwrap().expect("the previous owner released");
+        // Through another node, the release may take a moment to be applied there.
+        let grant = lock.acquire_waiting(&r, &owner, 30.0, 10.0).unwrap().expect("the previous owner released");
         let token = grant.token.unwrap();
         assert!(token > last, "round {round} on node {node}: token {token} after {last}");
         last = token;
@@ -173,9 +200,9 @@ fn a_node_cut_off_from_the_cluster_answers_with_a_typed_error_and_rejoins() {
     let r = unique("isolated");
     let mut three = lease(3, &t);
     assert!(!three.is_held(&r).unwrap());
-    galera(&["isolate", "3"]);
+    let isolated = Isolated::node(3);
     let err = three.acquire(&r, "owner-3", 30.0).unwrap_err();
-    galera(&["rejoin", "3"]);
+    drop(isolated);
     assert!(err.is_node_not_ready(), "{err}");
     // The other nodes went on; the rejoined node sees their writes and works again.
     let mut one = lease(1, &t);
