@@ -2,16 +2,13 @@
 //! session of a PDO the user handed over or asked for. The protocol is the core's in
 //! both cases; this module only builds sessions.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::Path;
-use std::rc::Rc;
 
 use ext_php_rs::types::Zval;
 use mysqllock_core::{Config, Connector, Error, MysqlSession, Session, Table};
 
 use crate::ini;
-use crate::pdo_session::PdoSession;
+use crate::pdo_session::{PdoSession, Statements};
 use crate::php;
 
 /// The parameters of `configureConnection()` (or of `mysqllock.dsn`).
@@ -160,10 +157,6 @@ pub fn port(value: f64) -> Result<u16, Error> {
     }
     Err(Error::InvalidArgument { what: "port", reason: format!("{value} is not a port number from 1 to 65535") })
 }
-
-/// Prepared `PDOStatement`s by SQL text, shared by a PDO target and its session so that
-/// a forked child can find them (see `State::follow_fork`).
-pub type Statements = Rc<RefCell<HashMap<String, Zval>>>;
 
 /// In a forked child: the engine must never deallocate (COM_STMT_CLOSE) what was
 /// prepared on the parent's session.

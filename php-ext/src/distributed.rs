@@ -30,11 +30,11 @@ use mysqllock_core::{
 };
 
 use crate::args::{self, Args};
-use crate::connection::{self, Settings, Statements};
+use crate::connection::{self, Settings};
 use crate::exceptions::{lease_exception, lease_to_php, protected_property};
 use crate::handler::{self, boolean, double, handlers, int, php_int};
 use crate::ini;
-use crate::pdo_session::{self, PdoSession};
+use crate::pdo_session::{self, PdoSession, Statements};
 use crate::php::{self, Noise};
 use crate::registry::Class;
 

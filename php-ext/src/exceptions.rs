@@ -71,7 +71,7 @@ pub enum Op<'a> {
 pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
     let detail = error.chain();
     let cause_class = if error.is_invalid_argument() { "InvalidArgumentException" } else { "RuntimeException" };
-    let previous = || pdo_session::take_cause(error).or_else(|| cause(error, cause_class, &detail));
+    let previous = || pdo_cause(error).or_else(|| cause(error, cause_class, &detail));
     let built = match op {
         Op::Acquire { name, timeout } => match error {
             Error::Timeout { .. } => lock_exception(Class::Timeout, name, Some(timeout), None, None),
@@ -118,7 +118,7 @@ pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
             php::instantiate(class, vec![&message, &0i64, &previous().unwrap_or_default()]).ok()
         }),
         Op::Configure if error.is_invalid_argument() => spl("InvalidArgumentException", &detail, None),
-        Op::Configure => spl("RuntimeException", &detail, pdo_session::take_cause(error)),
+        Op::Configure => spl("RuntimeException", &detail, pdo_cause(error)),
     };
     match built {
         Some(object) => PhpException::from_message(detail).with_object(object),
@@ -159,7 +159,7 @@ pub fn lease_to_php(method: &str, error: &Error) -> PhpException {
         return spl_exception("InvalidArgumentException", &message);
     }
     let code = session_error(error).and_then(|e| e.code).map_or(0, i64::from);
-    lease_exception(&message, code, pdo_session::take_cause(error))
+    lease_exception(&message, code, pdo_cause(error))
 }
 
 /// `new \Nene\Kit\DistributedLockException($message, $code, $previous)`.
@@ -197,6 +197,12 @@ pub fn no_token(name: &str, table: &str) -> PhpException {
 /// The session error inside a core error, if the database reported one.
 pub fn session_error(error: &Error) -> Option<&SessionError> {
     error.source().and_then(|s| s.downcast_ref::<SessionError>())
+}
+
+/// The `PDOException` behind a core error, if a PDO call produced it (the
+/// `getPrevious()` of the lock exception).
+fn pdo_cause(error: &Error) -> Option<Zval> {
+    session_error(error).and_then(pdo_session::take_cause)
 }
 
 /// A `TableRepairException` (its constructor is `Exception`'s) with `previous`.

@@ -10,14 +10,13 @@
 //! may be thrown, so `ERRMODE_SILENT` and `errorInfo()` are used instead.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 
 use ext_php_rs::convert::IntoZvalDyn;
 use ext_php_rs::types::{ZendObject, ZendStr, Zval};
-use mysqllock_core::{Error, Outcome, Session, SessionError, Value};
+use mysqllock_core::{Outcome, Session, SessionError, Value};
 
-use crate::connection::Statements;
-use crate::exceptions;
 use crate::php::{self, CallError, Noise};
 
 // PDO's class constants (stable since PHP 5.1).
@@ -40,6 +39,12 @@ thread_local! {
     /// Request shutdown: no exception may be thrown any more.
     static SHUTTING_DOWN: Cell<bool> = const { Cell::new(false) };
 }
+
+/// Prepared `PDOStatement`s by SQL text, shared by a PDO target and its session so that
+/// a forked child can find them (see `State::follow_fork`). Declared here, beside the
+/// session that fills it, so that `connection` (which builds sessions) depends on this
+/// module and not the other way round.
+pub type Statements = Rc<RefCell<HashMap<String, Zval>>>;
 
 /// A MySQL session reached through a PDO object.
 pub struct PdoSession {
@@ -282,9 +287,10 @@ fn remember_cause(error: SessionError, exception: Zval) {
     drop(dropped);
 }
 
-/// The `PDOException` behind `error`, if a PDO call produced it.
-pub fn take_cause(error: &Error) -> Option<Zval> {
-    let wanted = exceptions::session_error(error)?;
+/// The `PDOException` behind `wanted`, if a PDO call produced it. Takes the session
+/// error rather than the core error around it: finding it inside a core error is
+/// `exceptions`' business, and that module uses this one, not the other way round.
+pub fn take_cause(wanted: &SessionError) -> Option<Zval> {
     CAUSES.with(|causes| {
         let mut causes = causes.borrow_mut();
         let index = causes.iter().rposition(|(e, _)| e == wanted)?;
