@@ -5,6 +5,9 @@
 #   scripts/mariadb.sh start DIR   # creates DIR, starts the server, writes DIR/env
 #   scripts/mariadb.sh stop DIR    # clean shutdown; the datadir stays for inspection
 #   scripts/mariadb.sh restart DIR # same port and data, new process (fault tests)
+#   scripts/mariadb.sh crash-table DIR DB TABLE
+#                                  # marks a MyISAM table as crashed, as a server crash
+#                                  # mid-write leaves it (tests of the automatic repair)
 #
 # DIR/env holds shell assignments: MYSQLLOCK_TEST_DSN (a mysql:// URL of an ordinary
 # user with a password), MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET.
@@ -30,7 +33,9 @@ launch() {
     --datadir="$dir/data" --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" \
     --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --tmpdir="$dir/tmp" \
     --log-error="$dir/error.log" --max-connections=500 \
-    --innodb-buffer-pool-size=32M --skip-log-bin >/dev/null 2>&1 &
+    --innodb-buffer-pool-size=32M --skip-log-bin --myisam-recover-options=OFF >/dev/null 2>&1 &
+  # myisam-recover-options=OFF: a crashed lock table is reported to the client, as on
+  # MySQL, so the library's own repair is what the tests see.
   local i
   for i in $(seq 1 300); do
     if mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" -e 'SELECT 1' >/dev/null 2>&1; then
@@ -91,8 +96,29 @@ ENV
     stop_server
     launch "$port"
     ;;
+  crash-table)
+    db=${3:?usage: mariadb.sh crash-table DIR DB TABLE}
+    table=${4:?usage: mariadb.sh crash-table DIR DB TABLE}
+    myi="$dir/data/$db/$table.MYI"
+    [ -f "$myi" ] || { echo "mariadb.sh: $myi does not exist (not a MyISAM table?)" >&2; exit 1; }
+    # The server must reopen the table to read the header we change; the servers run
+    # with --myisam-recover-options=OFF (see launch), so it reports the crash instead of
+    # repairing behind the client's back.
+    mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" -e "FLUSH TABLES \`$db\`.\`$table\`"
+    # MyISAM's state header: the byte at offset 26 holds the "changed" flags; bit 1 is
+    # STATE_CRASHED.
+    python3 - "$myi" <<'PY'
+import sys
+path = sys.argv[1]
+with open(path, "r+b") as f:
+    f.seek(26)
+    flags = f.read(1)[0]
+    f.seek(26)
+    f.write(bytes([flags | 2]))
+PY
+    ;;
   *)
-    echo "usage: mariadb.sh start|stop|restart DIR" >&2
+    echo "usage: mariadb.sh start|stop|restart|crash-table DIR" >&2
     exit 2
     ;;
 esac

@@ -133,6 +133,16 @@ pub enum Error {
     #[error("lock \"{name}\": cannot take over from session {holder}: {source} (the user needs the CONNECTION ADMIN or SUPER privilege, or must be the same user)")]
     TakeoverDenied { name: String, holder: u64, source: SessionError },
 
+    /// Waiting for the lock would wait forever: a session waiting for it holds, or waits
+    /// for, a lock this session holds (MySQL 8: error 3058; MariaDB: 1213). The server
+    /// refused this session's wait; the locks it held before are still held.
+    #[error("deadlock{}: {source} (a session that holds this lock waits for one this session holds; release this session's other locks and retry, or take locks in one fixed order everywhere)", lock_note(.name))]
+    Deadlock { name: Option<String>, source: SessionError },
+
+    /// The lock table (MyISAM) is marked as crashed and `REPAIR TABLE` did not fix it.
+    #[error("lock table {table} is crashed and could not be repaired: {reason}")]
+    RepairFailed { table: String, reason: String },
+
     /// Any other error the server reported.
     #[error("database error{}: {source}", lock_note(.name))]
     Database { name: Option<String>, source: SessionError },
@@ -228,6 +238,23 @@ impl Error {
         matches!(self, Error::NodeNotReady { .. })
     }
 
+    /// The server refused to wait because the wait would never end.
+    pub fn is_deadlock(&self) -> bool {
+        matches!(self, Error::Deadlock { .. })
+    }
+
+    /// A MyISAM lock table reported itself crashed: can't find record (1032), incorrect
+    /// key file (1034), marked as crashed (1194, 1195), and the storage engine's own codes
+    /// MariaDB passes through (126 index corrupt, 127 record file corrupt, 145 marked as
+    /// crashed). `REPAIR TABLE` is the cure, as the original package knew.
+    pub fn is_crashed_table(&self) -> bool {
+        const CRASHED_TABLE: [u16; 7] = [126, 127, 145, 1032, 1034, 1194, 1195];
+        let Error::Database { source, .. } = self else {
+            return false;
+        };
+        source.code.is_some_and(|c| CRASHED_TABLE.contains(&c)) || source.message.contains("try to repair it")
+    }
+
     /// The message followed by those parts of its `source()` chain it does not already
     /// quote, joined by ": ": one line that keeps the server's own words, for every
     /// boundary (PHP previous exception, C last error, CLI stderr).
@@ -257,7 +284,8 @@ impl Error {
             | Error::ConnectionLost { name, .. }
             | Error::Database { name, .. }
             | Error::ClusterNode { name, .. }
-            | Error::NodeNotReady { name, .. } => name.as_deref(),
+            | Error::NodeNotReady { name, .. }
+            | Error::Deadlock { name, .. } => name.as_deref(),
             _ => None,
         }
     }
@@ -282,6 +310,8 @@ pub(crate) fn classify(e: SessionError, name: Option<&str>, table: &crate::Table
             source: e,
         },
         Some(1047) => Error::NodeNotReady { name, source: e },
+        // ER_USER_LOCK_DEADLOCK (MySQL 8) and ER_LOCK_DEADLOCK (MariaDB's GET_LOCK, InnoDB)
+        Some(3058 | 1213) => Error::Deadlock { name, source: e },
         // access denied to database / table / column, or a missing global privilege
         Some(1044 | 1045 | 1142 | 1143 | 1227) => Error::AccessDenied { name, source: e },
         _ => Error::Database { name, source: e },

@@ -8,8 +8,9 @@ use crate::lease::{self, Db};
 use crate::limits;
 use crate::name::{self, Charset};
 use crate::session::{Connector, Session, Value};
-use crate::sql::{Sql, UPGRADE_COLUMNS};
+use crate::sql::{utf8mb4_literal, Sql, UPGRADE_COLUMNS};
 use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 /// Leases one session takes before the locker takes further leases on another. MariaDB
 /// walks a session's list of metadata locks (GET_LOCKs among them) on every lock request,
@@ -161,7 +162,9 @@ pub struct Locker<C: Connector> {
     /// process would pay for in every run.
     shape_known: bool,
     leases: HashMap<String, Held>,
-    session_locks: HashSet<String>,
+    /// Session locks by their GET_LOCK key ([`name::session_key`]), with the name they
+    /// were taken under.
+    session_locks: HashMap<String, String>,
     /// Locks that were held when the session was lost: their release/assert reports why.
     lost: HashMap<String, Loss>,
     /// An extra session could not be opened: all further leases share the open ones.
@@ -187,7 +190,7 @@ impl<C: Connector> Locker<C> {
             schema: None,
             shape_known: false,
             leases: HashMap::new(),
-            session_locks: HashSet::new(),
+            session_locks: HashMap::new(),
             lost: HashMap::new(),
             spreading_refused: false,
             contended: HashSet::new(),
@@ -264,11 +267,11 @@ impl<C: Connector> Locker<C> {
 
     /// Names held as leases or session locks, as this process sees them.
     pub fn held(&self) -> impl Iterator<Item = &str> {
-        self.leases.keys().chain(self.session_locks.iter()).map(String::as_str)
+        self.leases.keys().chain(self.session_locks.values()).map(String::as_str)
     }
 
     pub fn holds(&self, name: &str) -> bool {
-        self.leases.contains_key(name) || self.session_locks.contains(name)
+        self.leases.contains_key(name) || self.session_lock_as(name).is_some()
     }
 
     /// The fencing token of a lease this locker holds; `Ok(None)` on a table without
@@ -314,7 +317,7 @@ impl<C: Connector> Locker<C> {
             }
             self.lost.insert(n, loss);
         }
-        for n in self.session_locks.drain() {
+        for (_, n) in self.session_locks.drain() {
             self.lost.insert(n, loss);
         }
         for slot in &mut self.slots {
@@ -332,7 +335,7 @@ impl<C: Connector> Locker<C> {
             self.lost.insert(n, Loss::SessionLost);
         }
         if slot == 0 {
-            for n in self.session_locks.drain() {
+            for (_, n) in self.session_locks.drain() {
                 self.lost.insert(n, Loss::SessionLost);
             }
         }
@@ -489,6 +492,54 @@ impl<C: Connector> Locker<C> {
     /// Bad options are refused before anything is locked.
     pub fn acquire_with(&mut self, name: &str, timeout: f64, ttl: f64, options: &AcquireOptions) -> Result<Lease> {
         let timeout = limits::duration("timeout", timeout)?;
+        self.recovering(timeout, |locker, timeout| locker.acquire_once(name, timeout, ttl, options))
+    }
+
+    /// Runs a whole acquisition (`op`, given the time left to wait) and recovers, once
+    /// each, from the two failures that say nothing about the lock itself, as the
+    /// original package did:
+    /// - the session turned out to be dead already (killed, timed out, server restarted
+    ///   since the last call): the acquisition is run again on a fresh session. Not when
+    ///   the session was opened for this very attempt: then the server is the problem.
+    /// - the MyISAM table is marked as crashed: `REPAIR TABLE`, then again.
+    ///
+    /// A failed acquisition leaves nothing behind (no row, no GET_LOCK), so running it
+    /// again is safe.
+    fn recovering<T>(&mut self, timeout: Duration, mut op: impl FnMut(&mut Self, Duration) -> Result<T>) -> Result<T> {
+        let deadline = Instant::now() + timeout;
+        let (mut reconnected, mut repaired) = (false, false);
+        loop {
+            let had_session = self.is_connected();
+            let left = deadline.saturating_duration_since(Instant::now());
+            match op(self, left) {
+                Err(Error::ConnectionLost { .. }) if had_session && !reconnected => reconnected = true,
+                Err(e) if !repaired && e.is_crashed_table() => {
+                    repaired = true;
+                    if self.repair_table().is_err() {
+                        return Err(e);
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// `REPAIR TABLE` on the lock table. The server answers with rows instead of an
+    /// error; [`Error::RepairFailed`] carries their text when none says `OK`.
+    pub fn repair_table(&mut self) -> Result<()> {
+        let sql = format!("REPAIR TABLE {}", self.table.sql_name());
+        let rows = self.with_db(|db, _| db.run("", &sql, &[]))?.rows;
+        let text = |row: &Vec<Value>, i: usize| row.get(i).and_then(Value::as_text).unwrap_or_default();
+        if rows.iter().any(|r| text(r, 2).eq_ignore_ascii_case("status") && text(r, 3).eq_ignore_ascii_case("OK")) {
+            self.forget_shape();
+            return Ok(());
+        }
+        let messages: Vec<String> = rows.iter().map(|r| format!("{}: {}", text(r, 2), text(r, 3))).collect();
+        let reason = if messages.is_empty() { "the server returned no status".to_owned() } else { messages.join("; ") };
+        Err(Error::RepairFailed { table: self.table.display_name(), reason })
+    }
+
+    fn acquire_once(&mut self, name: &str, timeout: Duration, ttl: f64, options: &AcquireOptions) -> Result<Lease> {
         let ttl = limits::ttl_seconds(ttl)?;
         let at_least = limits::duration("at_least", options.at_least)?.as_secs_f64().ceil() as i64;
         let keep_alive = match (options.keep_alive, options.max_hold) {
@@ -742,42 +793,84 @@ impl<C: Connector> Locker<C> {
         Ok(remaining)
     }
 
-    /// Plain session lock (seeds 000/002): GET_LOCK only, no table, no TTL. Lives until
-    /// released or until the session ends.
+    /// Takes the session lock `name`: a plain `GET_LOCK`, no table, no TTL, held until
+    /// released or until the session ends (with the process, the request, the
+    /// connection: whatever ends first). Waits up to `timeout` seconds (0 = one try,
+    /// fractions allowed) and fails with [`Error::Timeout`] if it stays held.
+    ///
+    /// The GET_LOCK name is [`name::session_key`]`(name)`, so spellings that differ only
+    /// in case or accents are one lock. A lock that must not be free again the moment its
+    /// holder ends (a job shorter than the clock skew between the nodes that run it) is
+    /// a lease with "at least" ([`AcquireOptions::at_least`]), not a session lock.
     pub fn lock_session(&mut self, name: &str, timeout: f64) -> Result<()> {
         let timeout = limits::duration("timeout", timeout)?;
-        name::validate_shape(name)?;
-        if self.holds(name) {
-            return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: name.to_owned() });
+        let key = name::session_key(name)?;
+        if let Some(held_as) = self.session_lock_as(name).or_else(|| self.leases.contains_key(name).then_some(name)) {
+            return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: held_as.to_owned() });
         }
-        let sql = self.sql.wait_get_lock.clone();
-        let got = self.with_db(|db, _| db.run(name, &sql, &[name.into(), timeout.as_secs_f64().into()]))?;
-        match got.first(0) {
-            Value::Null => Err(Error::Database {
+        let got = self.recovering(timeout, |locker, timeout| {
+            let sql = format!("SELECT GET_LOCK({}, {:.6})", utf8mb4_literal(&key), timeout.as_secs_f64());
+            locker.with_db(|db, _| db.run(name, &sql, &[]))
+        })?;
+        match got.first(0).as_i64() {
+            Some(1) => {
+                self.lost.remove(name);
+                self.session_locks.insert(key, name.to_owned());
+                Ok(())
+            }
+            Some(_) => Err(Error::Timeout { name: name.to_owned(), timeout: timeout.as_secs_f64() }),
+            // MariaDB answers NULL when the wait was killed (KILL QUERY) or failed.
+            None => Err(Error::Database {
                 name: Some(name.to_owned()),
                 source: crate::SessionError { code: None, message: "GET_LOCK returned NULL".into(), lost: false },
             }),
-            v if v.as_i64() == Some(1) => {
-                self.lost.remove(name);
-                self.session_locks.insert(name.to_owned());
-                Ok(())
-            }
-            _ => Err(Error::Timeout { name: name.to_owned(), timeout: timeout.as_secs_f64() }),
         }
     }
 
+    /// Releases the session lock `name` (any spelling with the same key). Fails with
+    /// [`Error::NotHeld`] when this locker does not hold it or the server no longer has
+    /// it for this session (released behind its back, session lost).
     pub fn unlock_session(&mut self, name: &str) -> Result<()> {
-        if !self.session_locks.contains(name) {
+        let key = name::session_key(name)?;
+        let Some(held_as) = self.session_locks.remove(&key) else {
             return Err(self.not_held(name));
+        };
+        let sql = format!("SELECT RELEASE_LOCK({})", utf8mb4_literal(&key));
+        match self.with_db(|db, _| db.run(&held_as, &sql, &[])) {
+            Ok(out) if out.first(0).as_i64() == Some(1) => Ok(()),
+            Ok(_) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::GetLockGone }),
+            Err(Error::ConnectionLost { .. }) => Err(self.not_held(&held_as)),
+            Err(e) => {
+                // Not known to be released: keep it, so a retry or the end releases it.
+                self.session_locks.insert(key, held_as);
+                Err(e)
+            }
         }
-        let result = self.with_db(|db, _| db.release_get_lock(name));
-        self.session_locks.remove(name);
-        match result {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::GetLockGone }),
-            Err(Error::ConnectionLost { .. }) => Err(self.not_held(name)),
-            Err(e) => Err(e),
+    }
+
+    /// The `CONNECTION_ID()` of the session that holds the session lock `name` on the
+    /// server now (any client, not only this locker), `None` when it is free.
+    pub fn session_lock_holder(&mut self, name: &str) -> Result<Option<u64>> {
+        let sql = format!("SELECT IS_USED_LOCK({})", utf8mb4_literal(&name::session_key(name)?));
+        Ok(self.with_db(|db, _| db.run(name, &sql, &[]))?.first(0).as_u64())
+    }
+
+    /// Whether this locker's session holds the session lock `name`, asked of the server
+    /// (one statement), so a lock lost with its session or released behind the locker's
+    /// back reads as not held.
+    pub fn holds_session_lock(&mut self, name: &str) -> Result<bool> {
+        let key = name::session_key(name)?;
+        if !self.session_locks.contains_key(&key) || !self.is_connected() {
+            return Ok(false);
         }
+        let holder = self.session_lock_holder(name)?;
+        Ok(holder.is_some() && holder == self.slots[0].session.as_ref().map(Session::connection_id))
+    }
+
+    /// The spelling under which this locker holds the session lock `name`, if it does.
+    fn session_lock_as(&self, name: &str) -> Option<&str> {
+        let key = name::session_key(name).ok()?;
+        self.session_locks.get(&key).map(String::as_str)
     }
 
     /// Releases everything this session holds (request end, process exit, client free).
@@ -796,7 +889,7 @@ impl<C: Connector> Locker<C> {
                 Err(e) => errors.push(e),
             }
         }
-        let locks: Vec<String> = self.session_locks.iter().cloned().collect();
+        let locks: Vec<String> = self.session_locks.values().cloned().collect();
         for n in locks {
             match self.unlock_session(&n) {
                 Ok(()) | Err(Error::NotHeld { .. }) => {}

@@ -92,6 +92,47 @@ pub fn validate_shape(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The GET_LOCK name a session lock called `name` takes.
+///
+/// A session lock has no row whose collation would make `Invoices` and `invoices` one
+/// lock, and servers disagree on GET_LOCK names (MariaDB compares their bytes, MySQL
+/// lowercases them). So the name is folded here, identically for every client and
+/// server: lowercased (`ß` as `ss` and final `ς` as `σ`, as Unicode's full case folding
+/// has it), decomposed (NFKD) and stripped of combining marks. Spellings that differ only
+/// in case, accents or Unicode normal form are one lock, and a plain
+/// lowercase ASCII name is its own key, the very lock `GET_LOCK('that-name', ...)` takes
+/// in scripts that call it by hand.
+///
+/// Refused: empty names, names over [`MAX_NAME_CHARS`] characters, and names whose
+/// folded form is longer than that (ligatures such as `ﬃ` unfold into several letters),
+/// since MySQL refuses GET_LOCK names over 64 characters.
+pub fn session_key(name: &str) -> Result<String> {
+    use unicode_normalization::char::is_combining_mark;
+    use unicode_normalization::UnicodeNormalization;
+
+    validate_shape(name)?;
+    let mut lowered = String::with_capacity(name.len());
+    for c in name.chars().flat_map(char::to_lowercase) {
+        match c {
+            'ß' => lowered.push_str("ss"),
+            'ς' => lowered.push('σ'),
+            c => lowered.push(c),
+        }
+    }
+    let key: String = lowered.nfkd().filter(|c| !is_combining_mark(*c)).collect();
+    let chars = key.chars().count();
+    if chars > MAX_NAME_CHARS {
+        return Err(Error::invalid(
+            "lock name",
+            format!("\"{name}\" folds to {chars} characters (\"{key}\"); GET_LOCK takes at most {MAX_NAME_CHARS}"),
+        ));
+    }
+    if key.is_empty() {
+        return Err(Error::invalid("lock name", format!("\"{name}\" consists of combining marks only")));
+    }
+    Ok(key)
+}
+
 /// Whether every character set the `name` column may have stores `name` exactly: ASCII
 /// letters, digits, space and the punctuation that even the 7-bit national sets (swe7)
 /// keep. Such names need no look at the table's character set before they are used.
@@ -148,6 +189,29 @@ mod tests {
         for other in ["Müller", "a[1]", "user@host", "back\\slash", "tab\t", "~home", "a{b}"] {
             assert!(!is_portable(other), "{other:?} taken for portable");
         }
+    }
+
+    #[test]
+    fn session_keys_fold_case_accents_and_normal_form_into_one_lock() {
+        let key = session_key("Müller-Größe").unwrap();
+        for variant in ["MÜLLER-GRÖSSE", "muller-grosse", "Mu\u{308}ller-Gro\u{308}sse", "MULLER-grösse"] {
+            assert_eq!(session_key(variant).unwrap(), key, "{variant}");
+        }
+        assert_ne!(session_key("invoices-a").unwrap(), session_key("invoices-b").unwrap());
+    }
+
+    #[test]
+    fn a_plain_lowercase_ascii_name_is_its_own_session_key() {
+        assert_eq!(session_key("cron:invoices_2026-11").unwrap(), "cron:invoices_2026-11");
+    }
+
+    #[test]
+    fn session_keys_longer_than_get_lock_takes_are_refused() {
+        assert!(session_key(&"x".repeat(65)).is_err());
+        assert_eq!(session_key(&"É".repeat(64)).unwrap(), "e".repeat(64));
+        let unfolds = "\u{FB03}".repeat(30);
+        let error = session_key(&unfolds).unwrap_err().to_string();
+        assert!(error.contains("folds to 90 characters"), "{error}");
     }
 
     #[test]

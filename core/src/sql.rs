@@ -223,7 +223,7 @@ impl Sql {
 
 /// `text` as a SQL literal that cannot be anything but that string: its UTF-8 bytes in
 /// hexadecimal with the `_utf8mb4` introducer.
-fn utf8mb4_literal(text: &str) -> String {
+pub(crate) fn utf8mb4_literal(text: &str) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(12 + 2 * text.len());
     out.push_str("_utf8mb4 X'");

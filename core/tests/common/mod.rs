@@ -100,3 +100,17 @@ pub fn fenced_locker() -> NativeLocker {
     l.upgrade_table().expect("upgrading the table");
     l
 }
+
+/// Marks the MyISAM table `table` of the test database as crashed, through the test
+/// server's own script (it needs the server's datadir, which `MYSQLLOCK_TEST_DIR` names).
+pub fn crash_table(table: &str) {
+    let dir = std::env::var("MYSQLLOCK_TEST_DIR")
+        .expect("MYSQLLOCK_TEST_DIR is not set: the crashed-table tests need the test server's datadir");
+    let database = config().database.clone().expect("the test DSN names a database");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/mariadb.sh");
+    let status = std::process::Command::new("bash")
+        .args([script, "crash-table", &dir, &database, table])
+        .status()
+        .expect("running scripts/mariadb.sh");
+    assert!(status.success(), "scripts/mariadb.sh crash-table {table} failed");
+}
