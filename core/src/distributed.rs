@@ -33,8 +33,9 @@ use crate::config::{Config, Table};
 use crate::error::{Error, Result, SessionError};
 use crate::limits;
 use crate::name::Charset;
-use crate::session::{Connector, Session, Value};
+use crate::session::{classify, Connector, Session};
 use crate::topology::{self, Topology};
+use crate::value::Value;
 
 /// The verdict of a lost acquisition, reported through `LAST_INSERT_ID(expr)`: larger
 /// than any token (tokens start near the microseconds since 1970, about 1.8e15).
@@ -538,7 +539,7 @@ impl<C: Connector> DistributedLock<C> {
         if e.code == Some(1146) || (self.dialect == Dialect::Sqlite && e.message.contains("no such table")) {
             return missing_table(self.dialect, &self.table, e);
         }
-        crate::error::classify(e, name, &self.table)
+        classify(e, name, &self.table)
     }
 }
 
@@ -598,7 +599,7 @@ fn lease_row(row: &[Value]) -> LeaseRow {
 fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -> Result<Shape> {
     let topology = match session.topology() {
         Some(known) => known,
-        None => topology::probe(session).map_err(|e| crate::error::classify(e, name, table))?,
+        None => topology::probe(|sql| session.execute(sql, &[])).map_err(|e| classify(e, name, table))?,
     };
     let schema = match table.schema() {
         Some(s) => Value::from(s),
@@ -620,7 +621,7 @@ fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -
              GROUP BY t.ENGINE",
             &[schema, Value::from(table.name())],
         )
-        .map_err(|e| crate::error::classify(e, name, table))?;
+        .map_err(|e| classify(e, name, table))?;
     let Some(row) = out.rows.first() else {
         let missing = SessionError::server(1146, format!("Table '{}' doesn't exist", table.display_name()));
         return Err(missing_table(Dialect::MySql, table, missing));
@@ -699,7 +700,7 @@ impl Shape {
 fn sqlite_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -> Result<Shape> {
     let out = session
         .execute(&format!("PRAGMA table_info({})", table.sql_name()), &[])
-        .map_err(|e| crate::error::classify(e, name, table))?;
+        .map_err(|e| classify(e, name, table))?;
     if out.rows.is_empty() {
         let missing =
             SessionError { code: None, message: format!("no such table: {}", table.display_name()), lost: false };

@@ -295,29 +295,6 @@ impl Error {
     }
 }
 
-/// The single place that turns a failed statement into an [`Error`]: by MySQL error
-/// number, with the lock it was about.
-pub(crate) fn classify(e: SessionError, name: Option<&str>, table: &crate::Table) -> Error {
-    let name = name.map(str::to_owned);
-    if e.lost {
-        return Error::ConnectionLost { name, source: e };
-    }
-    match e.code {
-        Some(1146) => Error::MissingTable {
-            table: table.display_name(),
-            create_sql: table.create_sql(),
-            init: Some("mysqllock init"),
-            source: e,
-        },
-        Some(1047) => Error::NodeNotReady { name, source: e },
-        // ER_USER_LOCK_DEADLOCK (MySQL 8) and ER_LOCK_DEADLOCK (MariaDB's GET_LOCK, InnoDB)
-        Some(3058 | 1213) => Error::Deadlock { name, source: e },
-        // access denied to database / table / column, or a missing global privilege
-        Some(1044 | 1045 | 1142 | 1143 | 1227) => Error::AccessDenied { name, source: e },
-        _ => Error::Database { name, source: e },
-    }
-}
-
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]

@@ -17,9 +17,10 @@
 use std::time::{Duration, Instant};
 
 use crate::config::Table;
-use crate::error::{classify, Error, Result, SessionError};
-use crate::session::{Outcome, Session, Value};
+use crate::error::{Error, Result, SessionError};
+use crate::session::{classify, Session};
 use crate::sql::Sql;
+use crate::value::{Outcome, Value};
 
 /// How long one session other than the row owner may keep the GET_LOCK before the owner
 /// treats it as a stale holder and KILLs it. Waiters hold it for a statement or two

@@ -34,6 +34,7 @@ mod native;
 mod session;
 mod sql;
 pub mod topology;
+mod value;
 
 pub use config::{Config, QuoteStyle, Table, DEFAULT_LEASE_TABLE, DEFAULT_TABLE};
 pub use distributed::{
@@ -42,8 +43,9 @@ pub use distributed::{
 pub use error::{Error, Loss, Result, SessionError};
 pub use locker::{AcquireOptions, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS};
 pub use native::MysqlSession;
-pub use session::{Connector, Outcome, Session, Value};
+pub use session::{Connector, Session};
 pub use topology::Topology;
+pub use value::{Outcome, Value};
 
 /// The locker most callers want: native sessions from a [`Config`].
 pub type NativeLocker = Locker<Config>;

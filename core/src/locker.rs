@@ -2,13 +2,14 @@
 //! holds many leases), and the bookkeeping around them.
 
 use crate::config::Table;
-use crate::error::{classify, Error, Loss, Result};
+use crate::error::{Error, Loss, Result};
 use crate::keepalive::{self, KeepAlive};
 use crate::lease::{self, Db};
 use crate::limits;
 use crate::name::{self, Charset};
-use crate::session::{Connector, Session, Value};
+use crate::session::{classify, Connector, Session};
 use crate::sql::{utf8mb4_literal, Sql, UPGRADE_COLUMNS};
+use crate::value::Value;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
@@ -1014,7 +1015,8 @@ fn open<C: Connector>(connector: &mut C) -> Result<C::Session> {
 fn refuse_cluster_node<S: Session>(session: &mut S) -> Result<()> {
     let topology = match session.topology() {
         Some(known) => known,
-        None => crate::topology::probe(session).map_err(|e| classify(e, None, &crate::Table::default()))?,
+        None => crate::topology::probe(|sql| session.execute(sql, &[]))
+            .map_err(|e| classify(e, None, &crate::Table::default()))?,
     };
     if topology.is_cluster() {
         return Err(Error::ClusterNode { name: None, what: topology.describe() });

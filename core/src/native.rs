@@ -5,8 +5,9 @@ use mysql::{Conn, OptsBuilder, Params};
 
 use crate::config::Config;
 use crate::error::{Error, Result, SessionError};
-use crate::session::{Connector, Outcome, Session, Value};
+use crate::session::{Connector, Session};
 use crate::topology::{self, Topology};
+use crate::value::{Outcome, Value};
 
 /// How long the server lets a lock-holding session sit idle: a week, well past any
 /// sensible job (MariaDB's maximum is a year).
@@ -86,7 +87,7 @@ impl MysqlSession {
             topology: Topology::from_probe(&rows),
         };
         let mut topology = session.topology;
-        topology::complete(&mut session, &mut topology).map_err(connect_error)?;
+        topology::complete(|sql| session.execute(sql, &[]), &mut topology).map_err(connect_error)?;
         session.topology = topology;
         Ok(session)
     }

@@ -4,107 +4,10 @@
 //! parameters and knows its `CONNECTION_ID()`". The core ships a native implementation
 //! ([`MysqlSession`](crate::MysqlSession)); the PHP extension plugs in a user's PDO.
 
-use crate::config::Config;
-use crate::error::{Result, SessionError};
+use crate::config::{Config, Table};
+use crate::error::{Error, Result, SessionError};
 use crate::topology::Topology;
-
-/// A parameter or result value. Deliberately small: the protocol binds names (text),
-/// numbers, and reads back integers, decimals and strings.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value {
-    Null,
-    Int(i64),
-    UInt(u64),
-    Float(f64),
-    Text(String),
-    Bytes(Vec<u8>),
-}
-
-impl Value {
-    /// The value as an integer, whatever form the driver returned it in
-    /// (drivers return `DECIMAL` and sometimes integers as text).
-    pub fn as_i64(&self) -> Option<i64> {
-        match self {
-            Value::Int(v) => Some(*v),
-            Value::UInt(v) => i64::try_from(*v).ok(),
-            Value::Float(v) if v.is_finite() => Some(*v as i64),
-            Value::Text(s) => s.trim().parse().ok().or_else(|| s.trim().parse::<f64>().ok().map(|f| f as i64)),
-            Value::Bytes(b) => Value::Text(String::from_utf8_lossy(b).into_owned()).as_i64(),
-            _ => None,
-        }
-    }
-
-    pub fn as_u64(&self) -> Option<u64> {
-        self.as_i64().and_then(|v| u64::try_from(v).ok())
-    }
-
-    pub fn as_f64(&self) -> Option<f64> {
-        match self {
-            Value::Int(v) => Some(*v as f64),
-            Value::UInt(v) => Some(*v as f64),
-            Value::Float(v) => Some(*v),
-            Value::Text(s) => s.trim().parse().ok(),
-            Value::Bytes(b) => std::str::from_utf8(b).ok()?.trim().parse().ok(),
-            Value::Null => None,
-        }
-    }
-
-    pub fn as_text(&self) -> Option<String> {
-        match self {
-            Value::Text(s) => Some(s.clone()),
-            Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
-            Value::Int(v) => Some(v.to_string()),
-            Value::UInt(v) => Some(v.to_string()),
-            Value::Float(v) => Some(v.to_string()),
-            Value::Null => None,
-        }
-    }
-
-    pub fn is_null(&self) -> bool {
-        matches!(self, Value::Null)
-    }
-}
-
-impl From<&str> for Value {
-    fn from(s: &str) -> Self {
-        Value::Text(s.to_owned())
-    }
-}
-
-impl From<i64> for Value {
-    fn from(v: i64) -> Self {
-        Value::Int(v)
-    }
-}
-
-impl From<u64> for Value {
-    fn from(v: u64) -> Self {
-        Value::UInt(v)
-    }
-}
-
-impl From<f64> for Value {
-    fn from(v: f64) -> Self {
-        Value::Float(v)
-    }
-}
-
-/// What one statement produced.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Outcome {
-    pub rows: Vec<Vec<Value>>,
-    pub affected_rows: u64,
-    /// The OK packet's insert id; the protocol reports GET_LOCK's result through
-    /// `LAST_INSERT_ID(expr)` so an INSERT needs no second round trip.
-    pub last_insert_id: u64,
-}
-
-impl Outcome {
-    /// Column `col` of the first row, `Value::Null` when absent.
-    pub fn first(&self, col: usize) -> &Value {
-        self.rows.first().and_then(|r| r.get(col)).unwrap_or(&Value::Null)
-    }
-}
+use crate::value::{Outcome, Value};
 
 /// One MySQL session. Locks taken by GET_LOCK live exactly as long as the session, so
 /// an implementation must never silently reconnect: when the connection breaks it
@@ -199,5 +102,28 @@ pub trait Connector {
     /// [`Topology`]): only for deployments that route all lock traffic to one node.
     fn allows_cluster(&self) -> bool {
         false
+    }
+}
+
+/// The single place that turns a failed statement into an [`Error`]: by MySQL error
+/// number, with the lock it was about.
+pub(crate) fn classify(e: SessionError, name: Option<&str>, table: &Table) -> Error {
+    let name = name.map(str::to_owned);
+    if e.lost {
+        return Error::ConnectionLost { name, source: e };
+    }
+    match e.code {
+        Some(1146) => Error::MissingTable {
+            table: table.display_name(),
+            create_sql: table.create_sql(),
+            init: Some("mysqllock init"),
+            source: e,
+        },
+        Some(1047) => Error::NodeNotReady { name, source: e },
+        // ER_USER_LOCK_DEADLOCK (MySQL 8) and ER_LOCK_DEADLOCK (MariaDB's GET_LOCK, InnoDB)
+        Some(3058 | 1213) => Error::Deadlock { name, source: e },
+        // access denied to database / table / column, or a missing global privilege
+        Some(1044 | 1045 | 1142 | 1143 | 1227) => Error::AccessDenied { name, source: e },
+        _ => Error::Database { name, source: e },
     }
 }

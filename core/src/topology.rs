@@ -7,7 +7,7 @@
 //! traffic to one node and says so; the table-only lease mode is the safe choice there.
 
 use crate::error::SessionError;
-use crate::session::{Session, Value};
+use crate::value::{Outcome, Value};
 
 /// The one statement that tells: it works on MySQL and MariaDB alike and returns nothing
 /// for variables a server does not have (no `wsrep_on` on MySQL, no Group Replication on
@@ -70,20 +70,24 @@ impl Topology {
 }
 
 /// Asks a session what it is talking to: [`PROBE`], plus the member state where Group
-/// Replication is configured.
-pub fn probe(session: &mut dyn Session) -> Result<Topology, SessionError> {
-    let out = session.execute(PROBE, &[])?;
+/// Replication is configured. `run` runs one statement without parameters on the
+/// session (so this module needs no session type).
+pub fn probe(mut run: impl FnMut(&str) -> Result<Outcome, SessionError>) -> Result<Topology, SessionError> {
+    let out = run(PROBE)?;
     let mut topology = Topology::from_probe(&out.rows);
-    complete(session, &mut topology)?;
+    complete(run, &mut topology)?;
     Ok(topology)
 }
 
 /// The part of [`probe`] after the variables are known: asks for the Group Replication
 /// member state when a group is named (one more statement, on such servers only).
-pub fn complete(session: &mut dyn Session, topology: &mut Topology) -> Result<(), SessionError> {
+pub fn complete(
+    mut run: impl FnMut(&str) -> Result<Outcome, SessionError>,
+    topology: &mut Topology,
+) -> Result<(), SessionError> {
     if topology.group_named {
         topology.group_named = false;
-        topology.group_replication = match session.execute(GROUP_MEMBER_STATE, &[]) {
+        topology.group_replication = match run(GROUP_MEMBER_STATE) {
             Ok(out) => out.first(0).as_text().is_some_and(|s| matches!(s.as_str(), "ONLINE" | "RECOVERING")),
             // performance_schema off: a configured group is taken as active, the safe side.
             Err(e) if e.code.is_some() && !e.lost => true,
