@@ -1,47 +1,16 @@
 //! What every export goes through: the panic boundary, the NULL and UTF-8 checks of
-//! arguments, and the thread-local last error that carries the message beside the status.
+//! arguments, and the thread-local last error that carries the message beside the status
+//! (the guard and the message itself live one layer down, in `last_error`).
 
-use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
 use mysqllock_core::Error;
 
+use crate::last_error::{guard, set_last_error, with_last_error};
 use crate::status::mysqllock_status;
 
 pub(crate) type Result<T> = std::result::Result<T, Error>;
-
-thread_local! {
-    /// The message of the last failed call on this thread; empty after a success.
-    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
-}
-
-fn set_last_error(message: String) {
-    // A NUL inside would silently cut the C string short and make `out_n` disagree
-    // with `strlen`. None of our messages has one, but the server's text is not ours.
-    let message = if message.contains('\0') { message.replace('\0', "\\0") } else { message };
-    LAST_ERROR.with(|e| *e.borrow_mut() = message);
-}
-
-/// The one panic boundary: runs `f`, and returns `on_panic` if it panicked, because
-/// unwinding into C is undefined behaviour. The client a panicking call was using may
-/// be left inconsistent (parking_lot mutexes do not poison); the caller learns of it
-/// from `MYSQLLOCK_INTERNAL` and should free it.
-pub(crate) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(value) => value,
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-                .unwrap_or("unknown panic payload");
-            set_last_error(format!("internal error (a bug in mysqllock): panic: {what}"));
-            on_panic
-        }
-    }
-}
 
 /// Why a call failed: an error of the core (its status comes from the one mapping in
 /// `status.rs`), or a refusal decided at this boundary, where a result of the core is
@@ -162,11 +131,10 @@ pub(crate) unsafe fn optional_text<'a>(p: *const c_char, what: &'static str) -> 
 #[no_mangle]
 pub unsafe extern "C" fn mysqllock_last_error(buf: *mut c_char, len: usize, out_n: *mut usize) -> usize {
     guard(0, || {
-        LAST_ERROR.with(|e| {
-            let message = e.borrow();
+        with_last_error(|message| {
             let mut n = 0;
             if !buf.is_null() && len > 0 {
-                n = truncated(&message, len - 1).len();
+                n = truncated(message, len - 1).len();
                 // SAFETY: the caller guarantees `buf` has room for `len` bytes, and
                 // n + 1 <= len; the message is a separate Rust allocation.
                 unsafe {

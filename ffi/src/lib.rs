@@ -22,6 +22,7 @@ mod boundary;
 mod extended;
 mod fork;
 mod holder;
+mod last_error;
 mod lease;
 mod options;
 mod status;
@@ -267,7 +268,7 @@ pub unsafe extern "C" fn mysqllock_client_free(client: *mut mysqllock_client) {
     if client.is_null() {
         return;
     }
-    boundary::guard((), || {
+    last_error::guard((), || {
         // SAFETY: a live handle from `mysqllock_client_open*`.
         if fork::check_owner(unsafe { (*client).owner_pid }).is_err() {
             // SAFETY: live, and the caller gives it up.

@@ -121,7 +121,7 @@ impl mysqllock_status {
 #[no_mangle]
 pub extern "C" fn mysqllock_status_name(status: c_int) -> *const c_char {
     let unknown = c"MYSQLLOCK_UNKNOWN_STATUS";
-    crate::boundary::guard(unknown.as_ptr(), || {
+    crate::last_error::guard(unknown.as_ptr(), || {
         mysqllock_status::from_number(status).map_or(unknown, mysqllock_status::name).as_ptr()
     })
 }
