@@ -56,7 +56,8 @@ typedef enum {
     MYSQLLOCK_CONNECTION = 6,
     /**
      * The lock table is missing (the message has the CREATE TABLE statement), the
-     * server refused access to it, or it lacks the token column that
+     * server refused access to it, it is a crashed MyISAM table that `REPAIR TABLE`
+     * could not fix (acquisitions repair a crashed table once by themselves), or it lacks the token column that
      * `mysqllock_token()` needs (the message says to run `mysqllock init --upgrade`).
      */
     MYSQLLOCK_TABLE = 7,
@@ -81,6 +82,13 @@ typedef enum {
      * accepts no reads or writes until it rejoins. Retry, or connect to another node.
      */
     MYSQLLOCK_NODE_NOT_READY = 11,
+    /**
+     * The server refused to wait for the lock because the wait would never end: a
+     * session that holds it waits for a lock this client holds (MariaDB error 1213,
+     * MySQL 3058). This client's other locks are still held; release them and retry,
+     * or take locks in one fixed order everywhere.
+     */
+    MYSQLLOCK_DEADLOCK = 12,
 } mysqllock_status;
 
 /**
@@ -390,10 +398,22 @@ mysqllock_status mysqllock_remaining_ttl(mysqllock_client *client, const char *n
 /**
  * Takes the plain session lock `name` (MySQL `GET_LOCK`, no table, no TTL), waiting
  * up to `timeout` seconds (0 = one try). It lives until
- * `mysqllock_session_unlock()` or until the client's session ends.
+ * `mysqllock_session_unlock()` or until the client's session ends, and is free again
+ * at once then: a job that must not run twice within a period, even when it finishes
+ * faster than the clocks of the nodes that start it differ, needs a lease with "at
+ * least" (`mysqllock_acquire_ex()`) instead.
+ *
+ * Spellings that differ only in case or accents are one lock (the GET_LOCK name is
+ * the name lowercased, NFKD-decomposed and without combining marks; a lowercase ASCII
+ * name is used as it is, so it is the lock a hand-written `GET_LOCK('name', ...)`
+ * takes). Names over 64 characters are refused.
+ *
+ * A session that turned out to be dead (killed, server restarted) is replaced once,
+ * and the lock taken on the new one.
  *
  * Returns `MYSQLLOCK_TIMEOUT` if another session holds it, `MYSQLLOCK_ALREADY_HELD` if
- * this client does. `client` stays owned by the caller; any thread may call this.
+ * this client does, `MYSQLLOCK_DEADLOCK` if the server refuses the wait as a deadlock.
+ * `client` stays owned by the caller; any thread may call this.
  *
  * # Safety
  * `client` is NULL or a live client; `name` is NULL or a NUL-terminated string.
@@ -410,6 +430,34 @@ mysqllock_status mysqllock_session_lock(mysqllock_client *client, const char *na
  * `client` is NULL or a live client; `name` is NULL or a NUL-terminated string.
  */
 mysqllock_status mysqllock_session_unlock(mysqllock_client *client, const char *name);
+
+/**
+ * Writes to `*out` the `CONNECTION_ID()` of the session that holds the session lock
+ * `name` on the server now (this client or any other), or 0 when it is free. Names
+ * fold as in `mysqllock_session_lock()`.
+ *
+ * `client` stays owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `name` is NULL or a NUL-terminated string;
+ * `out` is NULL or points to a writable `uint64_t`.
+ */
+mysqllock_status mysqllock_session_holder(mysqllock_client *client,
+                                          const char *name,
+                                          uint64_t *out);
+
+/**
+ * Writes to `*out` whether this client's session holds the session lock `name`, as
+ * the server sees it now: false after the lock was lost with the session or released
+ * behind the client's back (one statement).
+ *
+ * `client` stays owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `name` is NULL or a NUL-terminated string;
+ * `out` is NULL or points to a writable `bool`.
+ */
+mysqllock_status mysqllock_session_held(mysqllock_client *client, const char *name, bool *out);
 
 /**
  * Writes the MySQL `CONNECTION_ID()` of the client's session to `*out`: the id that

@@ -223,9 +223,16 @@ impl Error {
         matches!(self, Error::Connect { .. } | Error::ConnectionLost { .. })
     }
 
-    /// The table is missing or unusable, or the server refused access to it.
+    /// The table is missing, unusable or crashed beyond repair, or the server refused
+    /// access to it.
     pub fn is_schema(&self) -> bool {
-        matches!(self, Error::MissingTable { .. } | Error::UnusableTable { .. } | Error::AccessDenied { .. })
+        matches!(
+            self,
+            Error::MissingTable { .. }
+                | Error::UnusableTable { .. }
+                | Error::RepairFailed { .. }
+                | Error::AccessDenied { .. }
+        )
     }
 
     /// A GET_LOCK-based lock was refused on a replicated cluster node.

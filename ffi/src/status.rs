@@ -34,7 +34,8 @@ pub enum mysqllock_status {
     /// connection was lost; every lock of the lost session is gone.
     CONNECTION = 6,
     /// The lock table is missing (the message has the CREATE TABLE statement), the
-    /// server refused access to it, or it lacks the token column that
+    /// server refused access to it, it is a crashed MyISAM table that `REPAIR TABLE`
+    /// could not fix (acquisitions repair a crashed table once by themselves), or it lacks the token column that
     /// `mysqllock_token()` needs (the message says to run `mysqllock init --upgrade`).
     TABLE = 7,
     /// Any other error the database server reported.
@@ -50,6 +51,11 @@ pub enum mysqllock_status {
     /// The cluster node is not part of the primary component (MySQL error 1047): it
     /// accepts no reads or writes until it rejoins. Retry, or connect to another node.
     NODE_NOT_READY = 11,
+    /// The server refused to wait for the lock because the wait would never end: a
+    /// session that holds it waits for a lock this client holds (MariaDB error 1213,
+    /// MySQL 3058). This client's other locks are still held; release them and retry,
+    /// or take locks in one fixed order everywhere.
+    DEADLOCK = 12,
 }
 
 impl From<&Error> for mysqllock_status {
@@ -65,6 +71,7 @@ impl From<&Error> for mysqllock_status {
             e if e.is_schema() => Self::TABLE,
             e if e.is_cluster_node() => Self::CLUSTER_NODE,
             e if e.is_node_not_ready() => Self::NODE_NOT_READY,
+            e if e.is_deadlock() => Self::DEADLOCK,
             // `Database`, `TakeoverDenied`, and variants the core may add later: all are
             // failures reported by the server that callers do not branch on.
             _ => Self::DATABASE,
@@ -88,13 +95,14 @@ impl mysqllock_status {
             Self::INTERNAL => c"MYSQLLOCK_INTERNAL",
             Self::CLUSTER_NODE => c"MYSQLLOCK_CLUSTER_NODE",
             Self::NODE_NOT_READY => c"MYSQLLOCK_NODE_NOT_READY",
+            Self::DEADLOCK => c"MYSQLLOCK_DEADLOCK",
         }
     }
 
     /// The status with this number, if there is one. Takes the raw number because C
     /// may hand over any `int`, and an out-of-range Rust enum would be undefined behaviour.
     fn from_number(n: c_int) -> Option<Self> {
-        const ALL: [mysqllock_status; 12] = [
+        const ALL: [mysqllock_status; 13] = [
             mysqllock_status::OK,
             mysqllock_status::TIMEOUT,
             mysqllock_status::NOT_HELD,
@@ -107,6 +115,7 @@ impl mysqllock_status {
             mysqllock_status::INTERNAL,
             mysqllock_status::CLUSTER_NODE,
             mysqllock_status::NODE_NOT_READY,
+            mysqllock_status::DEADLOCK,
         ];
         ALL.into_iter().find(|s| *s as c_int == n)
     }
@@ -132,8 +141,8 @@ mod tests {
 
     #[test]
     fn every_number_round_trips_through_its_name() {
-        for n in 0..12 {
-            let status = mysqllock_status::from_number(n).expect("statuses are numbered 0..=11");
+        for n in 0..13 {
+            let status = mysqllock_status::from_number(n).expect("statuses are numbered 0..=12");
             assert_eq!(status as c_int, n);
             // SAFETY: the function returns a static NUL-terminated string.
             let name = unsafe { CStr::from_ptr(mysqllock_status_name(n)) };

@@ -79,7 +79,8 @@ def open_client(query=""):
     return client
 
 
-check(len(STATUS) == 12 and STATUS["MYSQLLOCK_OK"] == 0, "the header declares the twelve statuses")
+check(len(STATUS) == 13 and STATUS["MYSQLLOCK_OK"] == 0 and STATUS["MYSQLLOCK_DEADLOCK"] == 12,
+      "the header declares the thirteen statuses")
 check(lib.mysqllock_status_name(STATUS["MYSQLLOCK_NOT_HELD"]) == b"MYSQLLOCK_NOT_HELD",
       "status numbers in the header match the library")
 

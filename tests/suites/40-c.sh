@@ -79,6 +79,7 @@ fi
 build test_api "${shared[@]}"
 build test_fencing "${shared[@]}"
 build test_lease "${shared[@]}"
+build test_recovery "${shared[@]}"
 build lockctl "${shared[@]}"
 build test_fork "${static[@]}"
 build example "${static[@]}"
@@ -106,6 +107,7 @@ export MYSQLLOCK_TEST_DSN=$dsn
 [ -x "$work/test_api" ] && run "test_api (shared library, valgrind)" "${valgrind[@]}" "$work/test_api"
 [ -x "$work/test_fencing" ] && run "test_fencing (shared library, valgrind)" "${valgrind[@]}" "$work/test_fencing"
 [ -x "$work/test_lease" ] && run "test_lease (shared library, valgrind)" "${valgrind[@]}" "$work/test_lease"
+[ -x "$work/test_recovery" ] && run "test_recovery (shared library, valgrind)" "${valgrind[@]}" "$work/test_recovery"
 # The suppressions cover only what a forked child sees of the parent's keep-alive thread
 # (see the file); the parent's side of keep-alive is checked by test_fencing without them.
 [ -x "$work/test_fork" ] && run "test_fork (static library, valgrind)" "${valgrind[@]}" \
