@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::args::Args;
 use crate::clock::{now_ns, sleep_until};
-use crate::driver::Ctx;
+use crate::ctx::Ctx;
 use crate::impls::{self, Kind};
 use crate::status::Counts;
 use crate::Res;

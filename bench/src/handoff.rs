@@ -12,8 +12,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::clock::now_ns;
-use crate::driver::Ctx;
-use crate::impls::{self, Kind, Lock};
+use crate::ctx::Ctx;
+use crate::impls::{self, Kind};
+use crate::lock::Lock;
 use crate::stats::{dist, Dist};
 use crate::Res;
 

@@ -4,11 +4,9 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, Statement};
 use mysqllock_core::{Config, NativeLocker};
 
+use crate::lock::{Lock, TTL};
 use crate::status;
 use crate::Res;
-
-/// TTL of every lease the benchmark takes: long enough never to expire during a run.
-pub const TTL: f64 = 60.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -54,12 +52,6 @@ impl Kind {
     pub fn is_php(self) -> bool {
         matches!(self, Kind::Ext | Kind::Pdo)
     }
-}
-
-/// Lock and release one name; what the Rust-side measurements drive.
-pub trait Lock: Send {
-    fn acquire(&mut self, name: &str, timeout: f64) -> Res<()>;
-    fn release(&mut self, name: &str) -> Res<()>;
 }
 
 struct Core(NativeLocker);

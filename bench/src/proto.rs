@@ -23,7 +23,7 @@ use std::collections::HashSet;
 use mysql::prelude::Queryable;
 use mysql::{Conn, Statement};
 
-use crate::impls::{Lock, TTL};
+use crate::lock::{Lock, TTL};
 use crate::status;
 use crate::Res;
 

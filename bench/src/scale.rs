@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use crate::args::Args;
 use crate::clock::{now_ns, vm_rss_kb};
-use crate::driver::Ctx;
+use crate::ctx::Ctx;
 use crate::impls::{self, Kind};
 use crate::lines::Report;
 use crate::Res;

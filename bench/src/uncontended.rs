@@ -7,7 +7,7 @@
 //! shared machine's changing load and latency regime hit both sides of a ratio alike.
 
 use crate::clock::now_ns;
-use crate::driver::Ctx;
+use crate::ctx::Ctx;
 use crate::impls::{self, Kind};
 use crate::stats::{dist, Dist};
 use crate::status::Counts;
