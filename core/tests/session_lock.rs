@@ -134,3 +134,30 @@ fn a_get_lock_deadlock_is_its_own_error_and_the_victims_other_locks_stay() {
     let (theirs, _b) = other.join().unwrap();
     theirs.unwrap();
 }
+
+#[test]
+fn a_lease_wait_that_would_deadlock_is_error_deadlock_too() {
+    let (first, second) = (unique("lease-deadlock-1"), unique("lease-deadlock-2"));
+    let mut a = locker();
+    a.acquire(&first, 0.0, 60.0).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let (f, s) = (first.clone(), second.clone());
+    let other = thread::spawn(move || {
+        let mut b = locker();
+        b.acquire(&s, 0.0, 60.0).unwrap();
+        tx.send(b.connection_id().unwrap()).unwrap();
+        let waited = b.acquire(&f, 20.0, 60.0).map(|_| ());
+        // Whoever is refused lets go, so the other can finish.
+        b.release_all();
+        waited
+    });
+    wait_until_queued(rx.recv().unwrap());
+    let mine = a.acquire(&second, 20.0, 60.0).map(|_| ());
+    if mine.is_err() {
+        a.release_all();
+    }
+    let theirs = other.join().unwrap();
+    let refused: Vec<_> = [&mine, &theirs].into_iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(refused.len(), 1, "exactly one wait is refused: {mine:?} / {theirs:?}");
+    assert!(refused[0].is_deadlock(), "{}", refused[0]);
+}
