@@ -11,13 +11,15 @@
 #      statements it sends captured from the server's general log and replayed through
 #      PDO, and against raw GET_LOCK
 # Implementations take turns round by round (the order rotating), so all see the same
-# machine. The server and every client run on one CPU (taskset), see --no-pin.
+# machine. Everything runs twice, pinned with taskset: server and clients on CPU A
+# (first columns: targets are judged there, where a round trip costs least and any
+# overhead shows most), then clients on CPU A and the server on CPU B (every round trip
+# wakes the other CPU; second columns).
 #
-#   bash bench/session.sh              # about 15 s after the build
-#   bash bench/session.sh --quick      # fewer cycles and runs, about 5 s
+#   bash bench/session.sh              # about 20 s after the build
+#   bash bench/session.sh --quick      # fewer cycles and runs, about 6 s
 #   bash bench/session.sh --no-build   # use target/release as it is
-#   bash bench/session.sh --no-pin     # let the scheduler place server and clients
-#   bash bench/session.sh --cpu N      # pin to CPU N instead of 0
+#   bash bench/session.sh --cpus A,B   # CPUs A and B (default 0,1); --cpus A: CPU A only
 #
 # Exit status: 0 when every measurement ran (targets are reported, never asserted),
 # non-zero when something failed to build, start or run, or was missing (an extension
@@ -28,16 +30,14 @@ root=$PWD
 
 quick=0
 build=1
-cpu=0
-pin=1
+cpus=0,1
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --no-build) build=0 ;;
-    --no-pin) pin=0 ;;
-    --cpu) cpu=${2:?--cpu needs a CPU number}; shift ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/session.sh: unknown argument $1 (--quick, --no-build, --no-pin, --cpu N)" >&2; exit 2 ;;
+    --cpus) cpus=${2:?--cpus needs A,B or A}; shift ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/session.sh: unknown argument $1 (--quick, --no-build, --cpus A,B)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -54,8 +54,10 @@ for tool in php mariadb mariadb-install-db /usr/sbin/mariadbd python3 gcc flock 
     exit 1
   fi
 done
+# Read once: `php -m | grep -q` can fail under pipefail when grep exits first (SIGPIPE).
+modules=$(php -m)
 for module in pdo_mysql mysqli; do
-  if ! php -m | grep -qx "$module"; then
+  if ! grep -qx "$module" <<<"$modules"; then
     echo "bench/session.sh: PHP's $module is missing (apt-get install php8.2-mysql)" >&2
     exit 1
   fi
@@ -83,17 +85,24 @@ so=$work/libmysqllock_php.so
 gcc -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -Iinclude bench/c/session_cycles.c \
   -o "$work/session_cycles" -L"$work" -lmysqllock -Wl,-rpath,"$work"
 
-if [ $pin = 1 ]; then
-  pinned=(taskset -c "$cpu")
-  placement="server and every client pinned to CPU $cpu (taskset -c $cpu)"
-else
-  pinned=()
-  placement="not pinned (the scheduler places server threads and clients)"
+# Placements: "one", the server and every client on CPU A (round trips without a CPU
+# wake-up); "two", the clients on CPU A and the server on CPU B (every round trip wakes
+# the other CPU). Left to the scheduler, each connection's server thread lands on either
+# for seconds at a time, and one connection's cycles cost 6 times another's.
+IFS=, read -r cpu_a cpu_b <<<"$cpus"
+declare -A server_cpu=([one]=$cpu_a) placement_name=([one]="server and clients on CPU $cpu_a")
+placements=(one)
+if [ -n "${cpu_b:-}" ]; then
+  placements+=(two)
+  server_cpu[two]=$cpu_b
+  placement_name[two]="clients on CPU $cpu_a, server on CPU $cpu_b"
 fi
+pinned=(taskset -c "$cpu_a")
 "${pinned[@]}" bash scripts/mariadb.sh start "$work/db" >&2
 set -a
 . "$work/db/env"
 set +a
+server_pid=$(cat "$work/db/mysqld.pid")
 "$work/mysqllock" --dsn "$MYSQLLOCK_TEST_DSN" init >&2
 export MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN
 export MYSQLLOCK_BENCH_SOCKET=$MYSQLLOCK_TEST_SOCKET
@@ -112,28 +121,64 @@ part() {
   "${php_ext[@]}" "$@" >"$out" || rc=$?
   [ $rc = 0 ] || { echo "bench/session.sh: exit $rc from $1 ${2:-}" >&2; status=1; }
 }
-part "$work/a" bench/php/session_cycles.php "$rounds" "$block" "$warm" "$count" "$work/session_cycles"
-part "$work/b" bench/php/session_startup.php "$runs" "$work/mysqllock" "$work/flock"
-part "$work/c0" bench/php/session_lease.php capture "$work/captured.json"
-part "$work/c" bench/php/session_lease.php time "$work/captured.json" "$rounds" "$block" "$warm" "$count"
+part "$work/captured" bench/php/session_lease.php capture "$work/captured.json"
+for placement in "${placements[@]}"; do
+  # The server's threads, present and future (new ones inherit from the thread that
+  # creates them), on the placement's CPU.
+  taskset -a -p -c "${server_cpu[$placement]}" "$server_pid" >/dev/null
+  part "$work/a.$placement" bench/php/session_cycles.php "$rounds" "$block" "$warm" "$count" "$work/session_cycles"
+  part "$work/b.$placement" bench/php/session_startup.php "$runs" "$work/mysqllock" "$work/flock"
+  part "$work/c.$placement" bench/php/session_lease.php time "$work/captured.json" "$rounds" "$block" "$warm" "$count"
+done
 
-rows() { grep '^|' "$1" || true; }
-notes() { grep -v '^|' "$1" || true; }
-echo "# session locks and the lease protocol's own floor: $machine; $placement"
+# The rows of a part: those of the first placement, with the median and the ratio of the
+# second one (same label) as two more columns.
+rows() {
+  if [ ${#placements[@]} = 1 ]; then
+    grep '^|' "$work/$1.${placements[0]}"
+    return
+  fi
+  awk -F ' [|] ' '
+    NR == FNR { median[$1] = $2; ratio[$1] = $4; next }
+    /^[|]/ { print $1 " | " $2 " | " $3 " | " $4 " | " median[$1] " | " ratio[$1] " | " $5 " | " $6 }
+  ' "$work/$1.${placements[1]}" "$work/$1.${placements[0]}"
+}
+notes() {
+  local placement
+  for placement in "${placements[@]}"; do
+    { grep -v '^|' "$work/$1.$placement" || true; } | sed "s/^/[${placement_name[$placement]}] /"
+  done
+}
+# A section's heading row, as wide as the table.
+heading() {
+  local cells=" | | | | |"
+  [ ${#placements[@]} = 1 ] || cells+=" | |"
+  echo "| **$1**$cells"
+}
+echo "# session locks and the lease protocol's own floor: $machine"
 echo
-echo "| implementation | median | p90 | ratio (of medians; paired = median of per-round ratios) | statements | target |"
-echo "|---|---|---|---|---|---|"
-echo "| **A. session lock, uncontended lock + release, per cycle** | | | | | |"
-rows "$work/a"
-echo "| **B. start-up: one process that takes a session lock and exits, wall time** | | | | | |"
-rows "$work/b"
-echo "| **C. SharedLock protocol, uncontended lock + release, per cycle** | | | | | |"
-rows "$work/c"
+if [ ${#placements[@]} = 1 ]; then
+  echo "Placement: ${placement_name[one]}. Ratios: of the medians, and paired (the median of the per-round ratios)."
+  echo
+  echo "| implementation | median | p90 | ratio | statements | target |"
+  echo "|---|---|---|---|---|---|"
+else
+  echo "Placement: ${placement_name[one]}; the two columns after it: ${placement_name[two]}. Ratios: of the medians, and paired (the median of the per-round ratios)."
+  echo
+  echo "| implementation | median | p90 | ratio | server on CPU ${server_cpu[two]}: median | server on CPU ${server_cpu[two]}: ratio | statements | target |"
+  echo "|---|---|---|---|---|---|---|---|"
+fi
+heading "A. session lock, uncontended lock + release, per cycle"
+rows a
+heading "B. start-up: one process that takes a session lock and exits, wall time"
+rows b
+heading "C. SharedLock protocol, uncontended lock + release, per cycle"
+rows c
 echo
-cat "$work/c0"
-notes "$work/a"
-notes "$work/b"
-notes "$work/c"
+cat "$work/captured"
+notes a
+notes b
+notes c
 echo
-echo "command: bash bench/session.sh$([ $quick = 1 ] && echo ' --quick')$([ $pin = 0 ] && echo ' --no-pin')$([ "$cpu" != 0 ] && echo " --cpu $cpu"); total $SECONDS s (build and server start included)"
+echo "command: bash bench/session.sh$([ $quick = 1 ] && echo ' --quick')$([ "$cpus" != 0,1 ] && echo " --cpus $cpus"); total $SECONDS s (build and server start included)"
 exit $status

@@ -154,6 +154,9 @@ function capture(string $file): void
     if (file_put_contents($file, json_encode($out, JSON_PRETTY_PRINT | JSON_UNESCAPED_SLASHES)) === false) {
         fail("cannot write $file");
     }
+    foreach ($out as $i => $c) {
+        echo 'C: floor statement ' . ($i + 1) . ' (from the general log), ' . describe($c) . "\n";
+    }
 }
 
 /** A captured statement, ready to replay on one PDO for one name. */
@@ -300,7 +303,4 @@ printf(
     ($timed['ext']->median() - $timed['floor']->median()) / 1000,
     $timed['ext']->ratio($timed['raw'])[0]
 );
-foreach ($captured as $i => $c) {
-    echo 'C: floor statement ' . ($i + 1) . ', ' . describe($c) . "\n";
-}
 echo "C: $rounds rounds × $block cycles per implementation after $warm warm-up cycles (" . $rounds * $block . " timed cycles each); statements from $count more cycles each\n";
