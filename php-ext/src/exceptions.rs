@@ -114,7 +114,12 @@ pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
             lock_exception(Class::SharedLockException, name, None, Some(&message), previous())
         }
         Op::Repair => Class::TableRepair.entry().and_then(|class| {
-            let message = format!("Repairing the lock table failed: {detail}");
+            // A repair that ran and did not help says why in the server's own words.
+            let why = match error {
+                Error::RepairFailed { reason, .. } => reason.clone(),
+                _ => detail.clone(),
+            };
+            let message = format!("Repairing the lock table failed: {why}");
             php::instantiate(class, vec![&message, &0i64, &previous().unwrap_or_default()]).ok()
         }),
         Op::Configure if error.is_invalid_argument() => spl("InvalidArgumentException", &detail, None),
@@ -203,14 +208,6 @@ pub fn session_error(error: &Error) -> Option<&SessionError> {
 /// `getPrevious()` of the lock exception).
 fn pdo_cause(error: &Error) -> Option<Zval> {
     session_error(error).and_then(pdo_session::take_cause)
-}
-
-/// A `TableRepairException` (its constructor is `Exception`'s) with `previous`.
-pub fn table_repair(message: &str) -> PhpException {
-    match Class::TableRepair.entry().and_then(|class| php::instantiate(class, vec![&message]).ok()) {
-        Some(object) => PhpException::from_message(message.to_owned()).with_object(object),
-        None => PhpException::from_message(message.to_owned()),
-    }
 }
 
 /// `new \{class}($message, 0, $previous)` of an SPL exception class.

@@ -1,5 +1,7 @@
 //! What the process (one PHP request at a time) holds: connection settings, the table,
-//! and the core `Locker`s with their sessions.
+//! and the core `Locker`s with their sessions. Every lock decision (retrying on a fresh
+//! session, repairing a crashed table) is the core's; this module only knows which
+//! locker a call goes to, and what request end and fork do to them.
 //!
 //! One `Locker` is current: new locks go there. Switching connections
 //! (`setConnection()`, `getConnection()`) retires the current one if it still holds
@@ -19,10 +21,9 @@
 use std::cell::RefCell;
 
 use ext_php_rs::types::Zval;
-use mysqllock_core::{AcquireOptions, Error, Lease, LockStatus, Locker, Loss, QuoteStyle, Table, Value};
+use mysqllock_core::{AcquireOptions, Error, Lease, LockStatus, Locker, Loss, QuoteStyle, Table};
 
 use crate::connection::{PhpConnector, Settings, Target};
-use crate::exceptions::session_error;
 use crate::ini;
 use crate::options;
 use crate::pdo_session;
@@ -36,12 +37,6 @@ const KEEP_ALIVE_ON_PDO: &str = "keep-alive needs the extension's own connection
                                  session a background thread cannot use";
 const PDO_OF_PARENT: &str = "the PDO given to setConnection() belongs to the parent of this forked process; \
                              call setConnection() with a PDO opened in this process, or configureConnection()";
-
-/// Errors of a crashed MyISAM table: can't find record (1032), incorrect key file
-/// (1034), marked as crashed (1194), and the storage engine's own codes that MariaDB
-/// passes through (126 index corrupt, 127 record file corrupt, 145 marked as crashed).
-/// The original package repaired the table and retried.
-const CRASHED_TABLE: [u16; 6] = [126, 127, 145, 1032, 1034, 1194];
 
 thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
@@ -180,29 +175,13 @@ impl State {
             .ok_or_else(|| Error::InvalidArgument { what: "connection", reason: NOT_CONFIGURED.to_owned() })
     }
 
-    /// Acquires on the current locker. Two retries, both of a whole acquisition (the
-    /// core undoes a failed one): once on a fresh session when the session turned out
-    /// to be dead already (killed, server restarted), and once after repairing a
-    /// crashed MyISAM table, as the original package did.
-    fn acquire<T>(&mut self, name: &str, mut op: impl FnMut(&mut PhpLocker) -> Result<T, Error>) -> Result<T, Error> {
+    /// Acquires on the current locker, unless a retired one holds `name` already. The
+    /// core recovers from a dead session and a crashed table itself.
+    fn acquire<T>(&mut self, name: &str, op: impl FnOnce(&mut PhpLocker) -> Result<T, Error>) -> Result<T, Error> {
         if self.retired.iter().any(|r| r.locker.holds(name)) {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: name.to_owned() });
         }
-        let (mut reconnected, mut repaired) = (false, false);
-        loop {
-            let locker = self.current()?;
-            let had_session = locker.is_connected();
-            match op(locker) {
-                Err(Error::ConnectionLost { .. }) if had_session && !reconnected => reconnected = true,
-                Err(e) if !repaired && crashed_table(&e) => {
-                    repaired = true;
-                    if !matches!(self.repair(), Ok(rows) if repair_status(&rows).is_ok()) {
-                        return Err(e);
-                    }
-                }
-                other => return other,
-            }
-        }
+        op(self.current()?)
     }
 
     pub fn lock(&mut self, name: &str, timeout: f64, ttl: f64, options: &AcquireOptions) -> Result<Lease, Error> {
@@ -270,18 +249,9 @@ impl State {
         Ok((row, mine))
     }
 
-    /// `REPAIR TABLE` on the current session; the rows the server answered with.
-    pub fn repair(&mut self) -> Result<Vec<Vec<Value>>, Error> {
-        let locker = self.current()?;
-        let sql = format!("REPAIR TABLE {}", locker.table().sql_name());
-        match locker.session()?.execute(&sql, &[]) {
-            Ok(out) => Ok(out.rows),
-            Err(source) if source.lost => {
-                locker.disconnect();
-                Err(Error::ConnectionLost { name: None, source })
-            }
-            Err(source) => Err(Error::Database { name: None, source }),
-        }
+    /// `REPAIR TABLE` on the current session (`tryRepairTable()`).
+    pub fn repair_table(&mut self) -> Result<(), Error> {
+        self.current()?.repair_table()
     }
 
     /// `configureConnection()`: new settings; every current connection is closed (its
@@ -407,21 +377,4 @@ fn runs_on(locker: &PhpLocker, pdo: &Zval) -> bool {
 
 fn never_held(name: &str) -> Error {
     Error::NotHeld { name: name.to_owned(), loss: Loss::NeverAcquired }
-}
-
-fn crashed_table(error: &Error) -> bool {
-    session_error(error)
-        .is_some_and(|e| e.code.is_some_and(|c| CRASHED_TABLE.contains(&c)) || e.message.contains("try to repair it"))
-}
-
-/// `REPAIR TABLE` answers one row per table: Table, Op, Msg_type, Msg_text. It worked
-/// when the `status` row says `OK`; otherwise the server's texts explain why not.
-pub fn repair_status(rows: &[Vec<Value>]) -> Result<(), String> {
-    let text = |row: &Vec<Value>, i: usize| row.get(i).and_then(Value::as_text).unwrap_or_default();
-    let ok = rows.iter().any(|r| text(r, 2).eq_ignore_ascii_case("status") && text(r, 3).eq_ignore_ascii_case("OK"));
-    if ok {
-        return Ok(());
-    }
-    let messages: Vec<String> = rows.iter().map(|r| format!("{}: {}", text(r, 2), text(r, 3))).collect();
-    Err(if messages.is_empty() { "the server returned no status".to_owned() } else { messages.join("; ") })
 }

@@ -1,0 +1,121 @@
+<?php
+// What the core recovers from by itself, seen from PHP (the same as from C and the CLI):
+// a session that died between two acquisitions (the next one runs on a fresh session)
+// and a MyISAM lock table marked as crashed (REPAIR TABLE, then the acquisition again).
+declare(strict_types=1);
+
+namespace MySqlLockTest;
+
+use ItsMieger\MySqlSharedLocks\Exception\TableRepairException;
+use ItsMieger\MySqlSharedLocks\SharedLock;
+
+final class RecoveryTest extends TestCase
+{
+    private ?string $crashTable = null;
+
+    protected function tearDown(): void
+    {
+        parent::tearDown();
+        if ($this->crashTable !== null) {
+            self::db()->exec("DROP TABLE IF EXISTS `{$this->crashTable}`");
+            $this->crashTable = null;
+        }
+    }
+
+    /** KILLs server session $id from the inspection connection and waits until it is gone. */
+    private static function kill(int $id): void
+    {
+        self::db()->exec('KILL ' . $id);
+        self::assertTrue(self::waitUntil(fn () => !self::sessionExists($id), 10), "session $id survived KILL");
+    }
+
+    /** @test */
+    public function sharedLockAfterItsSessionWasKilledSucceedsOnAFreshSession(): void
+    {
+        $first = $this->lockName('first');
+        SharedLock::lock($first, 0, 30);
+        $killed = (int) self::rows($first)[0]['connection_id'];
+        SharedLock::unlock($first);
+        self::kill($killed);
+
+        $second = $this->lockName('second');
+        SharedLock::lock($second, 0, 30);
+        $rows = self::rows($second);
+        $this->assertCount(1, $rows);
+        $this->assertNotSame($killed, (int) $rows[0]['connection_id']);
+        $this->assertTrue(self::sessionExists((int) $rows[0]['connection_id']));
+    }
+
+    /** A MyISAM locks table of this test's own (the original package's DDL). */
+    private function createCrashTable(): string
+    {
+        $this->crashTable = 'phpt_crash_' . getmypid();
+        self::db()->exec(str_replace('`shared_locks`', "`{$this->crashTable}`", CREATE_TABLE));
+        return $this->crashTable;
+    }
+
+    /** Marks $table crashed as a server crash mid-write would (scripts/mariadb.sh crash-table). */
+    private static function crash(string $table): void
+    {
+        $root = getenv('MYSQLLOCK_ROOT');
+        $dir = getenv('MYSQLLOCK_TEST_DIR');
+        self::assertNotEmpty($root, 'MYSQLLOCK_ROOT is not set (the repository root)');
+        self::assertNotEmpty($dir, 'MYSQLLOCK_TEST_DIR is not set (the test server\'s directory, written to its env file by scripts/mariadb.sh)');
+        $cmd = ['bash', "$root/scripts/mariadb.sh", 'crash-table', $dir, server()['db'], $table];
+        $proc = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        self::assertIsResource($proc);
+        $out = stream_get_contents($pipes[1]) . stream_get_contents($pipes[2]);
+        fclose($pipes[1]);
+        fclose($pipes[2]);
+        self::assertSame(0, proc_close($proc), "crash-table failed: $out");
+        // The checker: the server itself now refuses the table.
+        $e = null;
+        try {
+            self::db()->query("SELECT COUNT(*) FROM `$table`")->fetchColumn();
+        } catch (\PDOException $e) {
+        }
+        self::assertNotNull($e, "$table still works after crash-table");
+        self::assertStringContainsString('crashed', $e->getMessage());
+    }
+
+    /** The names in $table (the checker reads it on the inspection connection). */
+    private static function names(string $table): array
+    {
+        return self::db()->query("SELECT name FROM `$table` ORDER BY name")->fetchAll(\PDO::FETCH_COLUMN);
+    }
+
+    /** @test */
+    public function sharedLockOnACrashedTableRepairsItAndSucceeds(): void
+    {
+        $table = $this->createCrashTable();
+        SharedLock::setTable($table);
+        SharedLock::lock($this->lockName('before'), 0, 30);
+        SharedLock::unlock($this->lockName('before'));
+        self::crash($table);
+
+        $name = $this->lockName('after');
+        SharedLock::lock($name, 0, 30);
+        $this->assertSame([$name], self::names($table), 'the table does not work after the repair');
+        SharedLock::unlock($name);
+        $this->assertSame([], self::names($table));
+    }
+
+    /** @test */
+    public function tryRepairTableRepairsACrashedTable(): void
+    {
+        $table = $this->createCrashTable();
+        SharedLock::setTable($table);
+        self::crash($table);
+        SharedLock::tryRepairTable();
+        $this->assertSame([], self::names($table), 'the table does not work after the repair');
+    }
+
+    /** @test */
+    public function tryRepairTableThatCannotRepairThrowsTableRepairExceptionWithTheServersReason(): void
+    {
+        SharedLock::setTable(TX_TABLE); // InnoDB: REPAIR TABLE answers with a note, no status OK
+        $e = $this->catchThrown(fn () => SharedLock::tryRepairTable());
+        $this->assertInstanceOf(TableRepairException::class, $e);
+        $this->assertSame("Repairing the lock table failed: note: The storage engine for the table doesn't support repair", $e->getMessage());
+    }
+}
