@@ -142,7 +142,9 @@ namespace ItsMieger\MySqlSharedLocks {
          * @throws SharedLockAcquireException on any other failure (bad input, connection,
          *         missing table); getPrevious() tells the cause (an
          *         \InvalidArgumentException for bad input, e.g. an unknown option key, a
-         *         wrong option type, or keepAlive on a PDO connection)
+         *         wrong option type, or keepAlive on a PDO connection; a
+         *         \MySqlLock\DeadlockException when the server refused the wait because a
+         *         process waiting for a lock this one holds holds this lock)
          * @throws \TypeError if $timeout or $ttl is not a number, or $options not an array
          */
         public static function lock($name, $timeout, $ttl, $options = []) {}
@@ -206,10 +208,12 @@ namespace ItsMieger\MySqlSharedLocks {
         public static function assertTTL($name, $minRemainingTTL = 1) {}
 
         /**
-         * Runs REPAIR TABLE on the locks table (MyISAM).
+         * Runs REPAIR TABLE on the locks table (MyISAM). lock() and friends do it by
+         * themselves (once) when they find the table marked as crashed.
          *
          * @return void
-         * @throws TableRepairException unless the server reports status OK
+         * @throws TableRepairException unless the server reports status OK; the message
+         *         ends with the server's own status texts
          */
         public static function tryRepairTable() {}
 
@@ -547,6 +551,182 @@ namespace Nene\Kit {
      * 1047 node not ready, ...) and getPrevious() the PDOException where there is one.
      */
     class DistributedLockException extends \RuntimeException
+    {
+    }
+}
+
+namespace MySqlLock {
+
+    /**
+     * A session lock: MySQL's GET_LOCK, held by a database session until release(), or
+     * until that session ends: with the request (php-fpm, php -S), the process (also when
+     * it is killed), or the connection. Nothing to create, no table, no TTL.
+     *
+     * Which lock do I want?
+     *
+     * - SessionLock: "only one at a time" while the holder runs. It is free again the
+     *   moment its holder ends, so a job that takes less time than the clock skew between
+     *   the nodes whose cron starts it can run twice: node B starts after node A finished
+     *   and finds the lock free.
+     * - \ItsMieger\MySqlSharedLocks\SharedLock::lock($name, $timeout, $ttl, ['atLeast' => $seconds]):
+     *   a lease that stays taken for at least $seconds after acquisition even when
+     *   released sooner, so the late node finds it taken. Use it for "once per period".
+     * - \Nene\Kit\DistributedLock (lease mode): on a replicated cluster (Galera, Group
+     *   Replication), where GET_LOCK is local to one node and is refused.
+     *
+     * The connection: null is the extension's own (the settings of SharedLock:
+     * mysqllock.dsn or SharedLock::configureConnection(); the very session SharedLock
+     * uses when that is the native one). A PDO (pdo_mysql) or mysqli of yours: the lock
+     * lives in that connection's session, so your open transaction and the lock end
+     * together (a killed process, $mysqli->close()). While a lock is held on it, the
+     * extension keeps a reference to your connection (so dropping yours does not close
+     * it) and releases the lock at the end of the request, also on a persistent
+     * connection that outlives the request.
+     *
+     * Names: 1 to 64 characters. Spellings that differ only in case, accents or Unicode
+     * normal form are one lock ("Invoices", "invoices", "ÍNVOICES"): getKey() is the name
+     * GET_LOCK actually takes (lowercase, accents removed), so a plain lowercase ASCII
+     * name is the very lock a hand-written GET_LOCK('name', ...) takes. A name whose key
+     * would exceed 64 characters is refused, never shortened.
+     *
+     * The lock belongs to the session, not to this object: destroying the object does not
+     * release it, and another SessionLock of the same name on the same connection
+     * releases it. A pcntl_fork() child neither uses nor releases its parent's sessions.
+     *
+     * ```php
+     * $lock = new \MySqlLock\SessionLock('nightly-report', $mysqli);
+     * if (!$lock->acquire()) {
+     *     exit(0); // another instance runs
+     * }
+     * // ... the job ...
+     * $lock->release();
+     * ```
+     */
+    class SessionLock
+    {
+        /**
+         * Connects at the first call, not here.
+         *
+         * @param string $name 1 to 64 characters
+         * @param \PDO|\mysqli|null $connection a pdo_mysql PDO or a mysqli whose session
+         *   holds the lock; null: the extension's own connection
+         * @throws \InvalidArgumentException for an unusable name (empty, over 64
+         *   characters) or a PDO of another driver
+         * @throws \TypeError for another kind of $connection
+         */
+        public function __construct(string $name, \PDO|\mysqli|null $connection = null) {}
+
+        /**
+         * Takes the lock, waiting up to $timeout seconds while another session holds it.
+         *
+         * @param float $timeout seconds, fractions allowed; 0: one try
+         * @return bool true: this session holds it now; false: another session still held
+         *   it when the time ran out
+         * @throws AlreadyHeldException if this connection's session holds it already
+         *   (under any spelling of the name)
+         * @throws DeadlockException if the server refused to wait: a session holding this
+         *   lock waits for one this session holds (locks this session held stay held)
+         * @throws ConnectionException if connecting failed or the connection is lost (on
+         *   the extension's own connection a session that died since the last call is
+         *   replaced once, on yours it is not)
+         * @throws LockException on any other database failure (getPrevious(): the
+         *   PDOException or mysqli_sql_exception; a ClusterNodeException on a cluster node)
+         * @throws \InvalidArgumentException for a negative or NaN $timeout
+         */
+        public function acquire(float $timeout = 0.0): bool {}
+
+        /**
+         * @throws NotHeldException if this connection's session does not hold it (never
+         *   acquired, already released, or lost with its session)
+         * @throws LockException on any other database failure
+         */
+        public function release(): void {}
+
+        /**
+         * Whether this connection's session holds the lock, asked of the server (a lock
+         * lost with its session reads as not held).
+         *
+         * @throws ConnectionException|LockException if the server cannot be asked
+         */
+        public function isHeldByMe(): bool {}
+
+        /**
+         * The CONNECTION_ID() of the session holding the lock, whatever client it is (a
+         * hand-written GET_LOCK too); null when it is free.
+         *
+         * @throws ConnectionException|LockException if the server cannot be asked
+         */
+        public function holder(): ?int {}
+
+        /**
+         * Runs $work($this) under the lock and returns what it returns. The lock is
+         * released afterwards whatever happens: when $work throws (its exception is
+         * rethrown unchanged), and after exit() or a fatal error at the end of the
+         * request.
+         *
+         * @template T
+         * @param callable(SessionLock): T $work
+         * @param float $timeout as acquire()
+         * @return T
+         * @throws LockTimeoutException if another session still held it after $timeout
+         * @throws NotHeldException if the lock was lost while $work ran (its session died)
+         * @throws AlreadyHeldException|DeadlockException|ConnectionException|LockException as acquire()
+         */
+        public function synchronized(callable $work, float $timeout = 0.0): mixed {}
+
+        /** The name as given. */
+        public function getName(): string {}
+
+        /**
+         * The name GET_LOCK takes: lowercase, accents and Unicode normal form folded
+         * ("Müller-Größe" -> "muller-grosse"). A plain lowercase ASCII name is its own key.
+         */
+        public function getKey(): string {}
+
+        /** The copy names the same lock on the same connection. */
+        public function __clone() {}
+
+        /** Does not release the lock: it belongs to the session, not the object. */
+        public function __destruct() {}
+    }
+
+    /**
+     * Base of the failures of MySqlLock classes (bad input is \InvalidArgumentException).
+     * The code is the server's error number where there is one; getPrevious() the
+     * PDOException or mysqli_sql_exception behind it, or the
+     * \ItsMieger\MySqlSharedLocks\Exception\ClusterNodeException on a cluster node.
+     */
+    class LockException extends \RuntimeException
+    {
+    }
+
+    /** synchronized() could not acquire the lock in time. */
+    class LockTimeoutException extends LockException
+    {
+    }
+
+    /** release() of a lock this session does not hold (any more), or one lost meanwhile. */
+    class NotHeldException extends LockException
+    {
+    }
+
+    /** acquire() of a lock this session holds already. */
+    class AlreadyHeldException extends LockException
+    {
+    }
+
+    /**
+     * The server refused to wait for a lock: a session that holds it waits for a lock
+     * this session holds (MariaDB error 1213, MySQL 3058). Also the getPrevious() of
+     * SharedLock's SharedLockAcquireException in that case. Release this session's other
+     * locks and retry, or take locks in one fixed order everywhere.
+     */
+    class DeadlockException extends LockException
+    {
+    }
+
+    /** Connecting failed, no connection is configured, or the connection was lost. */
+    class ConnectionException extends LockException
     {
     }
 }

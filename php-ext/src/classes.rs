@@ -194,7 +194,7 @@ fn get_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
         z
     });
     // Outside the state: `new PDO` may warn, and a user error handler may run.
-    let pdo = php::instantiate(class, vec![&dsn, &user, &password, &options_zval]).map_err(rethrow)?;
+    let pdo = php::instantiate(class, vec![&dsn, &user, &password, &options_zval]).map_err(handler::rethrow)?;
     state::with(|s| {
         s.use_pdo(pdo.shallow_clone(), true);
         Ok(())
@@ -309,7 +309,7 @@ fn synchronized_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
             released.map_err(|e| to_php(Op::Release { name: &name }, &e))?;
             Ok(value)
         }
-        Err(error) => Err(rethrow(error)),
+        Err(error) => Err(handler::rethrow(error)),
     }
 }
 
@@ -404,7 +404,7 @@ fn holder_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 
 fn new_handle(name: &str) -> PhpResult<Zval> {
     let class = Class::Handle.entry().ok_or_else(handler::pending)?;
-    php::instantiate(class, vec![&name]).map_err(rethrow)
+    php::instantiate(class, vec![&name]).map_err(handler::rethrow)
 }
 
 /// The handle's `$lockName` (as the constructor stored it).
@@ -476,17 +476,6 @@ fn handle_renew_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 }
 
 // ---------------------------------------------------------------------------------
-
-/// Lets what a PHP call threw propagate unchanged (or a bailout / `exit()` continue).
-fn rethrow(error: CallError) -> PhpException {
-    match error {
-        CallError::Threw(exception) => {
-            PhpException::from_message(String::new()).with_object(php::object_zval(exception))
-        }
-        CallError::Bailout | CallError::Exiting => handler::pending(),
-        CallError::Failed(why) => PhpException::from_message(why),
-    }
-}
 
 fn string_zval(value: &str) -> PhpResult<Zval> {
     let mut z = Zval::new();

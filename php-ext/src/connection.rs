@@ -1,13 +1,14 @@
-//! Where locks are taken: the core's native MySQL session (the default) or the
-//! session of a PDO the user handed over or asked for. The protocol is the core's in
-//! both cases; this module only builds sessions.
+//! Where locks are taken: the core's native MySQL session (the default), the session of
+//! a PDO the user handed over or asked for, or (session locks) of a user's mysqli. The
+//! protocol is the core's in every case; this module only builds sessions.
 
 use std::path::Path;
 
 use ext_php_rs::types::Zval;
-use mysqllock_core::{Config, Connector, Error, MysqlSession, Session, Table};
+use mysqllock_core::{Config, Connector, Error, MysqlSession, Session, SessionError, Table};
 
 use crate::ini;
+use crate::mysqli_session::MysqliSession;
 use crate::pdo_session::{PdoSession, Statements};
 use crate::php;
 
@@ -175,6 +176,8 @@ pub enum Target {
         owned: bool,
         statements: Statements,
     },
+    /// A user's mysqli object (session locks only).
+    Mysqli(Zval),
 }
 
 impl Target {
@@ -192,6 +195,15 @@ impl PhpConnector {
     pub fn pdo(&self) -> Option<&Zval> {
         match &self.target {
             Target::Pdo { pdo, .. } => Some(pdo),
+            Target::Native(_) | Target::Mysqli(_) => None,
+        }
+    }
+
+    /// The PDO or mysqli object whose session this is; `None` for the native connection.
+    pub fn object(&self) -> Option<&Zval> {
+        match &self.target {
+            Target::Pdo { pdo, .. } => Some(pdo),
+            Target::Mysqli(mysqli) => Some(mysqli),
             Target::Native(_) => None,
         }
     }
@@ -220,8 +232,11 @@ impl Connector for PhpConnector {
             Target::Native(config) => Ok(Box::new(MysqlSession::connect(config)?)),
             Target::Pdo { pdo, statements, .. } => match PdoSession::open(pdo, statements.clone()) {
                 Ok(session) => Ok(Box::new(session)),
-                Err(source) if source.lost => Err(Error::ConnectionLost { name: None, source }),
-                Err(source) => Err(Error::Database { name: None, source }),
+                Err(source) => Err(session_failed(source)),
+            },
+            Target::Mysqli(mysqli) => match MysqliSession::open(mysqli) {
+                Ok(session) => Ok(Box::new(session)),
+                Err(source) => Err(session_failed(source)),
             },
         }
     }
@@ -232,7 +247,7 @@ impl Connector for PhpConnector {
     fn keep_alive_config(&self) -> Option<Config> {
         match &self.target {
             Target::Native(config) => Some((**config).clone()),
-            Target::Pdo { .. } => None,
+            Target::Pdo { .. } | Target::Mysqli(_) => None,
         }
     }
 
@@ -248,7 +263,16 @@ impl Connector for PhpConnector {
     fn allows_cluster(&self) -> bool {
         match &self.target {
             Target::Native(config) => config.allow_cluster,
-            Target::Pdo { .. } => ini::allow_cluster(),
+            Target::Pdo { .. } | Target::Mysqli(_) => ini::allow_cluster(),
         }
+    }
+}
+
+/// Opening a session on a user's object failed.
+fn session_failed(source: SessionError) -> Error {
+    if source.lost {
+        Error::ConnectionLost { name: None, source }
+    } else {
+        Error::Database { name: None, source }
     }
 }

@@ -31,10 +31,11 @@ use mysqllock_core::{
 
 use crate::args::{self, Args};
 use crate::connection::{self, Settings};
+use crate::driver;
 use crate::exceptions::{lease_exception, lease_to_php, protected_property};
 use crate::handler::{self, boolean, double, handlers, int, php_int};
 use crate::ini;
-use crate::pdo_session::{self, PdoSession, Statements};
+use crate::pdo_session::{PdoSession, Statements};
 use crate::php::{self, Noise};
 use crate::registry::Class;
 
@@ -443,7 +444,7 @@ fn with_entry<T>(handle: i64, method: &str, f: impl FnOnce(&mut Entry) -> Result
         ));
     };
     // Causes kept for an earlier call's exception are stale now.
-    pdo_session::clear_causes();
+    driver::clear_causes();
     entry.follow_fork();
     let result = f(&mut entry);
     let displaced = OBJECTS.with(|objects| objects.borrow_mut().insert(handle, entry));

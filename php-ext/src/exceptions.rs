@@ -8,21 +8,19 @@
 //! created through the engine's `Exception` object handler, so file, line and trace are
 //! those of the PHP code that called the extension.
 
-use std::error::Error as _;
-
 use ext_php_rs::builders::{ClassBuilder, ClassProperty, FunctionBuilder};
 use ext_php_rs::class::ClassEntryInfo;
 use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::flags::{DataType, MethodFlags, PropertyFlags};
 use ext_php_rs::types::Zval;
 use ext_php_rs::zend::{ce, ClassEntry, ExecuteData};
-use mysqllock_core::{Error, SessionError};
+use mysqllock_core::Error;
 
 use crate::args::{self, Args};
+use crate::driver;
 use crate::handler::{self, handlers, int};
-use crate::pdo_session;
 use crate::php;
-use crate::registry::{Class, NS};
+use crate::registry::{parent, runtime_exception, Class, NS};
 
 /// What the failing call was doing; decides the exception class and message.
 #[derive(Clone, Copy)]
@@ -64,14 +62,22 @@ pub enum Op<'a> {
 
 /// The single translation of a core error into the PHP exception the original package
 /// would throw for `op`. Expected outcomes (held elsewhere, lost, too little TTL) keep
-/// the original message; other failures append the cause. `getPrevious()` carries the
-/// user's `PDOException` when the cause is one, else the core's message and its
-/// `source()` chain (the server's text, hints, never a password): as an
-/// `InvalidArgumentException` for bad input, a `RuntimeException` otherwise.
+/// the original message; other failures append the cause. `getPrevious()` carries a
+/// `MySqlLock\DeadlockException` when the server refused the wait as a deadlock (with the
+/// user's `PDOException` behind it, if any), else the user's `PDOException` when the
+/// cause is one, else the core's message and its `source()` chain (the server's text,
+/// hints, never a password): as an `InvalidArgumentException` for bad input, a
+/// `RuntimeException` otherwise.
 pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
     let detail = error.chain();
     let cause_class = if error.is_invalid_argument() { "InvalidArgumentException" } else { "RuntimeException" };
-    let previous = || pdo_cause(error).or_else(|| cause(error, cause_class, &detail));
+    let previous = || {
+        if error.is_deadlock() {
+            let code = driver::session_error(error).and_then(|e| e.code).map_or(0, i64::from);
+            return own_exception(Class::Deadlock, &detail, code, driver::cause_of(error));
+        }
+        driver::cause_of(error).or_else(|| cause(error, cause_class, &detail))
+    };
     let built = match op {
         Op::Acquire { name, timeout } => match error {
             Error::Timeout { .. } => lock_exception(Class::Timeout, name, Some(timeout), None, None),
@@ -123,7 +129,7 @@ pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
             php::instantiate(class, vec![&message, &0i64, &previous().unwrap_or_default()]).ok()
         }),
         Op::Configure if error.is_invalid_argument() => spl("InvalidArgumentException", &detail, None),
-        Op::Configure => spl("RuntimeException", &detail, pdo_cause(error)),
+        Op::Configure => spl("RuntimeException", &detail, driver::cause_of(error)),
     };
     match built {
         Some(object) => PhpException::from_message(detail).with_object(object),
@@ -137,11 +143,23 @@ pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
 /// (so users can catch that case by class), else an SPL exception of `class`.
 fn cause(error: &Error, class: &str, detail: &str) -> Option<Zval> {
     if error.is_cluster_node() {
-        if let Some(entry) = Class::ClusterNode.entry() {
-            return php::instantiate(entry, vec![&detail, &0i64]).ok();
+        if let Some(node) = cluster_node(detail) {
+            return Some(node);
         }
     }
     spl(class, detail, None)
+}
+
+/// `new ClusterNodeException($detail)`: why GET_LOCK-based locks are refused here.
+pub fn cluster_node(detail: &str) -> Option<Zval> {
+    own_exception(Class::ClusterNode, detail, 0, None)
+}
+
+/// `new $class($message, $code, $previous)` of one of our classes that keep
+/// `Exception`'s constructor.
+pub fn own_exception(class: Class, message: &str, code: i64, previous: Option<Zval>) -> Option<Zval> {
+    let entry = class.entry()?;
+    php::instantiate(entry, vec![&message, &code, &previous.unwrap_or_default()]).ok()
 }
 
 /// The single translation of a core error for `Nene\Kit\DistributedLock::$method()`:
@@ -163,16 +181,13 @@ pub fn lease_to_php(method: &str, error: &Error) -> PhpException {
     if error.is_invalid_argument() {
         return spl_exception("InvalidArgumentException", &message);
     }
-    let code = session_error(error).and_then(|e| e.code).map_or(0, i64::from);
-    lease_exception(&message, code, pdo_cause(error))
+    let code = driver::session_error(error).and_then(|e| e.code).map_or(0, i64::from);
+    lease_exception(&message, code, driver::cause_of(error))
 }
 
 /// `new \Nene\Kit\DistributedLockException($message, $code, $previous)`.
 pub fn lease_exception(message: &str, code: i64, previous: Option<Zval>) -> PhpException {
-    let object = Class::DistributedLockException
-        .entry()
-        .and_then(|class| php::instantiate(class, vec![&message, &code, &previous.unwrap_or_default()]).ok());
-    match object {
+    match own_exception(Class::DistributedLockException, message, code, previous) {
         Some(object) => PhpException::from_message(message.to_owned()).with_object(object),
         None => PhpException::from_message(message.to_owned()),
     }
@@ -197,17 +212,6 @@ pub fn no_token(name: &str, table: &str) -> PhpException {
         Some(object) => PhpException::from_message(message).with_object(object),
         None => PhpException::from_message(message),
     }
-}
-
-/// The session error inside a core error, if the database reported one.
-pub fn session_error(error: &Error) -> Option<&SessionError> {
-    error.source().and_then(|s| s.downcast_ref::<SessionError>())
-}
-
-/// The `PDOException` behind a core error, if a PDO call produced it (the
-/// `getPrevious()` of the lock exception).
-fn pdo_cause(error: &Error) -> Option<Zval> {
-    session_error(error).and_then(pdo_session::take_cause)
 }
 
 /// `new \{class}($message, 0, $previous)` of an SPL exception class.
@@ -289,19 +293,6 @@ pub fn register() -> ext_php_rs::error::Result<()> {
     Ok(())
 }
 
-/// SPL's `RuntimeException`. SPL starts before every other extension, but class lookup
-/// by name does not work yet during module startup: its global entry does.
-fn runtime_exception() -> &'static ClassEntry {
-    // SAFETY: null or a class entry SPL registered persistently at its own startup.
-    unsafe { spl_ce_RuntimeException.as_ref() }.unwrap_or_else(ce::exception)
-}
-
-/// Our own class at `SLOT` as a parent for `ClassBuilder::extends`; registered before
-/// its children, so the fallback is never used.
-fn parent<const SLOT: usize>() -> &'static ClassEntry {
-    Class::ALL[SLOT].entry().unwrap_or_else(ce::exception)
-}
-
 fn methods(class: Class) -> Vec<FunctionBuilder<'static>> {
     let arg = |name: &str| ext_php_rs::args::Arg::new(name, DataType::Mixed);
     let constructor = |value: Option<&str>| {
@@ -331,8 +322,6 @@ fn alias(name: &str, class: &ClassEntry) {
 }
 
 unsafe extern "C" {
-    // SPL's class entry (ext/spl/spl_exceptions.h), exported by every PHP 8 binary.
-    static spl_ce_RuntimeException: *mut ClassEntry;
     // Zend API (zend_API.h) not covered by ext-php-rs' bindings.
     fn zend_register_class_alias_ex(
         name: *const std::ffi::c_char,

@@ -12,7 +12,7 @@ use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::types::Zval;
 use ext_php_rs::zend::{run_handler, ExecuteData};
 
-use crate::php;
+use crate::php::{self, CallError};
 
 /// The body of a PHP method: its return value, or what to throw.
 pub type Body = fn(&mut ExecuteData) -> PhpResult<Zval>;
@@ -36,6 +36,17 @@ pub fn run(ex: &mut ExecuteData, retval: &mut Zval, body: Body) {
 /// no-op then, so the pending one propagates.
 pub fn pending() -> PhpException {
     PhpException::from_message("internal error: an exception was expected to be pending".to_owned())
+}
+
+/// Lets what a PHP call threw propagate unchanged (or a bailout / `exit()` continue).
+pub fn rethrow(error: CallError) -> PhpException {
+    match error {
+        CallError::Threw(exception) => {
+            PhpException::from_message(String::new()).with_object(php::object_zval(exception))
+        }
+        CallError::Bailout | CallError::Exiting => pending(),
+        CallError::Failed(why) => PhpException::from_message(why),
+    }
 }
 
 /// Defines `extern` handlers that run the given bodies through [`run`].

@@ -129,11 +129,13 @@ pub unsafe extern "C" fn info(module: *mut ModuleEntry) {
             (c"Version", VERSION),
             (
                 c"Classes",
-                c"ItsMieger\\MySqlSharedLocks\\SharedLock, SharedLockHandle, Exception\\*; Nene\\Kit\\DistributedLock",
+                c"ItsMieger\\MySqlSharedLocks\\SharedLock, SharedLockHandle, Exception\\*; Nene\\Kit\\DistributedLock; \
+                  MySqlLock\\SessionLock, MySqlLock\\*Exception",
             ),
             (
                 c"Lock table protocol",
-                c"its-mieger/mysql-shared-locks (shared_locks table + GET_LOCK); lease mode (distributed_locks table)",
+                c"its-mieger/mysql-shared-locks (shared_locks table + GET_LOCK); lease mode (distributed_locks table); \
+                  session locks (GET_LOCK only)",
             ),
         ];
         // SAFETY: called by the engine while printing module info; C strings are static.

@@ -1,12 +1,15 @@
 //! `mysqllock.so`: the PHP extension, a drop-in for the Composer package
 //! its-mieger/mysql-shared-locks (classes `ItsMieger\MySqlSharedLocks\SharedLock`,
-//! `SharedLockHandle` and the `Exception\*` classes), over the Rust core; and
-//! `Nene\Kit\DistributedLock`, the core's lease mode as a drop-in for that class.
+//! `SharedLockHandle` and the `Exception\*` classes), over the Rust core;
+//! `Nene\Kit\DistributedLock`, the core's lease mode as a drop-in for that class; and in
+//! its own namespace `MySqlLock\SessionLock`, plain GET_LOCK session locks.
 //!
-//! The glue is thin: `classes` converts arguments and calls `state`, which owns the
-//! core `Locker`s; `exceptions::to_php` maps every core error; `pdo_session` lets the
-//! core run on a user's PDO; `options` reads the `$options` array of the acquiring
-//! methods; `ini` holds the php.ini settings; `distributed` is `DistributedLock`. All lock decisions are the core's.
+//! The glue is thin: `classes` and `session_lock` convert arguments and call `state`,
+//! which owns the core `Locker`s; `exceptions::to_php` and `lock_exceptions::to_php` map
+//! every core error; `pdo_session` and `mysqli_session` let the core run on a user's PDO
+//! or mysqli (sharing `driver`); `options` reads the `$options` array of the acquiring
+//! methods; `ini` holds the php.ini settings; `distributed` is `DistributedLock`. All
+//! lock decisions are the core's.
 
 #![cfg_attr(windows, feature(abi_vectorcall))]
 
@@ -14,13 +17,17 @@ mod args;
 mod classes;
 mod connection;
 mod distributed;
+mod driver;
 mod exceptions;
 mod handler;
 mod ini;
+mod lock_exceptions;
+mod mysqli_session;
 mod options;
 mod pdo_session;
 mod php;
 mod registry;
+mod session_lock;
 mod state;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -50,8 +57,10 @@ fn module_startup(_type: i32, module_number: i32) -> i32 {
     let started = catch_unwind(|| {
         ini::register(module_number);
         exceptions::register()?;
+        lock_exceptions::register()?;
         classes::register()?;
-        distributed::register()
+        distributed::register()?;
+        session_lock::register()
     });
     let problem = match started {
         Ok(Ok(())) => return SUCCESS,

@@ -9,14 +9,15 @@
 //! user chose; emulated prepares are left as they are. At request shutdown no exception
 //! may be thrown, so `ERRMODE_SILENT` and `errorInfo()` are used instead.
 
-use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use ext_php_rs::convert::IntoZvalDyn;
 use ext_php_rs::types::{ZendObject, ZendStr, Zval};
 use mysqllock_core::{Outcome, Session, SessionError, Value};
 
+use crate::driver::{self, unknown};
 use crate::php::{self, CallError, Noise};
 
 // PDO's class constants (stable since PHP 5.1).
@@ -27,18 +28,6 @@ const FETCH_NUM: i64 = 3;
 const ATTR_ERRMODE: i64 = 3;
 const ERRMODE_SILENT: i64 = 0;
 const ERRMODE_EXCEPTION: i64 = 2;
-
-/// How many recent PDO exceptions are kept as candidate causes. A long wait retries
-/// its INSERT many times, and each duplicate-key failure is one PDOException.
-const KEPT_CAUSES: usize = 8;
-
-thread_local! {
-    /// Recent `PDOException`s with the session error made from each, so the lock
-    /// exception for a core error can carry the very PDOException behind it.
-    static CAUSES: RefCell<VecDeque<(SessionError, Zval)>> = const { RefCell::new(VecDeque::new()) };
-    /// Request shutdown: no exception may be thrown any more.
-    static SHUTTING_DOWN: Cell<bool> = const { Cell::new(false) };
-}
 
 /// Prepared `PDOStatement`s by SQL text, shared by a PDO target and its session so that
 /// a forked child can find them (see `State::follow_fork`). Declared here, beside the
@@ -79,7 +68,7 @@ impl PdoSession {
 
     /// Runs `f` with the PDO in the error mode we need, then restores the user's.
     fn in_errmode<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, SessionError>) -> Result<T, SessionError> {
-        let wanted = if SHUTTING_DOWN.get() { ERRMODE_SILENT } else { ERRMODE_EXCEPTION };
+        let wanted = if driver::shutting_down() { ERRMODE_SILENT } else { ERRMODE_EXCEPTION };
         let current = self.pdo_call("getAttribute", vec![&ATTR_ERRMODE])?.long();
         let switch = current != Some(wanted);
         if switch {
@@ -143,7 +132,7 @@ impl PdoSession {
         let columns = self.statement_call(&statement, "columnCount", vec![])?.long().unwrap_or(0);
         let rows = if columns > 0 {
             let all = self.statement_call(&statement, "fetchAll", vec![&FETCH_NUM])?;
-            rows_of(&all)
+            driver::rows_of(&all)
         } else {
             Vec::new()
         };
@@ -210,40 +199,12 @@ fn bind(value: &Value) -> (Zval, i64) {
     (z, kind)
 }
 
-fn rows_of(all: &Zval) -> Vec<Vec<Value>> {
-    let Some(rows) = all.array() else { return Vec::new() };
-    rows.values()
-        .map(|row| row.array().map(|cells| cells.values().map(value_of).collect()).unwrap_or_default())
-        .collect()
-}
-
-/// A fetched cell (native types with real prepares, strings with emulated ones).
-fn value_of(cell: &Zval) -> Value {
-    let cell = cell.dereference();
-    if cell.is_null() {
-        Value::Null
-    } else if let Some(i) = cell.long() {
-        Value::Int(i)
-    } else if cell.is_double() {
-        cell.double().map_or(Value::Null, Value::Float)
-    } else if let Some(b) = cell.bool() {
-        Value::Int(i64::from(b))
-    } else if let Some(bytes) = cell.zend_str().map(ZendStr::as_bytes) {
-        match std::str::from_utf8(bytes) {
-            Ok(s) => Value::Text(s.to_owned()),
-            Err(_) => Value::Bytes(bytes.to_vec()),
-        }
-    } else {
-        Value::Text(php::to_php_string(cell))
-    }
-}
-
 /// A failed call as the core's session error; a thrown exception is kept as a cause.
 fn failure(error: CallError) -> SessionError {
     match error {
         CallError::Threw(exception) => {
             let session_error = from_exception(&exception);
-            remember_cause(session_error.clone(), php::object_zval(exception));
+            driver::remember_cause(session_error.clone(), php::object_zval(exception));
             session_error
         }
         // The request is ending, not the connection: request shutdown still releases
@@ -251,10 +212,6 @@ fn failure(error: CallError) -> SessionError {
         CallError::Bailout | CallError::Exiting => unknown(&error.describe()),
         CallError::Failed(why) => unknown(&why),
     }
-}
-
-fn unknown(message: &str) -> SessionError {
-    SessionError { code: None, message: message.to_owned(), lost: false }
 }
 
 /// A `PDOException`'s `errorInfo` (`[SQLSTATE, driver code, driver message]`), or
@@ -275,36 +232,4 @@ fn from_error_info(info: &Zval) -> Option<SessionError> {
         // No driver error: PDO's own (SQLSTATE only, e.g. HY093 bad parameter count).
         (_, None) => info.get_index(0).and_then(Zval::string).map(|state| unknown(&format!("SQLSTATE[{state}]"))),
     }
-}
-
-fn remember_cause(error: SessionError, exception: Zval) {
-    let dropped = CAUSES.with(|causes| {
-        let mut causes = causes.borrow_mut();
-        causes.push_back((error, exception));
-        (causes.len() > KEPT_CAUSES).then(|| causes.pop_front())
-    });
-    // Released outside the borrow: freeing a PHP object may run PHP code.
-    drop(dropped);
-}
-
-/// The `PDOException` behind `wanted`, if a PDO call produced it. Takes the session
-/// error rather than the core error around it: finding it inside a core error is
-/// `exceptions`' business, and that module uses this one, not the other way round.
-pub fn take_cause(wanted: &SessionError) -> Option<Zval> {
-    CAUSES.with(|causes| {
-        let mut causes = causes.borrow_mut();
-        let index = causes.iter().rposition(|(e, _)| e == wanted)?;
-        causes.remove(index).map(|(_, exception)| exception)
-    })
-}
-
-/// Forgets the kept causes (a new operation starts, or the request ends).
-pub fn clear_causes() {
-    let old = CAUSES.with(|causes| std::mem::take(&mut *causes.borrow_mut()));
-    drop(old);
-}
-
-/// Switches PDO sessions to silent mode for request shutdown (and back).
-pub fn set_shutting_down(on: bool) {
-    SHUTTING_DOWN.set(on);
 }

@@ -20,7 +20,7 @@ use std::panic::AssertUnwindSafe;
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::convert::{IntoZval, IntoZvalDyn};
 use ext_php_rs::ffi::{zend_read_property, E_FATAL_ERRORS};
-use ext_php_rs::types::{ZendCallable, ZendObject, Zval};
+use ext_php_rs::types::{PropertyQuery, ZendCallable, ZendObject, Zval};
 use ext_php_rs::zend::{bailout, ce, try_catch, CatchError, ClassEntry, ExecutorGlobals};
 
 thread_local! {
@@ -72,6 +72,25 @@ pub fn call_method(object: &Zval, method: &str, args: Vec<&dyn IntoZvalDyn>, noi
 pub fn call(callable: &Zval, args: Vec<&dyn IntoZvalDyn>) -> Result<Zval, CallError> {
     let callable = ZendCallable::new(callable).map_err(|e| CallError::Failed(e.to_string()))?;
     guarded(Noise::Audible, || callable.try_call(args))
+}
+
+/// `$name(...$args)` of a function.
+pub fn call_function(name: &str, args: Vec<&dyn IntoZvalDyn>, noise: Noise) -> Result<Zval, CallError> {
+    let function = ZendCallable::try_from_name(name).map_err(|e| CallError::Failed(format!("{name}(): {e}")))?;
+    guarded(noise, || function.try_call(args))
+}
+
+/// `$object->$name` of a public property; what reading it throws (a closed mysqli
+/// throws `Error`) comes back as [`CallError::Threw`].
+pub fn property(object: &Zval, name: &str) -> Result<Zval, CallError> {
+    let object = object.object().ok_or_else(|| CallError::Failed(format!("${name} of a value that is no object")))?;
+    guarded(Noise::Quiet, || Ok(read_property(object, object.get_class_entry(), name).unwrap_or_default()))
+}
+
+/// `isset($object->$name)`, which never throws (a closed mysqli answers `false` for
+/// every property instead).
+pub fn property_isset(object: &Zval, name: &str) -> bool {
+    object.object().is_some_and(|o| o.has_property(name, PropertyQuery::Isset).unwrap_or(false))
 }
 
 /// `new $class(...$args)`: the object's file, line and trace are those of the PHP code

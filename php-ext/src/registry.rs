@@ -8,13 +8,16 @@
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use ext_php_rs::args::ArgInfoTables;
-use ext_php_rs::zend::ClassEntry;
+use ext_php_rs::zend::{ce, ClassEntry};
 
 /// Namespace of the original package, kept for drop-in compatibility.
 pub const NS: &str = "ItsMieger\\MySqlSharedLocks";
 
 /// Namespace of `Nene\Kit\DistributedLock`, the lease-mode drop-in.
 pub const KIT_NS: &str = "Nene\\Kit";
+
+/// The extension's own namespace, for what no package it replaces has (session locks).
+pub const OWN_NS: &str = "MySqlLock";
 
 /// Every class the extension registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,10 +34,18 @@ pub enum Class {
     ClusterNode,
     DistributedLock,
     DistributedLockException,
+    SessionLock,
+    /// `MySqlLock\LockException`, the base of the failures below.
+    LockException,
+    LockTimeout,
+    NotHeld,
+    AlreadyHeld,
+    Deadlock,
+    ConnectionException,
 }
 
 impl Class {
-    pub const ALL: [Class; 11] = [
+    pub const ALL: [Class; 18] = [
         Class::SharedLock,
         Class::Handle,
         Class::SharedLockException,
@@ -46,6 +57,13 @@ impl Class {
         Class::ClusterNode,
         Class::DistributedLock,
         Class::DistributedLockException,
+        Class::SessionLock,
+        Class::LockException,
+        Class::LockTimeout,
+        Class::NotHeld,
+        Class::AlreadyHeld,
+        Class::Deadlock,
+        Class::ConnectionException,
     ];
 
     /// The fully qualified PHP class name.
@@ -62,6 +80,13 @@ impl Class {
             Class::ClusterNode => "Exception\\ClusterNodeException",
             Class::DistributedLock => return format!("{KIT_NS}\\DistributedLock"),
             Class::DistributedLockException => return format!("{KIT_NS}\\DistributedLockException"),
+            Class::SessionLock => return format!("{OWN_NS}\\SessionLock"),
+            Class::LockException => return format!("{OWN_NS}\\LockException"),
+            Class::LockTimeout => return format!("{OWN_NS}\\LockTimeoutException"),
+            Class::NotHeld => return format!("{OWN_NS}\\NotHeldException"),
+            Class::AlreadyHeld => return format!("{OWN_NS}\\AlreadyHeldException"),
+            Class::Deadlock => return format!("{OWN_NS}\\DeadlockException"),
+            Class::ConnectionException => return format!("{OWN_NS}\\ConnectionException"),
         };
         format!("{NS}\\{short}")
     }
@@ -94,6 +119,13 @@ impl Class {
             Class::ClusterNode => store::<8>,
             Class::DistributedLock => store::<9>,
             Class::DistributedLockException => store::<10>,
+            Class::SessionLock => store::<11>,
+            Class::LockException => store::<12>,
+            Class::LockTimeout => store::<13>,
+            Class::NotHeld => store::<14>,
+            Class::AlreadyHeld => store::<15>,
+            Class::Deadlock => store::<16>,
+            Class::ConnectionException => store::<17>,
         }
     }
 }
@@ -107,4 +139,23 @@ pub(crate) fn store<const SLOT: usize>(ce: &'static mut ClassEntry, arg_info: Ar
     // The engine may point its function entries at these tables for the life of the
     // process (it copies them only for typed arguments), so they must never be freed.
     std::mem::forget(arg_info);
+}
+
+/// Our own class at `SLOT` as a parent for `ClassBuilder::extends` (which wants a plain
+/// `fn`); registered before its children, so the fallback is never used.
+pub fn parent<const SLOT: usize>() -> &'static ClassEntry {
+    Class::ALL[SLOT].entry().unwrap_or_else(ce::exception)
+}
+
+/// SPL's `RuntimeException`, a parent for `ClassBuilder::extends`. SPL starts before
+/// every other extension, but class lookup by name does not work yet during module
+/// startup: its global entry does.
+pub fn runtime_exception() -> &'static ClassEntry {
+    // SAFETY: null or a class entry SPL registered persistently at its own startup.
+    unsafe { spl_ce_RuntimeException.as_ref() }.unwrap_or_else(ce::exception)
+}
+
+unsafe extern "C" {
+    // SPL's class entry (ext/spl/spl_exceptions.h), exported by every PHP 8 binary.
+    static spl_ce_RuntimeException: *mut ClassEntry;
 }

@@ -3,30 +3,36 @@
 //! session, repairing a crashed table) is the core's; this module only knows which
 //! locker a call goes to, and what request end and fork do to them.
 //!
-//! One `Locker` is current: new locks go there. Switching connections
+//! One `Locker` is current: new `SharedLock` locks go there. Switching connections
 //! (`setConnection()`, `getConnection()`) retires the current one if it still holds
-//! locks, so they stay on the session they were taken on until released; a locker on
-//! one session must never be given a second session (the core would take its own
-//! locks for stale ones).
+//! locks, so they stay on the session they were taken on until released. A
+//! `SessionLock` on a PDO or mysqli of the user's runs on the locker of that object's
+//! session: the current or a retired one if `SharedLock` uses it too, else one attached
+//! for session locks. A locker on one session must never be given a second session, and
+//! one session must never have two lockers (GET_LOCK is re-entrant, so two lockers on one
+//! session could both take the same lock).
 //!
 //! Lifecycle:
 //! - request end: every lock still held is released and every connection closed (the
 //!   original's PDO closed at process end too; under PHP-FPM the worker outlives the
-//!   request, so it must happen here). PDO objects are released while the engine still
-//!   runs, never from a thread-local destructor at process exit.
+//!   request, so it must happen here). That includes session locks on the user's own
+//!   PDOs and mysqlis, which may be persistent and outlive the request. PHP objects are
+//!   released while the engine still runs, never from a thread-local destructor at
+//!   process exit.
 //! - fork: the child inherits the parent's sockets. It must neither use nor close them
 //!   (COM_QUIT would end the parent's session and with it the parent's locks), so the
-//!   first call in a child abandons everything and connects anew.
+//!   first call in a child abandons everything and connects anew; the user's objects
+//!   whose sessions held the parent's locks are refused from then on.
 
 use std::cell::RefCell;
 
-use ext_php_rs::types::Zval;
+use ext_php_rs::types::{ZendObject, Zval};
 use mysqllock_core::{AcquireOptions, Error, Lease, LockStatus, Locker, Loss, QuoteStyle, Table};
 
 use crate::connection::{PhpConnector, Settings, Target};
+use crate::driver;
 use crate::ini;
 use crate::options;
-use crate::pdo_session;
 
 type PhpLocker = Locker<PhpConnector>;
 
@@ -37,6 +43,8 @@ const KEEP_ALIVE_ON_PDO: &str = "keep-alive needs the extension's own connection
                                  session a background thread cannot use";
 const PDO_OF_PARENT: &str = "the PDO given to setConnection() belongs to the parent of this forked process; \
                              call setConnection() with a PDO opened in this process, or configureConnection()";
+const OBJECT_OF_PARENT: &str = "this connection belongs to the parent of this forked process, whose locks live in \
+                                its session; open a connection in this process";
 
 thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
@@ -51,30 +59,45 @@ pub fn with<T>(f: impl FnOnce(&mut State) -> Result<T, Error>) -> Result<T, Erro
         let Ok(mut slot) = cell.try_borrow_mut() else {
             return Err(Error::InvalidArgument {
                 what: "call",
-                reason: "SharedLock was called from code that SharedLock itself is running (a PDO subclass or an \
-                         error handler); call it again afterwards"
+                reason: "the extension was called from code that it is running itself (a PDO or mysqli subclass, \
+                         an error handler); call it again afterwards"
                     .to_owned(),
             });
         };
         // The causes kept for the previous operation's exception are stale now.
-        pdo_session::clear_causes();
+        driver::clear_causes();
         let state = slot.get_or_insert_with(State::from_ini);
         state.follow_fork();
         f(state)
     })
 }
 
-/// Request shutdown: releases what is held, closes connections, drops PDO references.
+/// Runs `f` on this thread's state if there is one, never creating it: for destructors,
+/// which may also run after request shutdown took the state.
+pub fn with_existing(f: impl FnOnce(&mut State)) {
+    STATE.with(|cell| {
+        if let Some(state) = cell.try_borrow_mut().ok().as_deref_mut().and_then(Option::as_mut) {
+            state.follow_fork();
+            f(state);
+        }
+    });
+}
+
+/// Request shutdown: releases what is held (session locks on the user's connections
+/// too), closes connections, drops references to PHP objects.
 pub fn request_shutdown() {
     let state = STATE.with(|cell| cell.try_borrow_mut().ok().and_then(|mut slot| slot.take()));
     crate::php::clear_bailout();
     if let Some(mut state) = state {
         state.follow_fork();
-        pdo_session::set_shutting_down(true);
+        driver::set_shutting_down(true);
         state.close_all();
-        pdo_session::set_shutting_down(false);
+        for attached in std::mem::take(&mut state.attached) {
+            close(attached.locker);
+        }
+        driver::set_shutting_down(false);
     }
-    pdo_session::clear_causes();
+    driver::clear_causes();
 }
 
 /// Module shutdown: the engine is going away, so nothing may touch PHP values any
@@ -96,6 +119,51 @@ pub struct State {
     table_problem: Option<String>,
     current: Option<PhpLocker>,
     retired: Vec<Retired>,
+    /// Lockers for `SessionLock`s on connections that are neither current nor retired:
+    /// the user's PDOs and mysqlis, and the native connection while `SharedLock` runs on
+    /// a PDO.
+    attached: Vec<Attached>,
+    /// The user's objects whose sessions belonged to the parent of this forked process.
+    /// Kept alive by the abandoned lockers' references, so no new object takes their
+    /// address.
+    parents: Vec<*const ZendObject>,
+}
+
+/// The connection of a `SessionLock`.
+#[derive(Clone, Copy)]
+pub enum Conn<'a> {
+    /// The extension's own connection, with `SharedLock`'s settings (and its locker,
+    /// when that is on the native connection too).
+    Native,
+    Pdo(&'a Zval),
+    Mysqli(&'a Zval),
+}
+
+impl Conn<'_> {
+    /// The object's identity (its address, never dereferenced).
+    fn object(self) -> Option<*const ZendObject> {
+        match self {
+            Conn::Native => None,
+            Conn::Pdo(z) | Conn::Mysqli(z) => identity(z),
+        }
+    }
+}
+
+/// A locker for session locks only.
+struct Attached {
+    locker: PhpLocker,
+    /// The live `SessionLock` objects on its connection. While there are any (or it
+    /// holds locks) it stays, with its session's id and prepared statements; then it
+    /// goes, and with it the reference that kept the user's connection open.
+    users: usize,
+}
+
+/// Where a locker is kept.
+#[derive(Clone, Copy)]
+enum Place {
+    Current,
+    Retired(usize),
+    Attached(usize),
 }
 
 /// A locker that is no longer current but still holds locks.
@@ -131,6 +199,8 @@ impl State {
             table_problem,
             current: None,
             retired: Vec::new(),
+            attached: Vec::new(),
+            parents: Vec::new(),
         }
     }
 
@@ -143,9 +213,12 @@ impl State {
         self.pid = pid;
         let user_pdo =
             self.current.as_ref().is_some_and(|l| l.connector().pdo().is_some() && !l.connector().owns_pdo());
-        for mut locker in self.current.take().into_iter().chain(self.retired.drain(..).map(|r| r.locker)) {
+        let retired = self.retired.drain(..).map(|r| r.locker);
+        let attached = self.attached.drain(..).map(|a| a.locker);
+        for mut locker in self.current.take().into_iter().chain(retired).chain(attached) {
             locker.abandon();
-            if locker.connector().pdo().is_some() {
+            if let Some(object) = locker.connector().object().and_then(identity) {
+                self.parents.push(object);
                 locker.connector_mut().protect_parents_session();
                 // Our references stay unreleased too: nothing of the parent's session
                 // is ever freed here.
@@ -160,19 +233,24 @@ impl State {
     /// The current locker, created (not yet connected) from the settings if needed.
     fn current(&mut self) -> Result<&mut PhpLocker, Error> {
         if self.current.is_none() {
-            if let Some(problem) = &self.table_problem {
-                return Err(Error::InvalidArgument { what: "table", reason: problem.clone() });
-            }
-            let Some(settings) = &self.settings else {
-                let reason = self.settings_problem.clone().unwrap_or_else(|| NOT_CONFIGURED.to_owned());
-                return Err(Error::InvalidArgument { what: "connection", reason });
-            };
-            let connector = PhpConnector { target: Target::Native(Box::new(settings.native(&self.table))) };
-            self.current = Some(Locker::new(connector, self.table.clone()));
+            self.current = Some(self.native_locker()?);
         }
         self.current
             .as_mut()
             .ok_or_else(|| Error::InvalidArgument { what: "connection", reason: NOT_CONFIGURED.to_owned() })
+    }
+
+    /// A new locker on the extension's own connection (not yet connected).
+    fn native_locker(&self) -> Result<PhpLocker, Error> {
+        if let Some(problem) = &self.table_problem {
+            return Err(Error::InvalidArgument { what: "table", reason: problem.clone() });
+        }
+        let Some(settings) = &self.settings else {
+            let reason = self.settings_problem.clone().unwrap_or_else(|| NOT_CONFIGURED.to_owned());
+            return Err(Error::InvalidArgument { what: "connection", reason });
+        };
+        let connector = PhpConnector { target: Target::Native(Box::new(settings.native(&self.table))) };
+        Ok(Locker::new(connector, self.table.clone()))
     }
 
     /// Acquires on the current locker, unless a retired one holds `name` already. The
@@ -265,12 +343,18 @@ impl State {
     /// Locks from now on run on `pdo`'s session. `owned`: created by `getConnection()`,
     /// which also ties the locks held so far to that session.
     pub fn use_pdo(&mut self, pdo: Zval, owned: bool) {
-        if self.current.as_ref().is_some_and(|l| runs_on(l, &pdo)) {
+        if self.current.as_ref().is_some_and(|l| runs_on(l, identity(&pdo))) {
             return;
         }
-        // A retired locker on this very PDO becomes current again: one session must
-        // never have two lockers.
-        let revived = self.retired.iter().position(|r| runs_on(&r.locker, &pdo)).map(|i| self.retired.remove(i).locker);
+        // A retired locker on this very PDO, or one attached for session locks, becomes
+        // current: one session must never have two lockers.
+        let object = identity(&pdo);
+        let revived = match self.retired.iter().position(|r| runs_on(&r.locker, object)) {
+            Some(i) => Some(self.retired.remove(i).locker),
+            None => {
+                self.attached.iter().position(|a| runs_on(&a.locker, object)).map(|i| self.attached.remove(i).locker)
+            }
+        };
         if let Some(locker) = self.current.take() {
             if locker.held().next().is_some() {
                 self.retired.push(Retired { locker, follows_pdo: false });
@@ -351,28 +435,173 @@ impl State {
         }
     }
 
+    /// Closes the extension's own connections and the lockers of `SharedLock`, releasing
+    /// their locks first. Session locks on the user's connections stay.
     fn close_all(&mut self) {
         for locker in self.current.take().into_iter().chain(self.retired.drain(..).map(|r| r.locker)) {
             close(locker);
         }
+        let (native, user): (Vec<Attached>, Vec<Attached>) =
+            std::mem::take(&mut self.attached).into_iter().partition(|a| a.locker.connector().object().is_none());
+        self.attached = user;
+        for attached in native {
+            close(attached.locker);
+        }
+    }
+
+    // -----------------------------------------------------------------------------
+    // Session locks (`SessionLock`)
+
+    /// A `SessionLock` on `conn` was created.
+    pub fn attach(&mut self, conn: Conn<'_>) -> Result<(), Error> {
+        if conn.object().is_none() {
+            return Ok(());
+        }
+        // Current or retired: `SharedLock` runs on it too, and keeps it while it does.
+        if let Place::Attached(i) = self.place_of(conn)? {
+            if let Some(attached) = self.attached.get_mut(i) {
+                attached.users += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// A `SessionLock` on `conn` was destroyed. Its locks stay (they belong to the
+    /// session); the locker goes once nothing uses it.
+    pub fn detach(&mut self, conn: Conn<'_>) {
+        let object = conn.object();
+        if let Some(attached) = self.attached.iter_mut().find(|a| runs_on(&a.locker, object)) {
+            attached.users = attached.users.saturating_sub(1);
+        }
+        self.prune();
+    }
+
+    /// Takes the session lock `name` on `conn`'s session (see `Locker::lock_session`).
+    pub fn lock_session(&mut self, conn: Conn<'_>, name: &str, timeout: f64) -> Result<(), Error> {
+        let place = self.session_place(conn, name)?;
+        self.at(place)?.lock_session(name, timeout)
+    }
+
+    pub fn unlock_session(&mut self, conn: Conn<'_>, name: &str) -> Result<(), Error> {
+        let place = self.session_place(conn, name)?;
+        let result = self.at(place)?.unlock_session(name);
+        self.retired.retain(|r| r.locker.held().next().is_some());
+        self.prune();
+        result
+    }
+
+    /// Whether `conn`'s session holds the session lock `name` (asked of the server). A
+    /// session found dead holds nothing: the server released its locks.
+    pub fn holds_session_lock(&mut self, conn: Conn<'_>, name: &str) -> Result<bool, Error> {
+        let place = self.session_place(conn, name)?;
+        let held = match self.at(place)?.holds_session_lock(name) {
+            Err(Error::ConnectionLost { .. }) => Ok(false),
+            other => other,
+        };
+        self.prune();
+        held
+    }
+
+    /// The connection id of the session holding the session lock `name` (any client).
+    pub fn session_lock_holder(&mut self, conn: Conn<'_>, name: &str) -> Result<Option<u64>, Error> {
+        let place = self.session_place(conn, name)?;
+        self.at(place)?.session_lock_holder(name)
+    }
+
+    /// The locker for session lock `name` on `conn`. On the native connection: the one
+    /// that holds `name`, else the current locker when it is native (or none is set up
+    /// yet), else the attached native one.
+    fn session_place(&mut self, conn: Conn<'_>, name: &str) -> Result<Place, Error> {
+        if conn.object().is_some() {
+            return self.place_of(conn);
+        }
+        if let Some(place) = self.find(|l| l.connector().object().is_none() && l.holds(name)) {
+            return Ok(place);
+        }
+        if self.current.as_ref().is_none_or(|l| l.connector().object().is_none()) {
+            self.current()?;
+            return Ok(Place::Current);
+        }
+        if let Some(i) = self.attached.iter().position(|a| a.locker.connector().object().is_none()) {
+            return Ok(Place::Attached(i));
+        }
+        let locker = self.native_locker()?;
+        self.attached.push(Attached { locker, users: 0 });
+        Ok(Place::Attached(self.attached.len() - 1))
+    }
+
+    /// The locker on the session of `conn`'s object, attached anew if there is none.
+    fn place_of(&mut self, conn: Conn<'_>) -> Result<Place, Error> {
+        let object = conn.object();
+        if object.is_some_and(|o| self.parents.contains(&o)) {
+            return Err(Error::InvalidArgument { what: "connection", reason: OBJECT_OF_PARENT.to_owned() });
+        }
+        if let Some(place) = self.find(|l| runs_on(l, object)) {
+            return Ok(place);
+        }
+        let target = match conn {
+            Conn::Pdo(pdo) => Target::pdo(pdo.shallow_clone(), false),
+            Conn::Mysqli(mysqli) => Target::Mysqli(mysqli.shallow_clone()),
+            Conn::Native => return Err(Error::InvalidArgument { what: "connection", reason: "not an object".into() }),
+        };
+        let locker = Locker::new(PhpConnector { target }, self.table.clone());
+        self.attached.push(Attached { locker, users: 0 });
+        Ok(Place::Attached(self.attached.len() - 1))
+    }
+
+    fn find(&self, wanted: impl Fn(&PhpLocker) -> bool) -> Option<Place> {
+        if self.current.as_ref().is_some_and(&wanted) {
+            return Some(Place::Current);
+        }
+        if let Some(i) = self.retired.iter().position(|r| wanted(&r.locker)) {
+            return Some(Place::Retired(i));
+        }
+        self.attached.iter().position(|a| wanted(&a.locker)).map(Place::Attached)
+    }
+
+    fn at(&mut self, place: Place) -> Result<&mut PhpLocker, Error> {
+        let locker = match place {
+            Place::Current => self.current.as_mut(),
+            Place::Retired(i) => self.retired.get_mut(i).map(|r| &mut r.locker),
+            Place::Attached(i) => self.attached.get_mut(i).map(|a| &mut a.locker),
+        };
+        locker.ok_or_else(|| Error::InvalidArgument { what: "connection", reason: NOT_CONFIGURED.to_owned() })
+    }
+
+    /// Drops attached lockers of the user's connections that nothing uses any more.
+    fn prune(&mut self) {
+        let (keep, gone): (Vec<Attached>, Vec<Attached>) = std::mem::take(&mut self.attached)
+            .into_iter()
+            .partition(|a| a.locker.connector().object().is_none() || a.users > 0 || a.locker.held().next().is_some());
+        self.attached = keep;
+        for attached in gone {
+            close(attached.locker);
+        }
     }
 }
 
-/// Releases what `locker` holds and closes its session.
+/// Releases what `locker` holds and closes its session (the extension's own; a user's
+/// PDO or mysqli only loses our reference).
 fn close(mut locker: PhpLocker) {
     // Not `is_connected()`: that is the first session, and leases may live on others.
     if locker.held().next().is_some() {
-        // Nothing to report to: the connection goes away either way, and the server
-        // then frees the GET_LOCKs (the rows become reclaimable).
+        // Nothing to report to: a failure here means the session is gone, and the server
+        // freed its GET_LOCKs with it (the rows become reclaimable).
         let _ = locker.release_all();
     }
     drop(locker);
 }
 
-/// Whether `locker` takes its sessions from the PDO object `pdo`.
-fn runs_on(locker: &PhpLocker, pdo: &Zval) -> bool {
-    let ours = locker.connector().pdo().and_then(Zval::object);
-    ours.zip(pdo.object()).is_some_and(|(a, b)| std::ptr::eq(a, b))
+/// Whether `locker` takes its sessions from the PDO or mysqli `object`.
+fn runs_on(locker: &PhpLocker, object: Option<*const ZendObject>) -> bool {
+    let ours = locker.connector().object().and_then(identity);
+    ours.is_some() && ours == object
+}
+
+/// An object's identity: its address, compared, never dereferenced. Unique while the
+/// object lives, which a locker's reference to it guarantees.
+fn identity(value: &Zval) -> Option<*const ZendObject> {
+    value.object().map(std::ptr::from_ref)
 }
 
 fn never_held(name: &str) -> Error {

@@ -52,7 +52,10 @@ final class StubTest extends PHPUnitTestCase
     /** @test */
     public function extensionRegistersItsClasses(): void
     {
-        $this->assertContains('ItsMieger\\MySqlSharedLocks\\SharedLock', array_keys($this->reflect('ext')['classes']));
+        $classes = array_keys($this->reflect('ext')['classes']);
+        foreach (['ItsMieger\\MySqlSharedLocks\\SharedLock', 'Nene\\Kit\\DistributedLock', 'MySqlLock\\SessionLock', 'MySqlLock\\LockException'] as $class) {
+            $this->assertContains($class, $classes);
+        }
     }
 
     /** @test */

@@ -1,0 +1,105 @@
+//! What the core's sessions over a PHP database driver (`pdo_session`, `mysqli_session`)
+//! share: the driver exceptions kept as causes, whether the request is ending, and the
+//! conversion of fetched rows.
+//!
+//! A failed statement reaches the core as a `SessionError`; the driver's own exception
+//! (a `PDOException`, a `mysqli_sql_exception`) is kept here beside it, so the lock
+//! exception made from the core error can carry that very exception as `getPrevious()`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::error::Error as _;
+
+use ext_php_rs::types::{ZendStr, Zval};
+use mysqllock_core::{Error, SessionError, Value};
+
+use crate::php;
+
+/// How many recent driver exceptions are kept as candidate causes. A long wait retries
+/// its INSERT many times, and each duplicate-key failure is one PDOException.
+const KEPT_CAUSES: usize = 8;
+
+thread_local! {
+    /// Recent driver exceptions with the session error made from each.
+    static CAUSES: RefCell<VecDeque<(SessionError, Zval)>> = const { RefCell::new(VecDeque::new()) };
+    /// Request shutdown: no exception may be thrown any more (the engine has no frame to
+    /// throw into and turns one into a fatal error).
+    static SHUTTING_DOWN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Keeps `exception` as the cause of `error`.
+pub fn remember_cause(error: SessionError, exception: Zval) {
+    let dropped = CAUSES.with(|causes| {
+        let mut causes = causes.borrow_mut();
+        causes.push_back((error, exception));
+        (causes.len() > KEPT_CAUSES).then(|| causes.pop_front())
+    });
+    // Released outside the borrow: freeing a PHP object may run PHP code.
+    drop(dropped);
+}
+
+/// The session error inside a core error, if the database reported one.
+pub fn session_error(error: &Error) -> Option<&SessionError> {
+    error.source().and_then(|s| s.downcast_ref::<SessionError>())
+}
+
+/// The driver exception behind a core error, if a driver call produced it (taken: each
+/// is the cause of one lock exception).
+pub fn cause_of(error: &Error) -> Option<Zval> {
+    let wanted = session_error(error)?;
+    CAUSES.with(|causes| {
+        let mut causes = causes.borrow_mut();
+        let index = causes.iter().rposition(|(e, _)| e == wanted)?;
+        causes.remove(index).map(|(_, exception)| exception)
+    })
+}
+
+/// Forgets the kept causes (a new operation starts, or the request ends).
+pub fn clear_causes() {
+    let old = CAUSES.with(|causes| std::mem::take(&mut *causes.borrow_mut()));
+    drop(old);
+}
+
+/// Switches the sessions to their quiet error reporting for request shutdown (and back).
+pub fn set_shutting_down(on: bool) {
+    SHUTTING_DOWN.set(on);
+}
+
+pub fn shutting_down() -> bool {
+    SHUTTING_DOWN.get()
+}
+
+/// A session error without a server error number.
+pub fn unknown(message: &str) -> SessionError {
+    SessionError { code: None, message: message.to_owned(), lost: false }
+}
+
+/// The rows of a `fetchAll(PDO::FETCH_NUM)` / `fetch_all(MYSQLI_NUM)` array.
+pub fn rows_of(all: &Zval) -> Vec<Vec<Value>> {
+    let Some(rows) = all.array() else { return Vec::new() };
+    rows.values()
+        .map(|row| row.array().map(|cells| cells.values().map(value_of).collect()).unwrap_or_default())
+        .collect()
+}
+
+/// A fetched cell (native types with real prepares, strings with emulated ones and the
+/// text protocol).
+fn value_of(cell: &Zval) -> Value {
+    let cell = cell.dereference();
+    if cell.is_null() {
+        Value::Null
+    } else if let Some(i) = cell.long() {
+        Value::Int(i)
+    } else if cell.is_double() {
+        cell.double().map_or(Value::Null, Value::Float)
+    } else if let Some(b) = cell.bool() {
+        Value::Int(i64::from(b))
+    } else if let Some(bytes) = cell.zend_str().map(ZendStr::as_bytes) {
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Value::Text(s.to_owned()),
+            Err(_) => Value::Bytes(bytes.to_vec()),
+        }
+    } else {
+        Value::Text(php::to_php_string(cell))
+    }
+}
