@@ -11,46 +11,6 @@ use ItsMieger\MySqlSharedLocks\SharedLockHandle;
 
 final class ForkTest extends TestCase
 {
-    /**
-     * Forks; the child runs $inChild (whose return value is written to a file for the
-     * parent) and exits normally with status 0, or 1 if it threw. Returns
-     * [exit status, the child's result].
-     *
-     * @return array{int, mixed}
-     */
-    private function inForkedChild(callable $inChild): array
-    {
-        $report = tempnam(sys_get_temp_dir(), 'phpt-fork-');
-        self::closeDb(); // the child must not close the parent's inspection session
-        $pid = pcntl_fork();
-        $this->assertNotSame(-1, $pid, 'pcntl_fork failed');
-        if ($pid === 0) {
-            $status = 0;
-            try {
-                $result = $inChild();
-            } catch (\Throwable $e) {
-                $result = describe($e);
-                $status = 1;
-            }
-            file_put_contents($report, json_encode($result));
-            exit($status);
-        }
-        $status = 0;
-        $exited = self::waitUntil(function () use ($pid, &$status) {
-            return pcntl_waitpid($pid, $status, WNOHANG) === $pid;
-        }, 30);
-        if (!$exited) {
-            posix_kill($pid, SIGKILL);
-            pcntl_waitpid($pid, $status);
-        }
-        $result = json_decode((string) file_get_contents($report), true);
-        unlink($report);
-        $this->assertTrue($exited, 'the forked child did not exit');
-        $this->assertTrue(pcntl_wifexited($status), 'the forked child did not exit normally');
-        $this->assertSame(0, pcntl_wexitstatus($status), 'the forked child failed: ' . json_encode($result));
-        return [pcntl_wexitstatus($status), $result];
-    }
-
     /** In a forked child: locks $name and reports its row's connection id. */
     private static function lockAndReportSession(string $name): int
     {
@@ -85,7 +45,7 @@ final class ForkTest extends TestCase
         $name = $this->lockName();
         SharedLock::lock($name, 0, 30);
         $parentSession = (int) self::rows($name)[0]['connection_id'];
-        [, $childSession] = $this->inForkedChild(fn () => self::lockAndReportSession($this->lockName('child')));
+        $childSession = $this->inForkedChild(fn () => self::lockAndReportSession($this->lockName('child')));
         $this->assertIsInt($childSession);
         $this->assertNotSame(0, $childSession, 'the child\'s lock left no row');
         $this->assertNotSame($parentSession, $childSession, 'the child locked on the parent\'s session');
@@ -111,7 +71,7 @@ final class ForkTest extends TestCase
     public function forkedChildOfAKeepAliveHolderRunsNoKeepAliveThread(): void
     {
         SharedLock::lock($this->lockName(), 0, 30, ['keepAlive' => true]);
-        [, $threads] = $this->inForkedChild(function () {
+        $threads = $this->inForkedChild(function () {
             SharedLock::isLocked($this->lockName('other')); // the child's first SharedLock call
             return self::keepAliveThreads();
         });
@@ -123,7 +83,7 @@ final class ForkTest extends TestCase
     {
         $name = $this->lockName();
         SharedLock::lock($name, 0, 30, ['keepAlive' => true]);
-        [, $thrown] = $this->inForkedChild(function () use ($name) {
+        $thrown = $this->inForkedChild(function () use ($name) {
             try {
                 SharedLock::renew($name, 30);
                 return null;

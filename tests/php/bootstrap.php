@@ -58,6 +58,11 @@ function createFencedTable(\PDO $pdo): void
     }
 }
 
+if (!extension_loaded('mysqli')) {
+    fwrite(STDERR, "the PHP extension mysqli is missing: session locks are tested on it (php8.2-mysql ships it)\n");
+    exit(2);
+}
+
 try {
     $pdo = connect();
     $pdo->exec(CREATE_TABLE);
@@ -85,10 +90,10 @@ final class Child
     private string $stderrFile;
     public int $pid;
 
-    public function __construct(string $script = 'holder.php')
+    public function __construct(string $script = 'holder.php', array $args = [])
     {
         $this->stderrFile = tempnam(sys_get_temp_dir(), 'phpt-child-');
-        $cmd = [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'display_errors=stderr', __DIR__ . '/fixtures/' . $script];
+        $cmd = [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'display_errors=stderr', __DIR__ . '/fixtures/' . $script, ...$args];
         $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', $this->stderrFile, 'w']], $pipes);
         if (!is_resource($proc)) {
             throw new \RuntimeException('cannot start ' . $script);
@@ -266,9 +271,68 @@ abstract class TestCase extends PHPUnitTestCase
     }
 
     /** A child PHP process with the extension, ready for commands (killed in tearDown). */
-    protected function startChild(string $script = 'holder.php'): Child
+    protected function startChild(string $script = 'holder.php', array $args = []): Child
     {
-        return $this->children[] = new Child($script);
+        return $this->children[] = new Child($script, $args);
+    }
+
+    /** A child holding MySqlLock\SessionLocks on a connection of $kind (fixtures/session_holder.php). */
+    protected function startSessionChild(string $kind = 'native'): Child
+    {
+        return $this->startChild('session_holder.php', [$kind]);
+    }
+
+    /** Who holds the GET_LOCK $key now (IS_USED_LOCK, asked on the inspection connection). */
+    protected static function getLockHolder(string $key): ?int
+    {
+        $st = self::db()->prepare('SELECT IS_USED_LOCK(?)');
+        $st->execute([$key]);
+        $id = $st->fetchColumn();
+        return $id === null ? null : (int) $id;
+    }
+
+    /** Waits (10 s at most) until nobody holds the GET_LOCK $key; whether it became free. */
+    protected static function waitUntilGetLockFree(string $key, float $timeout = 10): bool
+    {
+        return self::waitUntil(fn () => self::getLockHolder($key) === null, $timeout);
+    }
+
+    /**
+     * Forks; the child runs $inChild (whose return value is written to a file for the
+     * parent) and exits normally with status 0, or 1 if it threw. Fails unless the child
+     * exited with 0; returns the child's result.
+     */
+    protected function inForkedChild(callable $inChild): mixed
+    {
+        $report = tempnam(sys_get_temp_dir(), 'phpt-fork-');
+        self::closeDb(); // the child must not close the parent's inspection session
+        $pid = pcntl_fork();
+        $this->assertNotSame(-1, $pid, 'pcntl_fork failed');
+        if ($pid === 0) {
+            $status = 0;
+            try {
+                $result = $inChild();
+            } catch (\Throwable $e) {
+                $result = describe($e);
+                $status = 1;
+            }
+            file_put_contents($report, json_encode($result));
+            exit($status);
+        }
+        $status = 0;
+        $exited = self::waitUntil(function () use ($pid, &$status) {
+            return pcntl_waitpid($pid, $status, WNOHANG) === $pid;
+        }, 30);
+        if (!$exited) {
+            posix_kill($pid, SIGKILL);
+            pcntl_waitpid($pid, $status);
+        }
+        $result = json_decode((string) file_get_contents($report), true);
+        unlink($report);
+        $this->assertTrue($exited, 'the forked child did not exit');
+        $this->assertTrue(pcntl_wifexited($status), 'the forked child did not exit normally');
+        $this->assertSame(0, pcntl_wexitstatus($status), 'the forked child failed: ' . json_encode($result));
+        return $result;
     }
 
     /** A child that holds $name (ttl seconds, lock()'s $options). */
@@ -354,7 +418,7 @@ abstract class TestCase extends PHPUnitTestCase
     }
 
     /** Asserts a child's reply is the given result. */
-    protected function assertReply(string|int $expected, ?array $reply): void
+    protected function assertReply(string|int|bool $expected, ?array $reply): void
     {
         $this->assertNotNull($reply, "no reply (expected $expected) within the time limit");
         $this->assertSame($expected, $reply['result'] ?? null, 'child replied ' . json_encode($reply));

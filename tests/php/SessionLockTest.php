@@ -1,0 +1,420 @@
+<?php
+// MySqlLock\SessionLock in one process: a plain GET_LOCK on the extension's own
+// connection, on a PDO and on a mysqli handed over; acquire, release, who holds it, the
+// names it takes, and the exceptions. Every check of "held" goes through the server
+// (IS_USED_LOCK on the inspection connection), not through the class under test.
+declare(strict_types=1);
+
+namespace MySqlLockTest;
+
+use MySqlLock\AlreadyHeldException;
+use MySqlLock\LockTimeoutException;
+use MySqlLock\NotHeldException;
+use MySqlLock\SessionLock;
+
+final class SessionLockTest extends TestCase
+{
+    /** @var SessionLock[] every lock a test made, released in tearDown if still held */
+    private array $locks = [];
+
+    protected function tearDown(): void
+    {
+        foreach ($this->locks as $lock) {
+            try {
+                if ($lock->isHeldByMe()) {
+                    $lock->release(); // else the extension keeps the test's connection until the run ends
+                }
+            } catch (\Throwable $e) {
+                // a connection the test killed: nothing held there any more
+            }
+        }
+        $this->locks = [];
+        parent::tearDown();
+    }
+
+    private function lock(string $name, \PDO|\mysqli|null $conn = null): SessionLock
+    {
+        return $this->locks[] = new SessionLock($name, $conn);
+    }
+
+    public function connections(): array
+    {
+        return ['native connection' => ['native'], 'PDO' => ['pdo'], 'mysqli' => ['mysqli']];
+    }
+
+    /** The session the locks of a connection of $kind live in; null: the native one, unknown until used. */
+    private static function sessionOf(\PDO|\mysqli|null $conn): ?int
+    {
+        return $conn === null ? null : connectionId($conn);
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function acquireOfAFreeLockReturnsTrueAndTheServerShowsItHeldByThatConnection(string $kind): void
+    {
+        $conn = openConnection($kind);
+        $lock = $this->lock($this->lockName(), $conn);
+        $this->assertTrue($lock->acquire());
+        $holder = self::getLockHolder($lock->getKey());
+        $this->assertNotNull($holder, 'the server shows no holder');
+        if ($conn !== null) {
+            $this->assertSame(self::sessionOf($conn), $holder, 'the lock is not in the given connection\'s session');
+        }
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function releaseFreesTheLockOnTheServer(string $kind): void
+    {
+        $lock = $this->lock($this->lockName(), openConnection($kind));
+        $this->assertTrue($lock->acquire());
+        $lock->release();
+        $this->assertNull(self::getLockHolder($lock->getKey()));
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function acquireReturnsFalseAtOnceWithZeroTimeoutWhileAnotherSessionHoldsIt(string $kind): void
+    {
+        $name = $this->lockName();
+        $other = connect();
+        $other->query("SELECT GET_LOCK('$name', 0)");
+        $lock = $this->lock($name, openConnection($kind));
+        $start = microtime(true);
+        $this->assertFalse($lock->acquire(0.0));
+        $this->assertLessThan(1.0, microtime(true) - $start, 'a timeout of 0 must be one try');
+        $this->assertSame(connectionId($other), self::getLockHolder($name), 'the holder lost it');
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function acquireWithAFractionalTimeoutWaitsThatFractionWhileAnotherSessionHoldsIt(string $kind): void
+    {
+        $name = $this->lockName();
+        $other = connect();
+        $other->query("SELECT GET_LOCK('$name', 0)");
+        $lock = $this->lock($name, openConnection($kind));
+        $start = microtime(true);
+        $this->assertFalse($lock->acquire(0.4));
+        $elapsed = microtime(true) - $start;
+        $this->assertGreaterThanOrEqual(0.35, $elapsed, 'gave up before the timeout');
+        $this->assertLessThan(2.0, $elapsed, 'waited far longer than the timeout');
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function acquireWithATimeoutGetsTheLockWhenTheOtherSessionReleasesIt(string $kind): void
+    {
+        $name = $this->lockName();
+        $other = connectMysqli();
+        $other->query("SELECT GET_LOCK('$name', 0)");
+        // The other session releases after 0.3 s, inside one statement of its own.
+        $other->query("SELECT SLEEP(0.3), RELEASE_LOCK('$name')", MYSQLI_ASYNC);
+        $lock = $this->lock($name, openConnection($kind));
+        $this->assertTrue($lock->acquire(10.0));
+        $other->reap_async_query();
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function isHeldByMeIsTrueOnlyWhileThisConnectionHoldsTheLock(string $kind): void
+    {
+        $lock = $this->lock($this->lockName(), openConnection($kind));
+        $this->assertFalse($lock->isHeldByMe(), 'before acquire');
+        $lock->acquire();
+        $this->assertTrue($lock->isHeldByMe(), 'after acquire');
+        $lock->release();
+        $this->assertFalse($lock->isHeldByMe(), 'after release');
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function isHeldByMeIsFalseWhenTheLockWasReleasedBehindItsBack(string $kind): void
+    {
+        $conn = openConnection($kind);
+        $lock = $this->lock($this->lockName(), $conn);
+        $lock->acquire();
+        $holder = self::getLockHolder($lock->getKey());
+        self::db()->exec('KILL ' . $holder);
+        $this->assertTrue(self::waitUntil(fn () => !self::sessionExists($holder), 10), 'the killed session stayed');
+        $this->assertFalse($lock->isHeldByMe());
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function holderIsTheConnectionIdOfTheHoldingSessionOfAnyClient(string $kind): void
+    {
+        $name = $this->lockName();
+        $lock = $this->lock($name, openConnection($kind));
+        $this->assertNull($lock->holder(), 'free');
+        $other = connect();
+        $other->query("SELECT GET_LOCK('$name', 0)");
+        $this->assertSame(connectionId($other), $lock->holder(), 'held by a hand-written GET_LOCK');
+        $other->query("SELECT RELEASE_LOCK('$name')");
+        $lock->acquire();
+        $this->assertSame(self::getLockHolder($name), $lock->holder(), 'held by the lock itself');
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function acquiringALockThisConnectionHoldsThrowsAlreadyHeld(string $kind): void
+    {
+        $lock = $this->lock($this->lockName(), openConnection($kind));
+        $lock->acquire();
+        $this->expectException(AlreadyHeldException::class);
+        $lock->acquire();
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function releasingALockNotHeldThrowsNotHeld(string $kind): void
+    {
+        $lock = $this->lock($this->lockName(), openConnection($kind));
+        $this->expectException(NotHeldException::class);
+        $lock->release();
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function releasingTwiceThrowsNotHeldTheSecondTime(string $kind): void
+    {
+        $lock = $this->lock($this->lockName(), openConnection($kind));
+        $lock->acquire();
+        $lock->release();
+        $this->expectException(NotHeldException::class);
+        $lock->release();
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function destroyingTheObjectDoesNotReleaseTheLock(string $kind): void
+    {
+        $conn = openConnection($kind);
+        $name = $this->lockName();
+        $lock = new SessionLock($name, $conn);
+        $lock->acquire();
+        $holder = self::getLockHolder($name);
+        $lock = null;
+        gc_collect_cycles();
+        $this->assertSame($holder, self::getLockHolder($name), 'the lock went with the object');
+        (new SessionLock($name, $conn))->release(); // the session's lock, released by another object on it
+        $this->assertNull(self::getLockHolder($name));
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function synchronizedRunsTheWorkUnderTheLockAndReturnsItsValue(string $kind): void
+    {
+        $lock = $this->lock($this->lockName(), openConnection($kind));
+        $seen = $lock->synchronized(fn (SessionLock $l) => [$l === $lock, self::getLockHolder($l->getKey()) !== null]);
+        $this->assertSame([true, true], $seen);
+        $this->assertNull(self::getLockHolder($lock->getKey()), 'not released after the work');
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function synchronizedReleasesTheLockWhenTheWorkThrowsAndRethrowsItsException(string $kind): void
+    {
+        $lock = $this->lock($this->lockName(), openConnection($kind));
+        $thrown = new \DomainException('the work failed');
+        $e = $this->catchThrown(fn () => $lock->synchronized(function () use ($thrown) {
+            throw $thrown;
+        }));
+        $this->assertSame($thrown, $e);
+        $this->assertNull(self::getLockHolder($lock->getKey()), 'not released after the work threw');
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function synchronizedThrowsLockTimeoutWithoutRunningTheWorkWhileAnotherSessionHoldsIt(string $kind): void
+    {
+        $name = $this->lockName();
+        $other = connect();
+        $other->query("SELECT GET_LOCK('$name', 0)");
+        $lock = $this->lock($name, openConnection($kind));
+        $ran = false;
+        $e = $this->catchThrown(fn () => $lock->synchronized(function () use (&$ran) {
+            $ran = true;
+        }, 0.2));
+        $this->assertInstanceOf(LockTimeoutException::class, $e);
+        $this->assertFalse($ran, 'the work ran without the lock');
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function synchronizedThrowsNotHeldWhenTheLockWasLostWhileTheWorkRan(string $kind): void
+    {
+        $lock = $this->lock($this->lockName(), openConnection($kind));
+        $e = $this->catchThrown(fn () => $lock->synchronized(function (SessionLock $l) {
+            $holder = self::getLockHolder($l->getKey());
+            self::db()->exec('KILL ' . $holder);
+            self::assertTrue(self::waitUntil(fn () => !self::sessionExists($holder), 10), 'the killed session stayed');
+        }));
+        $this->assertInstanceOf(NotHeldException::class, $e);
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function aNameTakesTheGetLockOfItsKeySoAHandWrittenGetLockOfTheKeyExcludesIt(string $kind): void
+    {
+        $lock = $this->lock($this->prefix() . 'Nightly-Rapport-Été', openConnection($kind));
+        $this->assertSame($this->prefix() . 'nightly-rapport-ete', $lock->getKey());
+        $script = connect(); // a script still written with GET_LOCK by hand
+        $script->query('SELECT GET_LOCK(' . $script->quote($lock->getKey()) . ', 0)');
+        $this->assertFalse($lock->acquire(0.0));
+        $this->assertSame(connectionId($script), $lock->holder());
+    }
+
+    /** @test */
+    public function aPlainLowercaseAsciiNameIsItsOwnKey(): void
+    {
+        $name = $this->lockName('cron:invoices_2026-11');
+        $this->assertSame($name, $this->lock($name)->getKey());
+    }
+
+    /** @test */
+    public function getNameReturnsTheNameAsGiven(): void
+    {
+        $this->assertSame('Müller-Größe', $this->lock('Müller-Größe')->getName());
+    }
+
+    public function connectionPairs(): array
+    {
+        $pairs = [];
+        foreach (['native', 'pdo', 'mysqli'] as $a) {
+            foreach (['native', 'pdo', 'mysqli'] as $b) {
+                if ($a !== $b) {
+                    $pairs["$a holds, $b asks"] = [$a, $b];
+                }
+            }
+        }
+        return $pairs;
+    }
+
+    /**
+     * @test
+     * @dataProvider connectionPairs
+     */
+    public function caseAndAccentVariantsOfANameAreOneLockAcrossConnections(string $holds, string $asks): void
+    {
+        $holder = $this->lock($this->prefix() . 'Müller-Größe', openConnection($holds));
+        $this->assertTrue($holder->acquire());
+        foreach (['MÜLLER-GRÖSSE', 'muller-grosse', "Mu\u{308}ller-Gro\u{308}sse"] as $variant) {
+            $other = $this->lock($this->prefix() . $variant, openConnection($asks));
+            $this->assertFalse($other->acquire(0.0), "$variant was granted while Müller-Größe is held");
+        }
+    }
+
+    /**
+     * @test
+     * @dataProvider connections
+     */
+    public function aCaseVariantOfALockThisConnectionHoldsIsAlreadyHeld(string $kind): void
+    {
+        $conn = openConnection($kind);
+        $this->lock($this->prefix() . 'Invoices', $conn)->acquire();
+        $this->expectException(AlreadyHeldException::class);
+        $this->lock($this->prefix() . 'INVOICES', $conn)->acquire();
+    }
+
+    /** @test */
+    public function theNativeConnectionIsTheSessionSharedLockUses(): void
+    {
+        \ItsMieger\MySqlSharedLocks\SharedLock::lock($this->lockName('lease'), 0, 30);
+        $leaseSession = (int) self::rows($this->lockName('lease'))[0]['connection_id'];
+        $lock = $this->lock($this->lockName('session'));
+        $lock->acquire();
+        $this->assertSame($leaseSession, $lock->holder());
+    }
+
+    public function badNames(): array
+    {
+        return [
+            'empty' => [''],
+            '65 characters' => [str_repeat('x', 65)],
+            '30 ligatures that unfold into 90 letters' => [str_repeat("\u{FB03}", 30)],
+            'not UTF-8' => ["caf\xE9"],
+        ];
+    }
+
+    /**
+     * @test
+     * @dataProvider badNames
+     */
+    public function constructingWithAnUnusableNameThrowsInvalidArgument(string $name): void
+    {
+        $this->expectException(\InvalidArgumentException::class);
+        $this->lock($name);
+    }
+
+    /** @test */
+    public function aNameOf64AccentedCharactersIsAccepted(): void
+    {
+        $this->assertSame(str_repeat('e', 64), $this->lock(str_repeat('É', 64))->getKey());
+    }
+
+    public function badTimeouts(): array
+    {
+        return ['negative' => [-1.0], 'NaN' => [NAN], 'infinite' => [INF]];
+    }
+
+    /**
+     * @test
+     * @dataProvider badTimeouts
+     */
+    public function acquireWithAnUnusableTimeoutThrowsInvalidArgumentAndTakesNothing(float $timeout): void
+    {
+        $lock = $this->lock($this->lockName());
+        $e = $this->catchThrown(fn () => $lock->acquire($timeout));
+        $this->assertInstanceOf(\InvalidArgumentException::class, $e);
+        $this->assertNull(self::getLockHolder($lock->getKey()));
+    }
+
+    /** @test */
+    public function aConnectionOtherThanPdoOrMysqliIsATypeError(): void
+    {
+        $this->expectException(\TypeError::class);
+        $this->lock($this->lockName(), new \stdClass());
+    }
+
+    /** @test */
+    public function aPdoOfAnotherDriverIsRefused(): void
+    {
+        $this->expectException(\InvalidArgumentException::class);
+        $this->lock($this->lockName(), new \PDO('sqlite::memory:'));
+    }
+}
