@@ -8,6 +8,8 @@ namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\Exception\TableRepairException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
+use MySqlLock\ConnectionException;
+use MySqlLock\SessionLock;
 
 final class RecoveryTest extends TestCase
 {
@@ -44,6 +46,41 @@ final class RecoveryTest extends TestCase
         $this->assertCount(1, $rows);
         $this->assertNotSame($killed, (int) $rows[0]['connection_id']);
         $this->assertTrue(self::sessionExists((int) $rows[0]['connection_id']));
+    }
+
+    /** @test */
+    public function sessionLockOnTheNativeConnectionAfterItsSessionWasKilledSucceedsOnAFreshSession(): void
+    {
+        $first = new SessionLock($this->lockName('first'));
+        $this->assertTrue($first->acquire());
+        $killed = (int) $first->holder();
+        $first->release();
+        self::kill($killed);
+
+        $second = new SessionLock($this->lockName('second'));
+        $this->assertTrue($second->acquire());
+        $holder = self::getLockHolder($second->getKey());
+        $this->assertNotNull($holder);
+        $this->assertNotSame($killed, $holder);
+    }
+
+    public function userConnections(): array
+    {
+        return ['PDO' => ['pdo'], 'mysqli' => ['mysqli']];
+    }
+
+    /**
+     * The user's connection cannot be replaced: its session is the point.
+     *
+     * @test
+     * @dataProvider userConnections
+     */
+    public function sessionLockOnAUserConnectionWhoseSessionWasKilledThrowsConnectionException(string $kind): void
+    {
+        $conn = openConnection($kind);
+        self::kill(connectionId($conn));
+        $this->expectException(ConnectionException::class);
+        (new SessionLock($this->lockName(), $conn))->acquire();
     }
 
     /** A MyISAM locks table of this test's own (the original package's DDL). */
