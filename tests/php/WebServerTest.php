@@ -2,7 +2,9 @@
 // The README's promise for web requests: a lock taken in a request and never unlocked is
 // released when the request ends (not when the worker process ends), so the next request
 // gets it at once, on the extension's own connection and on a PDO set with
-// setConnection(), and no server session is left behind. Run under Debian's php8.2-fpm
+// setConnection(), and no server session is left behind. The same for MySqlLock\SessionLock
+// on the extension's own connection and on the request's PDO or mysqli, persistent ones
+// (which outlive the request) included. Run under Debian's php8.2-fpm
 // (requests sent with cgi-fcgi) and under `php -S`, each started here with the extension.
 declare(strict_types=1);
 
@@ -11,6 +13,7 @@ namespace MySqlLockTest;
 final class WebServerTest extends TestCase
 {
     private const REQUESTS = 200;
+    private const SESSION_REQUESTS = 50;
 
     /** @var WebServer[] */
     private array $servers = [];
@@ -79,6 +82,60 @@ final class WebServerTest extends TestCase
         }
     }
 
+    public function serversAndSessionConnections(): array
+    {
+        $cases = [];
+        foreach (['php-fpm' => 'fpm', 'php -S' => 'builtin'] as $server => $kind) {
+            foreach (['native', 'pdo', 'mysqli', 'ppdo' => 'persistent PDO', 'pmysqli' => 'persistent mysqli'] as $conn => $label) {
+                $conn = is_int($conn) ? $label : $conn;
+                $cases["$server, session lock on $label"] = [$kind, $conn];
+            }
+        }
+        return $cases;
+    }
+
+    /**
+     * The request releases the session lock when it ends, on its own connection and on a
+     * persistent one that outlives it (a new session would not show that: GET_LOCK is
+     * re-entrant, so the next request on the same persistent session would get it anyway;
+     * hence the server is asked right after each request).
+     *
+     * @test
+     * @dataProvider serversAndSessionConnections
+     */
+    public function sessionLockLeftByEachRequestIsFreeWhenItEndsAndNoSessionIsLeft(string $kind, string $conn): void
+    {
+        $server = $this->startServer($kind);
+        $name = $this->lockName();
+        $before = self::userSessions();
+        for ($i = 0; $i < self::SESSION_REQUESTS; $i++) {
+            $reply = $server->request(['name' => $name, 'conn' => $conn, 'mode' => 'session']);
+            $this->assertTrue($reply['locked'] ?? false, "request $i: " . json_encode($reply));
+            $this->assertNull(self::getLockHolder($name), "request $i: the session lock outlived the request");
+        }
+        // Persistent connections stay, one per worker at most (php-fpm runs 2, php -S 1).
+        $kept = str_starts_with($conn, 'p') ? $server->workers() : 0;
+        $this->assertTrue(
+            self::waitUntil(fn () => self::userSessions() <= $before + $kept, 10),
+            sprintf('server sessions of the test user grew from %d to %d over %d requests (%d may stay)', $before, self::userSessions(), self::SESSION_REQUESTS, $kept)
+        );
+    }
+
+    /**
+     * @test
+     * @dataProvider serversAndSessionConnections
+     */
+    public function exitAndFatalErrorInsideSessionLockSynchronizedReleaseItAtRequestEnd(string $kind, string $conn): void
+    {
+        $server = $this->startServer($kind);
+        foreach (['session-exit', 'session-fatal'] as $mode) {
+            $name = $this->lockName($mode);
+            $reply = $server->request(['name' => $name, 'conn' => $conn, 'mode' => $mode]);
+            $this->assertTrue($reply['locked'] ?? false, "$mode: " . json_encode($reply));
+            $this->assertNull(self::getLockHolder($name), "$mode: the session lock outlived the request");
+        }
+    }
+
     private function startServer(string $kind): WebServer
     {
         return $this->servers[] = $kind === 'fpm' ? WebServer::fpm() : WebServer::builtin();
@@ -102,6 +159,7 @@ final class WebServerTest extends TestCase
 final class WebServer
 {
     private const FPM = '/usr/sbin/php-fpm8.2';
+    private const FPM_WORKERS = 2;
     private const CGI_FCGI = '/usr/bin/cgi-fcgi';
 
     /** @var resource */
@@ -131,7 +189,7 @@ final class WebServer
         $group = posix_getgrgid(posix_getegid())['name'];
         $root = posix_geteuid() === 0;
         $config = "[global]\npid = {$server->dir}/fpm.pid\nerror_log = {$server->dir}/fpm.log\ndaemonize = no\n\n"
-            . "[test]\nlisten = {$server->socket}\npm = static\npm.max_children = 2\nclear_env = no\n"
+            . "[test]\nlisten = {$server->socket}\npm = static\npm.max_children = " . self::FPM_WORKERS . "\nclear_env = no\n"
             . "catch_workers_output = yes\nphp_admin_flag[log_errors] = on\nphp_admin_value[error_log] = {$server->dir}/php.log\n"
             // Only a root master switches users: then it is told to stay root (with -R).
             . ($root ? "user = $user\ngroup = $group\n" : '');
@@ -212,6 +270,12 @@ final class WebServer
         $reply = json_decode((string) $line, true);
         TestCase::assertIsArray($reply, "not a JSON answer: $body");
         return $reply;
+    }
+
+    /** How many PHP processes serve requests (each may keep persistent connections). */
+    public function workers(): int
+    {
+        return $this->socket !== null ? self::FPM_WORKERS : 1;
     }
 
     public function stop(): void
