@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{test_session, wait_until, OwnTable as LeaseTable, Ran, Scratch};
+use common::{finish, first_to_end, test_session, wait_until, OwnTable as LeaseTable, Ran, Runs, Scratch};
 use mysqllock_core::{MysqlSession, Session, Value};
 
 /// Exit codes of the lease mode (README, `mysqllock run --help`).
@@ -61,21 +61,6 @@ impl LeaseTable {
             .query("SELECT COUNT(*) FROM {t} WHERE resource = ? AND expires_at >= UTC_TIMESTAMP()", &[resource.into()]);
         rows.first().and_then(|row| row[0].as_i64()) == Some(1)
     }
-}
-
-/// Waits for a background run to end, killing it if it does not within `limit`.
-fn finish(mut child: Child, limit: Duration) -> Ran {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().expect("child status").is_none() {
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let out: Ran = child.wait_with_output().expect("collects output").into();
-            panic!("mysqllock did not end within {limit:?}: {out:?}");
-        }
-        // The poll interval of this wait.
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("collects output").into()
 }
 
 /// The id of the statement the server session of process `pid` runs or ran last
@@ -170,27 +155,16 @@ fn exactly_one_of_three_concurrent_runs_does_the_work() {
     let (work, stop) = (scratch.file("work"), scratch.file("stop"));
     // The work: a line in the work file, then running (polling for the stop file) until told to stop.
     let script = format!("echo \"$MYSQLLOCK_OWNER\" >> '{work}'; while [ ! -e '{stop}' ]; do sleep 0.05; done");
-    let mut runs: Vec<Child> = (0..3).map(|_| table.spawn_run(&name, &[], &script)).collect();
+    let mut runs = Runs((0..3).map(|_| table.spawn_run(&name, &[], &script)).collect());
 
     // The two that lose exit at once; the winner works until the stop file appears.
-    let mut ended: Vec<Ran> = Vec::new();
-    wait_until(Duration::from_secs(30), "two runs give up", || {
-        let mut i = 0;
-        while i < runs.len() {
-            if runs[i].try_wait().expect("status").is_some() {
-                ended.push(runs.remove(i).wait_with_output().expect("output").into());
-            } else {
-                i += 1;
-            }
-        }
-        ended.len() >= 2
-    });
+    let ended = first_to_end(&mut runs, 2, Duration::from_secs(30));
     for loser in &ended {
         assert_eq!(loser.code, Some(HELD_ELSEWHERE), "{loser:?}");
         assert!(loser.stderr.contains("is held by another owner"), "{}", loser.stderr);
     }
     std::fs::write(&stop, b"").expect("stop file");
-    let winner = finish(runs.remove(0), Duration::from_secs(30));
+    let winner = finish(runs.0.remove(0), Duration::from_secs(30));
     assert_eq!(winner.code, Some(0), "{winner:?}");
     let lines: Vec<String> = std::fs::read_to_string(&work).expect("work file").lines().map(str::to_owned).collect();
     assert_eq!(lines.len(), 1, "the work ran {} times: {lines:?}", lines.len());

@@ -1,9 +1,10 @@
-//! What the CLI's test files share: the test server, unique names, a finished run's
-//! output, scratch directories and tables of a test's own, and waiting with a deadline.
+//! What the CLI's test files share: the test server (and servers of a test's own),
+//! unique names, a finished run's output, scratch directories and tables of a test's
+//! own, and waiting with a deadline.
 #![allow(dead_code)] // each test file uses its own part
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -72,6 +73,115 @@ pub fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bo
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
         // The poll interval of this wait helper.
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for a background run to end, killing it if it does not within `limit`.
+pub fn finish(mut child: Child, limit: Duration) -> Ran {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("child status").is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let out: Ran = child.wait_with_output().expect("collects output").into();
+            panic!("mysqllock did not end within {limit:?}: {out:?}");
+        }
+        // The poll interval of this wait.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collects output").into()
+}
+
+/// Background runs, killed (with their commands: PR_SET_PDEATHSIG) if a test fails
+/// while they still run.
+pub struct Runs(pub Vec<Child>);
+
+impl Drop for Runs {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Waits until `count` of `runs` have ended (within `limit`), takes them out of `runs`
+/// and returns how they ended.
+pub fn first_to_end(runs: &mut Runs, count: usize, limit: Duration) -> Vec<Ran> {
+    let runs = &mut runs.0;
+    let mut ended: Vec<Ran> = Vec::new();
+    wait_until(limit, &format!("{count} runs end"), || {
+        let mut i = 0;
+        while i < runs.len() {
+            if runs[i].try_wait().expect("status").is_some() {
+                ended.push(runs.remove(i).wait_with_output().expect("output").into());
+            } else {
+                i += 1;
+            }
+        }
+        ended.len() >= count
+    });
+    ended
+}
+
+/// The repository's root (scripts/ lives there): MYSQLLOCK_ROOT, as the suites set it,
+/// else the workspace this crate is in.
+pub fn repo_root() -> PathBuf {
+    std::env::var_os("MYSQLLOCK_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+}
+
+/// An environment variable the test server's `env` file sets; panics naming it if unset.
+pub fn test_env(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: load the test server's env file (`set -a && . /tmp/db/env && set +a`)")
+    })
+}
+
+/// `bash scripts/mariadb.sh ARGS`; panics with its output if it fails.
+pub fn mariadb_sh(args: &[&str]) {
+    let out: Ran = Command::new("bash")
+        .arg(repo_root().join("scripts/mariadb.sh"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("bash runs")
+        .into();
+    assert_eq!(out.code, Some(0), "scripts/mariadb.sh {args:?} failed: {}{}", out.stdout, out.stderr);
+}
+
+/// A MariaDB server of the test's own (scripts/mariadb.sh), for a test that needs one
+/// in a known state whatever other tests do to the shared one. Stopped and removed at
+/// the end.
+pub struct OwnServer {
+    dir: PathBuf,
+    /// The DSN of its ordinary test user.
+    pub dsn: String,
+}
+
+impl OwnServer {
+    pub fn start(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(unique_with("server", tag));
+        let path = dir.to_str().expect("utf-8 temp dir").to_owned();
+        // Stopped by Drop from here on, even if starting fails halfway.
+        let mut server = OwnServer { dir, dsn: String::new() };
+        mariadb_sh(&["start", &path]);
+        let env = std::fs::read_to_string(server.dir.join("env")).expect("the server's env file");
+        server.dsn = env
+            .lines()
+            .find_map(|line| line.strip_prefix("MYSQLLOCK_TEST_DSN="))
+            .expect("MYSQLLOCK_TEST_DSN in the env file")
+            .to_owned();
+        server
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        if let Some(path) = self.dir.to_str() {
+            let _ = Command::new("bash").arg(repo_root().join("scripts/mariadb.sh")).args(["stop", path]).status();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
