@@ -23,13 +23,15 @@ pub const HELD_ELSEWHERE: u8 = 75;
 pub const LOST_WHILE_RUNNING: u8 = 76;
 /// The server refused a statement for lack of privileges (EX_NOPERM).
 pub const NO_PERMISSION: u8 = 77;
-/// The lock table does not exist (run `mysqllock init`, or `init --lease`), or the lease
-/// table cannot hold leases safely (MyISAM) (EX_CONFIG).
-pub const NO_TABLE: u8 = 78;
-/// `run --lease`: the lease was lost while the command ran (a renewal was refused, or the
-/// local deadline passed without one), so the command was terminated (SIGTERM, then
-/// SIGKILL after `--kill-after`).
-pub const LEASE_LOST: u8 = 79;
+/// The lock table does not exist (run `mysqllock init`, or `init --lease`), the lease
+/// table cannot hold leases safely (MyISAM), or the server does not show the session
+/// locks of other clients to `status --session` (EX_CONFIG).
+pub const NOT_SET_UP: u8 = 78;
+/// `run --lease` or `--session`: the lock was lost while the command ran (a lease's
+/// renewal was refused, or the local deadline passed without one; the session holding a
+/// session lock ended), so the command was terminated (SIGTERM, then SIGKILL after
+/// `--kill-after`).
+pub const LOST_AND_TERMINATED: u8 = 79;
 /// A GET_LOCK-based lock on a replicated cluster node (Galera, Group Replication), where
 /// GET_LOCK and KILL act on that node only: use `--lease`, or `--allow-cluster` if every
 /// lock client talks to this one node.
@@ -45,7 +47,7 @@ pub fn for_error(e: &Error) -> u8 {
         Error::InvalidArgument { .. } => USAGE,
         Error::Timeout { .. } => HELD_ELSEWHERE,
         Error::Connect { .. } | Error::ConnectionLost { .. } | Error::NodeNotReady { .. } => UNAVAILABLE,
-        Error::MissingTable { .. } | Error::UnusableTable { .. } => NO_TABLE,
+        Error::MissingTable { .. } | Error::UnusableTable { .. } => NOT_SET_UP,
         Error::ClusterNode { .. } => CLUSTER_NODE,
         Error::AccessDenied { .. } | Error::TakeoverDenied { .. } => NO_PERMISSION,
         Error::NotHeld { .. } => LOST_WHILE_RUNNING,

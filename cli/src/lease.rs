@@ -65,7 +65,7 @@ pub fn run(config: &Config, job: &LeaseJob<'_>) -> u8 {
     keeper.stop();
     if lost {
         // The row is another owner's now, or will be: nothing to release.
-        return exit::LEASE_LOST;
+        return exit::LOST_AND_TERMINATED;
     }
     match lock.release(job.name, &owner) {
         Ok(true) => code,

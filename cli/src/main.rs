@@ -5,13 +5,15 @@ mod duration;
 mod exit;
 mod lease;
 mod run;
+mod session;
+mod session_locks;
 mod signals;
 mod status;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{ArgGroup, Parser, Subcommand};
 use mysqllock_core::{AcquireOptions, Config, DistributedLock, Error, LeaseRow, LockStatus, NativeLocker};
 
 const EXIT_CODES: &str = "\
@@ -22,14 +24,17 @@ Exit codes:
   70    any other database error
   75    run: another node holds the lock; the command was NOT run
   76    run: the command succeeded, but the lock was lost while it ran
-        (its TTL passed and another node took it over, or its keep-alive could not
-        renew it): the run may have overlapped
+        (its TTL passed and another node took it over, its keep-alive could not
+        renew it, or, with --session, its session ended after the last check):
+        the run may have overlapped
   77    the database user lacks a privilege
   78    the lock table does not exist: run `mysqllock init` (or `init --upgrade`,
-        `init --lease`), or the lease table cannot be used (not InnoDB)
-  79    run --lease: the lease was lost while the command ran (a renewal was refused,
-        or none succeeded before the local deadline); the command got SIGTERM (and
-        SIGKILL after --kill-after)
+        `init --lease`), or the lease table cannot be used (not InnoDB), or
+        `status --session` cannot list session locks: the server does not show them
+  79    run --lease, --session: the lock was lost while the command ran (a lease's
+        renewal was refused, or none succeeded before the local deadline; the session
+        holding a session lock ended); the command got SIGTERM (and SIGKILL after
+        --kill-after)
   80    the server is a replicated cluster node (Galera, Group Replication), where
         GET_LOCK is per node: use `run --lease`, or --allow-cluster if every lock
         client talks to this one node
@@ -105,8 +110,22 @@ enum Cmd {
     /// table (`init --lease --upgrade`), MYSQLLOCK_TOKEN. If mysqllock itself is killed,
     /// the lease stays until its TTL passes.
     ///
+    /// With --session, the lock is a plain GET_LOCK session lock: no table (no `init`),
+    /// no TTL; it is held as long as mysqllock's database session, and ends with it,
+    /// also when mysqllock is killed (kill -9). Names that differ only in case or accents
+    /// are one lock (the GET_LOCK name is the folded name; a lowercase ASCII name is its
+    /// own, the lock `SELECT GET_LOCK('name', 0)` takes). While the command runs, the
+    /// session is checked every --ping-every, which also keeps it from being ended as
+    /// idle (wait_timeout). If it is lost (killed, server restarted), the command gets
+    /// SIGTERM, SIGKILL after --kill-after, and the run exits 79. The command gets
+    /// MYSQLLOCK_NAME and MYSQLLOCK_CONNECTION_ID (no token). It cannot be combined with
+    /// the options of the table lock or the lease (--ttl, --lease, --owner, --keep-alive,
+    /// --max-hold, --at-least). A session lock is free again the moment its holder ends:
+    /// a job shorter than the clock skew between the nodes whose cron starts it may run
+    /// once per node; use --at-least (without --session) to prevent that.
+    ///
     /// DURATION: seconds (90, 1.5) or a number with a unit: 500ms, 90s, 5m, 2h, 1d.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = EXIT_CODES, group = ArgGroup::new("terminates").args(["lease", "session"]))]
     Run {
         /// The lock name (1 to 64 characters).
         name: String,
@@ -121,12 +140,21 @@ enum Cmd {
         /// Use the lease mode (table-only, for replicated clusters) instead of GET_LOCK.
         #[arg(long, conflicts_with_all = ["keep_alive", "max_hold", "at_least"])]
         lease: bool,
+        /// Use a plain GET_LOCK session lock (no table, no TTL) instead of the table's
+        /// lock: held as long as mysqllock's session.
+        #[arg(long, conflicts_with_all = ["ttl", "lease", "owner", "keep_alive", "max_hold", "at_least"])]
+        session: bool,
+        /// With --session: how often the session is checked while the command runs (one
+        /// statement each time); a lost session is noticed at the next check.
+        /// [default: 30s, or half the session's wait_timeout if that is shorter]
+        #[arg(long, requires = "session", value_parser = duration::seconds, allow_negative_numbers = true, value_name = "DURATION")]
+        ping_every: Option<f64>,
         /// With --lease: the lease's owner [default: host:pid:random, unique per run].
         #[arg(long, requires = "lease", value_name = "STRING")]
         owner: Option<String>,
-        /// With --lease: how long the command may take to end after the SIGTERM sent
-        /// when the lease was lost, before it gets SIGKILL.
-        #[arg(long, requires = "lease", default_value = "5", value_parser = duration::seconds, allow_negative_numbers = true, value_name = "DURATION")]
+        /// With --lease or --session: how long the command may take to end after the
+        /// SIGTERM sent when the lock was lost, before it gets SIGKILL.
+        #[arg(long, requires = "terminates", default_value = "5", value_parser = duration::seconds, allow_negative_numbers = true, value_name = "DURATION")]
         kill_after: f64,
         /// Renew the lock in the background (every third of --ttl) while the command
         /// runs, up to --max-hold. Use a short --ttl with it (e.g. 60): a node that
@@ -169,12 +197,31 @@ enum Cmd {
     /// RESOURCE, OWNER, TOKEN ("-" without the upgrade), ACQUIRED and EXPIRES (UTC),
     /// TTL_LEFT_S, and STATE "held" or "expired". A table that does not exist is left
     /// out; --json lists both kinds, each object with its "kind" ("lock" or "lease").
+    ///
+    /// With --session, session locks (GET_LOCKs, as `run --session` takes) instead of
+    /// the tables: NAME, KEY (the GET_LOCK name, shown when NAME folds to another),
+    /// HOLDER (the connection id of the session holding it), and that session's USER,
+    /// HOST, COMMAND ("Sleep" = idle) and TIME_S (seconds in that command) from the
+    /// process list ("-" if not visible: needs PROCESS, or the same user). With a NAME,
+    /// the holder of that lock, on any server ("is free" if none). Without a NAME, every
+    /// GET_LOCK held on the server, by any client, including the ones `run` without
+    /// --session takes beside its row; the server shows those only through
+    /// information_schema.METADATA_LOCK_INFO (MariaDB: INSTALL SONAME
+    /// 'metadata_lock_info') or performance_schema.metadata_locks (performance_schema=ON;
+    /// on MariaDB also the instrument wait/lock/metadata/sql/mdl), whichever it has;
+    /// without either it says what is missing and exits 78. A listing shows GET_LOCK
+    /// names, not the spellings the locks were taken under. --json: one object per lock
+    /// with "kind": "session", "name", "key", "connection_id", "user", "host", "command"
+    /// and "time" (null where not visible).
     Status {
         /// Only this lock.
         name: Option<String>,
         /// A JSON array instead of the table.
         #[arg(long)]
         json: bool,
+        /// Session locks (GET_LOCK) instead of the tables' locks and leases.
+        #[arg(long)]
+        session: bool,
     },
 }
 
@@ -210,6 +257,16 @@ fn dispatch(config: &Config, command: &Cmd) -> u8 {
     match command {
         Cmd::Init { upgrade, lease: true } => init_lease(config, *upgrade),
         Cmd::Init { upgrade, lease: false } => init(&mut locker, *upgrade),
+        Cmd::Run { name, timeout, session: true, ping_every, kill_after, command, .. } => {
+            let job = session::SessionJob {
+                name,
+                timeout: *timeout,
+                ping_every: ping_every.unwrap_or(session::DEFAULT_PING_EVERY),
+                kill_after: *kill_after,
+                command,
+            };
+            session::run(&mut locker, &job)
+        }
         Cmd::Run { name, timeout, ttl, lease: true, owner, kill_after, command, .. } => {
             let ttl = ttl.unwrap_or(DEFAULT_LEASE_TTL);
             let job = lease::LeaseJob {
@@ -227,7 +284,8 @@ fn dispatch(config: &Config, command: &Cmd) -> u8 {
             let ttl = ttl.unwrap_or(DEFAULT_TTL);
             run::run(&mut locker, &run::Job { name, timeout: *timeout, ttl, options, command })
         }
-        Cmd::Status { name, json } => status(config, &mut locker, name.as_deref(), *json),
+        Cmd::Status { name, json, session: true } => session_status(&mut locker, name.as_deref(), *json),
+        Cmd::Status { name, json, session: false } => status(config, &mut locker, name.as_deref(), *json),
     }
 }
 
@@ -302,4 +360,37 @@ fn status(config: &Config, locker: &mut NativeLocker, name: Option<&str>, json: 
         print!("{}", status::tables(&locks, &leases));
     }
     0
+}
+
+/// `status --session [NAME]`: one session lock's holder, or every session lock where the
+/// server shows them (exit 78 with what is missing where it does not).
+fn session_status(locker: &mut NativeLocker, name: Option<&str>, json: bool) -> u8 {
+    let (locks, empty) = match name {
+        Some(name) => match session_locks::holder(locker, name) {
+            Ok(holder) => (holder.into_iter().collect(), free_message(name)),
+            Err(e) => return exit::report(&e),
+        },
+        None => match session_locks::list(locker) {
+            Ok(session_locks::Listing::Visible(locks)) => (locks, "no session locks held".to_owned()),
+            Ok(session_locks::Listing::Hidden(why)) => {
+                eprintln!("mysqllock: {why}");
+                return exit::NOT_SET_UP;
+            }
+            Err(e) => return exit::report(&e),
+        },
+    };
+    if json {
+        print!("{}", status::session_json(&locks));
+    } else {
+        print!("{}", status::session_table(&locks, &empty));
+    }
+    0
+}
+
+/// `session lock "NAME" is free`, with its GET_LOCK name when that differs.
+fn free_message(name: &str) -> String {
+    match mysqllock_core::name::session_key(name) {
+        Ok(key) if key != name => format!("session lock \"{name}\" (GET_LOCK name \"{key}\") is free"),
+        _ => format!("session lock \"{name}\" is free"),
+    }
 }

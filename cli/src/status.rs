@@ -1,8 +1,11 @@
 //! `mysqllock status`: the tables' rows, for people (aligned columns) or scripts (JSON):
-//! the locks of `shared_locks`, then the leases of the lease mode's table.
+//! the locks of `shared_locks`, then the leases of the lease mode's table; with
+//! `--session`, session locks and their holders.
 
 use mysqllock_core::{LeaseRow, LockStatus};
 use serde_json::json;
+
+use crate::session_locks::SessionLock;
 
 /// The column titles of the human-readable table.
 const HEADER: [&str; COLUMNS] =
@@ -123,6 +126,62 @@ pub fn tables(locks: &[LockStatus], leases: &[LeaseRow]) -> String {
     let mut out = if locks.is_empty() { String::new() } else { table(locks) + "\n" };
     out.push_str(&aligned(LEASE_HEADER, leases.iter().map(lease_cells)));
     out
+}
+
+/// The columns of the session locks' table; KEY only where a name folds to another key.
+const SESSION_HEADER: [&str; SESSION_COLUMNS] = ["NAME", "KEY", "HOLDER", "USER", "HOST", "COMMAND", "TIME_S"];
+const SESSION_COLUMNS: usize = 7;
+
+fn session_cells(l: &SessionLock) -> [String; SESSION_COLUMNS] {
+    let text = |v: &Option<String>| v.clone().unwrap_or_else(|| UNKNOWN.to_owned());
+    [
+        l.name.clone(),
+        l.key.clone(),
+        l.holder.to_string(),
+        text(&l.user),
+        text(&l.host),
+        text(&l.command),
+        l.time.map_or_else(|| UNKNOWN.to_owned(), |t| t.to_string()),
+    ]
+}
+
+/// Aligned columns under a header line, or `empty`; the KEY column only when some
+/// lock's name is not its own key (a name given in capitals, with accents).
+pub fn session_table(locks: &[SessionLock], empty: &str) -> String {
+    if locks.is_empty() {
+        return format!("{empty}\n");
+    }
+    if locks.iter().any(|l| l.name != l.key) {
+        return aligned(SESSION_HEADER, locks.iter().map(session_cells));
+    }
+    aligned(without_key(SESSION_HEADER), locks.iter().map(|l| without_key(session_cells(l))))
+}
+
+fn without_key<T>([name, _key, holder, user, host, command, time]: [T; SESSION_COLUMNS]) -> [T; SESSION_COLUMNS - 1] {
+    [name, holder, user, host, command, time]
+}
+
+/// A JSON array with one object per session lock (`"kind": "session"`): `name`, `key`
+/// (the GET_LOCK name), `connection_id` of the holder, and its session's `user`,
+/// `host`, `command` and `time` (seconds), `null` where the process list does not show
+/// them.
+pub fn session_json(locks: &[SessionLock]) -> String {
+    let rows: Vec<_> = locks
+        .iter()
+        .map(|l| {
+            json!({
+                "kind": "session",
+                "name": l.name,
+                "key": l.key,
+                "connection_id": l.holder,
+                "user": l.user,
+                "host": l.host,
+                "command": l.command,
+                "time": l.time,
+            })
+        })
+        .collect();
+    format!("{}\n", serde_json::Value::Array(rows))
 }
 
 /// Lines of cells, each column as wide as its widest cell, under the header.
@@ -310,5 +369,36 @@ mod tests {
         assert_eq!(parsed[1]["owner"], "web-01:4242:00ff");
         assert_eq!(parsed[1]["token"], 9);
         assert_eq!(parsed[1]["state"], "held");
+    }
+
+    fn session_lock(name: &str, key: &str) -> SessionLock {
+        SessionLock {
+            name: name.into(),
+            key: key.into(),
+            holder: 42,
+            user: Some("app".into()),
+            host: None,
+            command: Some("Sleep".into()),
+            time: Some(7),
+        }
+    }
+
+    #[test]
+    fn session_locks_show_their_key_only_when_a_name_folds_to_another() {
+        let plain = session_table(&[session_lock("nightly", "nightly")], "none");
+        assert_eq!(second_line(&plain), ["nightly", "42", "app", "-", "Sleep", "7"]);
+        assert!(!plain.contains("KEY"), "{plain}");
+        let folded = session_table(&[session_lock("Nightly", "nightly")], "none");
+        assert_eq!(second_line(&folded)[..3], ["Nightly", "nightly", "42"]);
+        assert_eq!(session_table(&[], "no session locks held"), "no session locks held\n");
+    }
+
+    #[test]
+    fn session_lock_json_has_null_where_the_process_list_is_silent() {
+        let parsed: serde_json::Value =
+            serde_json::from_str(&session_json(&[session_lock("Nightly", "nightly")])).expect("valid JSON");
+        assert_eq!((parsed[0]["kind"].as_str(), parsed[0]["key"].as_str()), (Some("session"), Some("nightly")));
+        assert_eq!(parsed[0]["connection_id"], 42);
+        assert_eq!(parsed[0]["host"], serde_json::Value::Null);
     }
 }

@@ -1,0 +1,164 @@
+//! Who holds session locks (plain `GET_LOCK`s), for `mysqllock status --session`.
+//!
+//! One lock's holder is always visible: `IS_USED_LOCK` answers for any session. Listing
+//! every lock of every client needs the server's help, which is detected, never assumed:
+//! MariaDB's `metadata_lock_info` plugin (`information_schema.METADATA_LOCK_INFO`, the
+//! lock name in its TABLE_SCHEMA column) or `performance_schema.metadata_locks` (MySQL 8,
+//! and MariaDB with the `wait/lock/metadata/sql/mdl` instrument enabled). What the
+//! holders' sessions are doing comes from the process list, where the user may see it.
+
+use mysqllock_core::{name, Error, NativeLocker, Outcome, Session, SessionError, Value};
+
+/// A session lock and, where the process list shows it, its holder's session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionLock {
+    /// The name as asked for; in a listing, the GET_LOCK name itself.
+    pub name: String,
+    /// The GET_LOCK name the lock takes ([`name::session_key`]).
+    pub key: String,
+    /// `CONNECTION_ID()` of the holding session.
+    pub holder: u64,
+    pub user: Option<String>,
+    /// The holder's client address (`host:port`, or the host alone from
+    /// performance_schema).
+    pub host: Option<String>,
+    /// What the holder's session does now (`Sleep` = idle between statements).
+    pub command: Option<String>,
+    /// Seconds the holder's session has been in that command.
+    pub time: Option<i64>,
+}
+
+/// The holder of the session lock `name` now, `None` when it is free.
+pub fn holder(locker: &mut NativeLocker, name: &str) -> Result<Option<SessionLock>, Error> {
+    let key = name::session_key(name)?;
+    let Some(holder) = locker.session_lock_holder(name)? else {
+        return Ok(None);
+    };
+    // The holder may end in between: then its session is simply not shown.
+    let sql = "SELECT USER, HOST, COMMAND, TIME FROM information_schema.PROCESSLIST WHERE ID = ?";
+    let out = query(locker, sql, &[holder.into()])?;
+    let session = out.rows.first();
+    let text = |i: usize| session.and_then(|row| row[i].as_text());
+    Ok(Some(SessionLock {
+        name: name.to_owned(),
+        key,
+        holder,
+        user: text(0),
+        host: text(1),
+        command: text(2),
+        time: session.and_then(|row| row[3].as_i64()),
+    }))
+}
+
+/// Every session lock on the server, or why the server does not show them.
+pub enum Listing {
+    Visible(Vec<SessionLock>),
+    /// What is missing and how to provide it, one line.
+    Hidden(String),
+}
+
+/// The held GET_LOCKs of all sessions, from the plugin, else from performance_schema.
+const FROM_PLUGIN: &str = "SELECT m.TABLE_SCHEMA, m.THREAD_ID, p.USER, p.HOST, p.COMMAND, p.TIME \
+     FROM information_schema.METADATA_LOCK_INFO m LEFT JOIN information_schema.PROCESSLIST p ON p.ID = m.THREAD_ID \
+     WHERE m.LOCK_TYPE = 'User lock' ORDER BY m.TABLE_SCHEMA, m.THREAD_ID";
+const FROM_PERFORMANCE_SCHEMA: &str = "SELECT m.OBJECT_NAME, t.PROCESSLIST_ID, t.PROCESSLIST_USER, \
+     t.PROCESSLIST_HOST, t.PROCESSLIST_COMMAND, t.PROCESSLIST_TIME \
+     FROM performance_schema.metadata_locks m JOIN performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID \
+     WHERE m.OBJECT_TYPE = 'USER LEVEL LOCK' AND m.LOCK_STATUS = 'GRANTED' ORDER BY m.OBJECT_NAME, t.PROCESSLIST_ID";
+
+/// The performance_schema instrument that records user-level locks.
+const MDL_INSTRUMENT: &str = "wait/lock/metadata/sql/mdl";
+
+/// Every session lock of every client, where the server shows them.
+pub fn list(locker: &mut NativeLocker) -> Result<Listing, Error> {
+    let probe = "SELECT VERSION(), (SELECT COUNT(*) FROM information_schema.PLUGINS \
+                 WHERE PLUGIN_NAME = 'METADATA_LOCK_INFO' AND PLUGIN_STATUS = 'ACTIVE')";
+    let out = query(locker, probe, &[])?;
+    let mariadb = out.first(0).as_text().is_some_and(|v| v.contains("MariaDB"));
+    if out.first(1).as_i64().is_some_and(|n| n > 0) {
+        return Ok(Listing::Visible(rows(query(locker, FROM_PLUGIN, &[])?)));
+    }
+    let performance_schema = match performance_schema(locker, mariadb)? {
+        Ok(()) => return Ok(Listing::Visible(rows(query(locker, FROM_PERFORMANCE_SCHEMA, &[])?))),
+        Err(why) => why,
+    };
+    let plugin = if mariadb {
+        "information_schema.METADATA_LOCK_INFO is not installed (an administrator can run \
+         INSTALL SONAME 'metadata_lock_info' once), and "
+    } else {
+        ""
+    };
+    Ok(Listing::Hidden(format!(
+        "the session locks of other clients are not visible on this server: {plugin}{performance_schema}; \
+         `mysqllock status --session NAME` shows the holder of one lock without them"
+    )))
+}
+
+/// Whether performance_schema shows user-level locks to this user: `Ok(Err(why not))`
+/// when it does not, with what would change that.
+fn performance_schema(locker: &mut NativeLocker, mariadb: bool) -> Result<Result<(), String>, Error> {
+    match query(locker, "SELECT @@performance_schema", &[]) {
+        Ok(out) if out.first(0).as_i64() == Some(1) => {}
+        Ok(_) => {
+            // MariaDB leaves the instrument off by default; MySQL 8 has it on.
+            let instrument = if mariadb {
+                format!(" and performance_schema_instrument='{MDL_INSTRUMENT}=ON'")
+            } else {
+                String::new()
+            };
+            return Ok(Err(format!(
+                "performance_schema is OFF (start the server with performance_schema=ON{instrument})"
+            )));
+        }
+        // ER_UNKNOWN_SYSTEM_VARIABLE: a server built without it.
+        Err(Error::Database { source: SessionError { code: Some(1193), .. }, .. }) => {
+            return Ok(Err("the server has no performance_schema".into()))
+        }
+        Err(e) => return Err(e),
+    }
+    let sql = "SELECT ENABLED FROM performance_schema.setup_instruments WHERE NAME = ?";
+    match query(locker, sql, &[MDL_INSTRUMENT.into()]) {
+        Ok(out) if out.first(0).as_text().is_some_and(|e| e.eq_ignore_ascii_case("YES")) => Ok(Ok(())),
+        Ok(_) => Ok(Err(format!(
+            "performance_schema does not record them (enable the instrument: UPDATE \
+             performance_schema.setup_instruments SET ENABLED = 'YES' WHERE NAME = '{MDL_INSTRUMENT}')"
+        ))),
+        // Access denied to the table: a privilege the user lacks.
+        Err(Error::Database { source: SessionError { code: Some(1142 | 1143), .. }, .. }) => {
+            Ok(Err("this user may not read performance_schema (GRANT SELECT ON performance_schema.* to it)".into()))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Listing rows: name, holder id, user, host, command, time.
+fn rows(out: Outcome) -> Vec<SessionLock> {
+    out.rows
+        .iter()
+        .map(|row| {
+            let key = row[0].as_text().unwrap_or_default();
+            SessionLock {
+                name: key.clone(),
+                key,
+                holder: row[1].as_u64().unwrap_or(0),
+                user: row[2].as_text(),
+                host: row[3].as_text(),
+                command: row[4].as_text(),
+                time: row[5].as_i64(),
+            }
+        })
+        .collect()
+}
+
+/// A statement of the CLI's own on the locker's first session (the one holding the
+/// session locks). Its failures are not about a lock: a lost connection, or a plain
+/// database error the caller may look into.
+pub fn query(locker: &mut NativeLocker, sql: &str, params: &[Value]) -> Result<Outcome, Error> {
+    locker.session()?.execute(sql, params).map_err(|source| {
+        if source.lost {
+            Error::ConnectionLost { name: None, source }
+        } else {
+            Error::Database { name: None, source }
+        }
+    })
+}
