@@ -716,3 +716,22 @@ fn failed_renewal_terminates_the_command_and_reports_the_lost_lock() {
         out.stderr
     );
 }
+
+#[test]
+fn run_repairs_a_crashed_lock_table_and_runs_the_command() {
+    let table = ScratchTable::created("crashed", &["init"]);
+    let config = Config::from_url(&table.dsn).expect("test DSN parses");
+    let database = config.database.expect("the test DSN names a database");
+    common::mariadb_sh(&["crash-table", &common::test_env("MYSQLLOCK_TEST_DIR"), &database, &table.name]);
+    let count = format!("SELECT COUNT(*) FROM `{}`", table.name);
+    let crashed = test_session().execute(&count, &[]).expect_err("the table is not marked as crashed");
+    assert_eq!(crashed.code, Some(145), "{crashed}");
+
+    let scratch = Scratch::new();
+    let ran = scratch.file("ran");
+    let out = table.run(&["run", &unique("crashed"), "--", "touch", &ran]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(Path::new(&ran).exists(), "the command did not run");
+    let rows = test_session().execute(&count, &[]).expect("the repaired table can be read");
+    assert_eq!(rows.first(0).as_i64(), Some(0), "the released lock left a row");
+}
