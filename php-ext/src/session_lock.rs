@@ -9,10 +9,9 @@
 
 use ext_php_rs::args::Arg;
 use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
-use ext_php_rs::exception::PhpException;
-use ext_php_rs::exception::PhpResult;
+use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags, PropertyFlags};
-use ext_php_rs::types::Zval;
+use ext_php_rs::types::{ZendObject, Zval};
 use ext_php_rs::zend::{ce, ClassEntry, ExecuteData};
 use mysqllock_core::{name, Error};
 
@@ -111,7 +110,7 @@ impl Lock {
     }
 }
 
-fn is_a(object: &ext_php_rs::types::ZendObject, class: &str) -> bool {
+fn is_a(object: &ZendObject, class: &str) -> bool {
     ClassEntry::try_find(class).is_some_and(|class| object.instance_of(class))
 }
 
@@ -128,7 +127,7 @@ fn this_lock(ex: &mut ExecuteData) -> PhpResult<(Zval, Lock)> {
     Ok((this, lock))
 }
 
-fn read_lock(object: &ext_php_rs::types::ZendObject) -> Option<Lock> {
+fn read_lock(object: &ZendObject) -> Option<Lock> {
     let class = Class::SessionLock.entry()?;
     let name = php::read_property(object, class, NAME)?.string()?;
     let connection = php::read_property(object, class, CONNECTION).unwrap_or_default();
