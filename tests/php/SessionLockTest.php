@@ -8,6 +8,7 @@ declare(strict_types=1);
 namespace MySqlLockTest;
 
 use MySqlLock\AlreadyHeldException;
+use MySqlLock\ConnectionException;
 use MySqlLock\LockTimeoutException;
 use MySqlLock\NotHeldException;
 use MySqlLock\SessionLock;
@@ -297,6 +298,30 @@ final class SessionLockTest extends TestCase
         $script->query('SELECT GET_LOCK(' . $script->quote($lock->getKey()) . ', 0)');
         $this->assertFalse($lock->acquire(0.0));
         $this->assertSame(connectionId($script), $lock->holder());
+    }
+
+    /**
+     * With mysqli's exceptions off (the user's choice, process-wide), failures come back
+     * as return values and errno: a lost session must still be told from a busy lock.
+     *
+     * @test
+     */
+    public function onAMysqliWithReportingOffALostSessionIsStillAConnectionException(): void
+    {
+        $mode = (new \mysqli_driver())->report_mode;
+        mysqli_report(MYSQLI_REPORT_OFF);
+        try {
+            $conn = connectMysqli();
+            $lock = $this->lock($this->lockName(), $conn);
+            $this->assertTrue($lock->acquire());
+            $lock->release();
+            self::db()->exec('KILL ' . $conn->thread_id);
+            $this->assertTrue(self::waitUntil(fn () => !self::sessionExists($conn->thread_id), 10), 'the killed session stayed');
+            $this->expectException(ConnectionException::class);
+            $lock->acquire();
+        } finally {
+            mysqli_report($mode);
+        }
     }
 
     /** @test */
