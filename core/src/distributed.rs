@@ -676,7 +676,7 @@ fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -
 /// a caller's own session settings stay as they are). Writes do not wait: a conditional
 /// write is decided by certification (first committer wins), and a node that has not yet
 /// applied another node's release answers `false` for the moment it needs to catch up,
-/// which the seed's contract allows (try again). Waiting on writes too was tried: in the
+/// which the original class's contract allows (try again). Waiting on writes too was tried: in the
 /// Galera tests, while a node was cut off, writes through a healthy node then failed with
 /// 1205 (lock wait timeout).
 fn sync_prefix(topology: &Topology) -> &'static str {

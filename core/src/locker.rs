@@ -840,7 +840,8 @@ impl<C: Connector> Locker<C> {
         match self.with_db(|db, _| db.run(&held_as, &sql, &[])) {
             Ok(out) if out.first(0).as_i64() == Some(1) => Ok(()),
             Ok(_) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::GetLockGone }),
-            Err(Error::ConnectionLost { .. }) => Err(self.not_held(&held_as)),
+            // The session ended, and the lock with it.
+            Err(Error::ConnectionLost { .. }) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::SessionLost }),
             Err(e) => {
                 // Not known to be released: keep it, so a retry or the end releases it.
                 self.session_locks.insert(key, held_as);

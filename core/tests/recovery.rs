@@ -59,3 +59,15 @@ fn an_acquisition_on_a_crashed_table_repairs_it_and_succeeds() {
     assert_eq!(rows[0][0].as_u64(), Some(lease.connection_id));
     query(&mut raw(), &format!("DROP TABLE {table}"), &[]);
 }
+
+#[test]
+fn unlocking_a_session_lock_whose_session_was_killed_says_the_session_was_lost() {
+    let name = unique("sl-unlock-killed");
+    let mut a = NativeLocker::from_config(config());
+    a.lock_session(&name, 0.0).unwrap();
+    kill(a.connection_id().unwrap());
+    match a.unlock_session(&name).unwrap_err() {
+        Error::NotHeld { loss, .. } => assert_eq!(loss, Loss::SessionLost),
+        other => panic!("expected NotHeld, got {other}"),
+    }
+}
