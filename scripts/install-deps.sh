@@ -15,6 +15,13 @@ declare -A need=(
   [/usr/bin/python3]=python3
   [/usr/sbin/php-fpm8.2]=php8.2-fpm
   [/usr/bin/cgi-fcgi]=libfcgi-bin
+  # The framework bridges (bridges/) are tested against Debian's framework packages.
+  [/usr/share/php/Symfony/Component/Lock/autoload.php]=php-symfony-lock
+  [/usr/share/php/Symfony/Component/Console/autoload.php]=php-symfony-console
+  [/usr/share/php/Symfony/Bundle/FrameworkBundle/autoload.php]=php-symfony-framework-bundle
+  [/usr/share/php/Illuminate/autoload.php]=php-laravel-framework
+  # `composer validate` of the bridges' composer.json files.
+  [/usr/bin/composer]=composer
 )
 missing=()
 for probe in "${!need[@]}"; do
