@@ -1,0 +1,199 @@
+<?php
+
+declare(strict_types=1);
+
+namespace MySqlLock\Laravel;
+
+use Illuminate\Contracts\Cache\Lock as LockContract;
+use Illuminate\Contracts\Cache\LockProvider;
+use Illuminate\Contracts\Cache\Store;
+use Illuminate\Contracts\Container\Container;
+
+/**
+ * The `mysqllock` cache store: a lock provider only.
+ *
+ * lock() and restoreLock() give LeaseLocks. Cache operations throw
+ * UnsupportedCacheOperation, except the three Laravel 8's scheduler sends for its mutexes
+ * (names under "framework/schedule-"): add($key, true, $seconds) takes a lease with an
+ * owner of its own, get()/has() tell whether one is held, forget() ends it whoever holds
+ * it (the scheduler forgets in another process). Later Laravel versions ask a
+ * LockProvider store for locks instead; both take the same leases (the same names).
+ */
+class LeaseStore implements Store, LockProvider
+{
+    /** The longest lease the extension takes (a year), in seconds. */
+    private const MAX_TTL = 31622400;
+
+    /**
+     * @param string $prefix put before every lock name (Laravel's cache prefix)
+     * @param int $lockTimeout seconds a lock taken with $seconds <= 0 lives (DatabaseLock's
+     *   default: a day)
+     */
+    public function __construct(private Leases $leases, private string $prefix = '', private int $lockTimeout = 86400)
+    {
+        if ($lockTimeout < 1 || $lockTimeout > self::MAX_TTL) {
+            throw new \InvalidArgumentException("lock_timeout must be 1 to 31622400 seconds, not $lockTimeout");
+        }
+    }
+
+    /**
+     * The store for a `cache.stores.*` entry with `'driver' => 'mysqllock'`.
+     *
+     * @param array{connection?: ?string, dsn?: ?string, table?: ?string, prefix?: ?string, lock_timeout?: ?int} $config
+     *   connection: a connection of config/database.php whose PDO the locks use; else dsn:
+     *   `mysql://user:password@host:port/database` (a PDO opened here); else the
+     *   extension's own connection (php.ini mysqllock.dsn). table: the lease table
+     *   (distributed_locks). prefix: before every name (default: cache.prefix).
+     *   lock_timeout: seconds a lock with $seconds = 0 lives (86400).
+     * @param Container $app resolves `db` (with connection) and `config` (the default prefix)
+     */
+    public static function fromConfig(array $config, Container $app): self
+    {
+        $table = (string) ($config['table'] ?? 'distributed_locks');
+        if (($config['connection'] ?? null) !== null && $config['connection'] !== '') {
+            $leases = Leases::onLaravelConnection($app->make('db')->connection($config['connection']), $table);
+        } elseif (($config['dsn'] ?? null) !== null && $config['dsn'] !== '') {
+            $leases = Leases::onDsn((string) $config['dsn'], $table);
+        } else {
+            $leases = Leases::onExtensionConnection($table);
+        }
+        $prefix = $config['prefix'] ?? ($app->bound('config') ? $app->make('config')->get('cache.prefix') : null);
+        return new self($leases, (string) ($prefix ?? ''), (int) ($config['lock_timeout'] ?? 86400));
+    }
+
+    /**
+     * A lock on $name (the store's prefix put before it).
+     *
+     * @param string $name
+     * @param int $seconds how long the lease lives; 0: lock_timeout (a day)
+     * @param string|null $owner null: a random one
+     */
+    public function lock($name, $seconds = 0, $owner = null): LockContract
+    {
+        return new LeaseLock($this->leases, $this->prefix . $name, $seconds, $owner, $this->lockTimeout);
+    }
+
+    /**
+     * The lock $owner took on $name, to release it in another process.
+     *
+     * @param string $name
+     * @param string $owner
+     */
+    public function restoreLock($name, $owner): LockContract
+    {
+        return $this->lock($name, 0, $owner);
+    }
+
+    /** Creates the lease table (InnoDB) unless it exists; true if it was created. */
+    public function createTable(): bool
+    {
+        return $this->leases->createTable();
+    }
+
+    /**
+     * Laravel 8's scheduler only (CacheEventMutex, CacheSchedulingMutex): takes the mutex
+     * $key for $seconds unless it is held.
+     *
+     * @throws UnsupportedCacheOperation for any other key or value
+     */
+    public function add($key, $value, $seconds): bool
+    {
+        if (!self::isSchedulerMutex($key) || $value !== true) {
+            throw UnsupportedCacheOperation::for('add', $key);
+        }
+        $owner = 'scheduler:' . bin2hex(random_bytes(8));
+        return $this->leases->acquire($this->prefix . $key, $owner, max(1, min(self::MAX_TTL, (int) $seconds)));
+    }
+
+    /**
+     * Laravel 8's scheduler only: true while the mutex $key is held, null otherwise (so
+     * Repository::has() tells whether it is).
+     *
+     * @throws UnsupportedCacheOperation for any other key
+     */
+    public function get($key): mixed
+    {
+        if (!self::isSchedulerMutex($key)) {
+            throw UnsupportedCacheOperation::for('get', $key);
+        }
+        return $this->leases->isHeld($this->prefix . $key) ? true : null;
+    }
+
+    /**
+     * Laravel 8's scheduler only: ends the mutex $key whoever holds it.
+     *
+     * @throws UnsupportedCacheOperation for any other key
+     */
+    public function forget($key): bool
+    {
+        if (!self::isSchedulerMutex($key)) {
+            throw UnsupportedCacheOperation::for('forget', $key);
+        }
+        $this->leases->forceRelease($this->prefix . $key);
+        return true;
+    }
+
+    /** @throws UnsupportedCacheOperation always */
+    public function many(array $keys): never
+    {
+        throw UnsupportedCacheOperation::for('many', implode(', ', $keys));
+    }
+
+    /** @throws UnsupportedCacheOperation always */
+    public function put($key, $value, $seconds): never
+    {
+        throw UnsupportedCacheOperation::for('put', $key);
+    }
+
+    /** @throws UnsupportedCacheOperation always */
+    public function putMany(array $values, $seconds): never
+    {
+        throw UnsupportedCacheOperation::for('putMany', implode(', ', array_keys($values)));
+    }
+
+    /** @throws UnsupportedCacheOperation always */
+    public function increment($key, $value = 1): never
+    {
+        throw UnsupportedCacheOperation::for('increment', $key);
+    }
+
+    /** @throws UnsupportedCacheOperation always */
+    public function decrement($key, $value = 1): never
+    {
+        throw UnsupportedCacheOperation::for('decrement', $key);
+    }
+
+    /** @throws UnsupportedCacheOperation always */
+    public function forever($key, $value): never
+    {
+        throw UnsupportedCacheOperation::for('forever', $key);
+    }
+
+    /** Extends a cached item's TTL (the Store contract of later Laravel versions). @throws UnsupportedCacheOperation always */
+    public function touch($key, $seconds): never
+    {
+        throw UnsupportedCacheOperation::for('touch', $key);
+    }
+
+    /** @throws UnsupportedCacheOperation always: there are no cached items to flush (locks are not flushed) */
+    public function flush(): never
+    {
+        throw UnsupportedCacheOperation::for('flush');
+    }
+
+    public function getPrefix(): string
+    {
+        return $this->prefix;
+    }
+
+    /**
+     * Whether $key is a mutex of Laravel 8's scheduler: Event::mutexName() is
+     * "framework" . DIRECTORY_SEPARATOR . "schedule-" . sha1(...), CallbackEvent's
+     * "framework/schedule-" . sha1(...); onOneServer appends the minute ("Hi").
+     */
+    private static function isSchedulerMutex(mixed $key): bool
+    {
+        return is_string($key)
+            && (str_starts_with($key, 'framework/schedule-') || str_starts_with($key, 'framework' . DIRECTORY_SEPARATOR . 'schedule-'));
+    }
+}
