@@ -1,0 +1,56 @@
+<?php
+// Unique jobs (ShouldBeUnique) whose uniqueVia() is the mysqllock store: Laravel's
+// UniqueLock takes the lock when the job is dispatched (web request), the queue worker's
+// CallQueuedHandler releases it after the job ran, in another process.
+declare(strict_types=1);
+
+namespace MySqlLockLaravelTest;
+
+use Illuminate\Bus\UniqueLock;
+
+final class UniqueJobTest extends TestCase
+{
+    private function uniqueLock(): UniqueLock
+    {
+        return new UniqueLock($this->app->make(\Illuminate\Contracts\Cache\Repository::class));
+    }
+
+    private function lockName(ReportJob $job): string
+    {
+        return 'laravel_unique_job:' . ReportJob::class . $job->uniqueId();
+    }
+
+    public function testAUniqueJobIsDispatchedOnlyOnceUntilItsLockIsReleased(): void
+    {
+        $job = new ReportJob($this->name('report'));
+        $this->assertTrue($this->uniqueLock()->acquire($job));
+        $this->assertFalse($this->uniqueLock()->acquire(new ReportJob($this->name('report'))));
+        $this->assertFalse($this->child()->call(['uniqueAcquire', $this->name('report')]), 'another web request dispatched it again');
+        $this->assertTrue($this->uniqueLock()->acquire(new ReportJob($this->name('other-report'))));
+    }
+
+    public function testTheWorkerReleasesTheUniqueLockInAnotherProcess(): void
+    {
+        $job = new ReportJob($this->name('report'));
+        $this->assertTrue($this->uniqueLock()->acquire($job));
+        $this->assertSame('done', $this->child()->call(['uniqueRelease', $this->name('report')]));
+        $this->assertNull($this->liveOwner($this->lockName($job)));
+        $this->assertTrue($this->uniqueLock()->acquire($job));
+    }
+
+    public function testUniqueForIsTheLockTime(): void
+    {
+        $job = new ReportJob($this->name('report'), 90);
+        $this->assertTrue($this->uniqueLock()->acquire($job));
+        $remaining = $this->row($this->lockName($job))['remaining'];
+        $this->assertGreaterThan(80, $remaining);
+        $this->assertLessThanOrEqual(91, $remaining);
+    }
+
+    public function testWithoutUniqueForTheLockLastsADay(): void
+    {
+        $job = new ReportJob($this->name('report'));
+        $this->assertTrue($this->uniqueLock()->acquire($job));
+        $this->assertGreaterThan(86400 - 60, $this->row($this->lockName($job))['remaining']);
+    }
+}

@@ -1,0 +1,300 @@
+<?php
+// PHPUnit bootstrap of the Laravel bridge's tests: Laravel 8.83 (Debian's
+// php-laravel-framework), the bridge, the extension and the lease tables. Fails loudly,
+// never skips.
+declare(strict_types=1);
+
+namespace MySqlLockLaravelTest;
+
+use Illuminate\Container\Container;
+use Illuminate\Contracts\Cache\Repository;
+use MySqlLock\Laravel\LeaseStore;
+use Nene\Kit\DistributedLock;
+use PHPUnit\Framework\TestCase as PHPUnitTestCase;
+
+require __DIR__ . '/fixtures/app.php';
+
+// Test classes that others extend (LockContractTest).
+spl_autoload_register(static function (string $class): void {
+    $prefix = __NAMESPACE__ . '\\';
+    if (str_starts_with($class, $prefix) && is_file($file = __DIR__ . '/' . substr($class, strlen($prefix)) . '.php')) {
+        require_once $file;
+    }
+});
+
+$application = stream_resolve_include_path('Illuminate/Foundation/Application.php');
+if ($application === false || !preg_match("/const VERSION = '([^']+)'/", (string) file_get_contents($application), $version)) {
+    fail('Illuminate/Foundation/Application.php is missing: install php-laravel-framework');
+}
+fwrite(STDERR, "Laravel {$version[1]} ($application), PHP " . PHP_VERSION . "\n");
+if ((string) ini_get('mysqllock.dsn') === '') {
+    fail('mysqllock.dsn is not set (run with -d mysqllock.dsn=$MYSQLLOCK_TEST_DSN, as tests/suites/36-laravel.sh does)');
+}
+
+try {
+    $pdo = connect();
+    (new DistributedLock($pdo, TABLE))->createTable();
+    $upgraded = new DistributedLock($pdo, UPGRADED_TABLE);
+    $upgraded->createTable();
+    $upgraded->upgradeTable();
+    $pdo = null;
+} catch (\Throwable $e) {
+    fail('cannot prepare the lease tables: ' . $e->getMessage());
+}
+
+/** A child PHP process (fixtures/child.php) with its own app, scripted over pipes. */
+final class Child
+{
+    /** @var resource */
+    private $proc;
+    /** @var resource */
+    private $stdin;
+    /** @var resource */
+    private $stdout;
+    private string $buffer = '';
+    private string $stderrFile;
+    public int $pid;
+
+    public function __construct(array $storeConfig)
+    {
+        $this->stderrFile = (string) tempnam(sys_get_temp_dir(), 'lvt-child-');
+        $cmd = [
+            PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'mysqllock.dsn=' . ini_get('mysqllock.dsn'),
+            '-d', 'display_errors=stderr', __DIR__ . '/fixtures/child.php', json_encode($storeConfig),
+        ];
+        $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', $this->stderrFile, 'w']], $pipes);
+        if (!is_resource($proc)) {
+            throw new \RuntimeException('cannot start fixtures/child.php');
+        }
+        $this->proc = $proc;
+        [$this->stdin, $this->stdout] = [$pipes[0], $pipes[1]];
+        stream_set_blocking($this->stdout, false);
+        $this->pid = proc_get_status($proc)['pid'];
+        $ready = $this->receive(20.0);
+        if (($ready['result'] ?? null) !== 'ready') {
+            throw new \RuntimeException('the child did not start: ' . json_encode($ready) . ' ' . $this->stderr());
+        }
+    }
+
+    /** Sends a command without waiting for its reply. */
+    public function send(array $cmd): void
+    {
+        fwrite($this->stdin, json_encode($cmd) . "\n");
+        fflush($this->stdin);
+    }
+
+    /** The next reply, or null if none came within $timeout seconds. */
+    public function receive(float $timeout): ?array
+    {
+        $deadline = microtime(true) + $timeout;
+        while (($nl = strpos($this->buffer, "\n")) === false) {
+            $left = $deadline - microtime(true);
+            if ($left <= 0) {
+                return null;
+            }
+            $r = [$this->stdout];
+            $w = $e = null;
+            if (@stream_select($r, $w, $e, (int) $left, (int) (fmod($left, 1.0) * 1e6)) > 0) {
+                $chunk = fread($this->stdout, 65536);
+                if ($chunk === '' || $chunk === false) {
+                    if (feof($this->stdout)) {
+                        return ['ok' => false, 'class' => 'ChildDied', 'message' => $this->stderr()];
+                    }
+                    continue;
+                }
+                $this->buffer .= $chunk;
+            }
+        }
+        $line = substr($this->buffer, 0, $nl);
+        $this->buffer = substr($this->buffer, $nl + 1);
+        return json_decode($line, true) ?? ['ok' => false, 'class' => 'BadReply', 'message' => $line];
+    }
+
+    /** Sends a command and returns its result; fails the test on an exception or no reply. */
+    public function call(array $cmd, float $timeout = 20.0): mixed
+    {
+        $this->send($cmd);
+        $reply = $this->receive($timeout);
+        TestCase::assertNotNull($reply, json_encode($cmd) . ': no reply within ' . $timeout . ' s');
+        TestCase::assertTrue($reply['ok'] ?? false, json_encode($cmd) . ' failed in the child: ' . json_encode($reply));
+        return $reply['result'];
+    }
+
+    public function kill(): void
+    {
+        posix_kill($this->pid, SIGKILL);
+    }
+
+    public function isRunning(): bool
+    {
+        return proc_get_status($this->proc)['running'];
+    }
+
+    public function stderr(): string
+    {
+        return (string) @file_get_contents($this->stderrFile);
+    }
+
+    public function destroy(): void
+    {
+        if ($this->isRunning()) {
+            posix_kill($this->pid, SIGKILL);
+        }
+        @fclose($this->stdin);
+        @fclose($this->stdout);
+        proc_close($this->proc);
+        @unlink($this->stderrFile);
+    }
+}
+
+/** The extension this run loaded, for the children. */
+function extensionPath(): string
+{
+    $bin = getenv('MYSQLLOCK_BIN');
+    return ($bin === false || $bin === '' ? dirname(__DIR__, 3) . '/target/release' : $bin) . '/libmysqllock_php.so';
+}
+
+/**
+ * Base class: an app per test whose mysqllock store is storeConfig(), lock names unique per
+ * test, children cleaned up, and reads of the lease table on a connection of the test's own.
+ */
+abstract class TestCase extends PHPUnitTestCase
+{
+    private static ?\PDO $db = null;
+    private static int $counter = 0;
+    /** @var Child[] */
+    private array $children = [];
+    private ?string $unique = null;
+    /** @var string[] resources not named after the test (scheduler mutexes), deleted in tearDown */
+    protected array $resources = [];
+    protected Container $app;
+
+    /** The mysqllock store's config in config/cache.php for this test class. */
+    protected function storeConfig(): array
+    {
+        return ['driver' => 'mysqllock', 'table' => TABLE];
+    }
+
+    protected function setUp(): void
+    {
+        if (!extension_loaded('mysqllock')) {
+            $this->fail('the mysqllock extension is not loaded');
+        }
+        $this->app = makeApp($this->storeConfig());
+    }
+
+    protected function tearDown(): void
+    {
+        foreach ($this->children as $child) {
+            $child->destroy();
+        }
+        $this->children = [];
+        if ($this->unique !== null) {
+            foreach ([TABLE, UPGRADED_TABLE] as $table) {
+                self::db()->prepare("DELETE FROM `$table` WHERE resource LIKE ?")->execute(['%' . $this->unique . '%']);
+            }
+            $this->unique = null;
+        }
+        foreach ($this->resources as $resource) {
+            foreach ([TABLE, UPGRADED_TABLE] as $table) {
+                self::db()->prepare("DELETE FROM `$table` WHERE resource = ?")->execute([$resource]);
+            }
+        }
+        $this->resources = [];
+        Container::setInstance(null);
+    }
+
+    /** The mysqllock store as the app resolves it (a Repository around the LeaseStore). */
+    protected function cache(): Repository
+    {
+        return $this->app->make('cache')->store('mysqllock');
+    }
+
+    protected function leaseStore(): LeaseStore
+    {
+        $store = $this->cache()->getStore();
+        self::assertInstanceOf(LeaseStore::class, $store);
+        return $store;
+    }
+
+    /** A lock name unique to this test (and process). */
+    protected function name(string $suffix = 'lock'): string
+    {
+        $this->unique ??= 'p' . getmypid() . 't' . (++self::$counter);
+        return "{$this->unique}-$suffix";
+    }
+
+    /** The resource a name becomes in the table (the cache prefix before it). */
+    protected function resource(string $name): string
+    {
+        return $this->leaseStore()->getPrefix() . $name;
+    }
+
+    protected function table(): string
+    {
+        return $this->storeConfig()['table'] ?? 'distributed_locks';
+    }
+
+    /** A child process whose app has the same mysqllock store config. */
+    protected function child(?array $config = null): Child
+    {
+        return $this->children[] = new Child($config ?? $this->storeConfig());
+    }
+
+    /** The tests' own connection to the server (never the one under test). */
+    protected static function db(): \PDO
+    {
+        return self::$db ??= connect();
+    }
+
+    /**
+     * The row of $name, read on the tests' own connection: owner, and seconds until
+     * expires_at on the database clock (negative: expired).
+     *
+     * @return array{owner: string, remaining: float}|null
+     */
+    protected function row(string $name): ?array
+    {
+        $st = self::db()->prepare(
+            'SELECT owner, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1e6 AS remaining FROM `' . $this->table() . '` WHERE resource = ?'
+        );
+        $st->execute([$this->resource($name)]);
+        $row = $st->fetch(\PDO::FETCH_ASSOC);
+        return $row === false ? null : ['owner' => $row['owner'], 'remaining' => (float) $row['remaining']];
+    }
+
+    /** The owner of $name's lease while it is live (by the table's own time, read here), else null. */
+    protected function liveOwner(string $name): ?string
+    {
+        $row = $this->row($name);
+        $upgraded = $this->table() === UPGRADED_TABLE;
+        // A whole-second expires_at is live through its second.
+        return $row !== null && ($upgraded ? $row['remaining'] > 0 : $row['remaining'] > -1) ? $row['owner'] : null;
+    }
+
+    /** Polls $condition until it is true or $timeout seconds passed; whether it became true. */
+    public static function waitUntil(callable $condition, float $timeout, float $interval = 0.02): bool
+    {
+        $deadline = microtime(true) + $timeout;
+        while (true) {
+            if ($condition()) {
+                return true;
+            }
+            if (microtime(true) >= $deadline) {
+                return false;
+            }
+            usleep((int) ($interval * 1e6)); // the poll interval of this wait helper
+        }
+    }
+
+    /** Runs $fn and returns what it threw; fails if it threw nothing. */
+    protected function thrownBy(callable $fn): \Throwable
+    {
+        try {
+            $fn();
+        } catch (\Throwable $e) {
+            return $e;
+        }
+        $this->fail('nothing was thrown');
+    }
+}
