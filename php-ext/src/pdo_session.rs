@@ -26,6 +26,8 @@ const PARAM_INT: i64 = 1;
 const PARAM_STR: i64 = 2;
 const FETCH_NUM: i64 = 3;
 const ATTR_ERRMODE: i64 = 3;
+const ATTR_DRIVER_NAME: i64 = 16;
+const ATTR_EMULATE_PREPARES: i64 = 20;
 const ERRMODE_SILENT: i64 = 0;
 const ERRMODE_EXCEPTION: i64 = 2;
 
@@ -38,9 +40,12 @@ pub type Statements = Rc<RefCell<HashMap<String, Zval>>>;
 /// A MySQL session reached through a PDO object.
 pub struct PdoSession {
     pdo: Zval,
-    /// Prepared statements by SQL text: the protocol runs a small fixed set.
+    /// Prepared statements by SQL text: the protocol runs a small fixed set with bound
+    /// parameters.
     statements: Statements,
     id: u64,
+    /// pdo_mysql, whose statements without parameters run as one COM_QUERY.
+    mysql: bool,
 }
 
 impl PdoSession {
@@ -63,7 +68,9 @@ impl PdoSession {
     pub fn attach(pdo: &Zval, statements: Statements) -> Self {
         let stale = std::mem::take(&mut *statements.borrow_mut());
         drop(stale);
-        PdoSession { pdo: pdo.shallow_clone(), statements, id: 0 }
+        let driver = php::call_method(pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet);
+        let mysql = driver.ok().and_then(|d| d.string()).is_some_and(|d| d == "mysql");
+        PdoSession { pdo: pdo.shallow_clone(), statements, id: 0, mysql }
     }
 
     /// Runs `f` with the PDO in the error mode we need, then restores the user's.
@@ -122,6 +129,9 @@ impl PdoSession {
     }
 
     fn run(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
+        if params.is_empty() && self.mysql {
+            return self.run_text(sql);
+        }
         let statement = self.statement(sql)?;
         for (index, param) in params.iter().enumerate() {
             let position = i64::try_from(index + 1).unwrap_or(i64::MAX);
@@ -129,6 +139,32 @@ impl PdoSession {
             self.statement_call(&statement, "bindValue", vec![&position, &value, &kind])?;
         }
         self.statement_call(&statement, "execute", vec![])?;
+        self.outcome(&statement)
+    }
+
+    /// A statement without parameters, as one COM_QUERY: `query()` with emulated prepares
+    /// (switched on for it, then back to the user's setting). Prepared for real it would
+    /// cost the same round trip but leave a statement on the server per distinct text,
+    /// and session-lock statements carry the name as a literal: a worker locking many
+    /// names would run into the server's max_prepared_stmt_count.
+    fn run_text(&mut self, sql: &str) -> Result<Outcome, SessionError> {
+        // pdo_mysql answers 0 or 1.
+        let emulating =
+            php::call_method(&self.pdo, "getAttribute", vec![&ATTR_EMULATE_PREPARES], Noise::Quiet).map_err(failure)?;
+        let switch = emulating.bool().or_else(|| emulating.long().map(|v| v != 0)) == Some(false);
+        if switch {
+            self.pdo_call("setAttribute", vec![&ATTR_EMULATE_PREPARES, &true])?;
+        }
+        let result = self.pdo_call("query", vec![&sql]).and_then(|statement| self.outcome(&statement));
+        if switch {
+            let _ = self.pdo_call("setAttribute", vec![&ATTR_EMULATE_PREPARES, &false]);
+        }
+        result
+    }
+
+    /// What an executed statement produced.
+    fn outcome(&self, statement: &Zval) -> Result<Outcome, SessionError> {
+        let statement = statement.shallow_clone();
         let columns = self.statement_call(&statement, "columnCount", vec![])?.long().unwrap_or(0);
         let rows = if columns > 0 {
             let all = self.statement_call(&statement, "fetchAll", vec![&FETCH_NUM])?;

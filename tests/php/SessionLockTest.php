@@ -324,6 +324,31 @@ final class SessionLockTest extends TestCase
         }
     }
 
+    /** Statements prepared on the server now, by every session (the server's limit is global). */
+    private static function preparedStatements(): int
+    {
+        return (int) self::db()->query("SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'")->fetchColumn(1);
+    }
+
+    /**
+     * The statements of a session lock carry its name as a literal: prepared for real,
+     * each name would leave statements on the server until max_prepared_stmt_count.
+     *
+     * @test
+     */
+    public function manyNamesOnAPdoWithRealPreparesLeaveNoStatementOnTheServer(): void
+    {
+        $pdo = connect(); // PDO::ATTR_EMULATE_PREPARES => false
+        $before = self::preparedStatements();
+        for ($i = 0; $i < 20; $i++) {
+            $lock = $this->lock($this->lockName("n$i"), $pdo);
+            $this->assertTrue($lock->acquire());
+            $lock->release();
+        }
+        $this->assertLessThan(5, self::preparedStatements() - $before, 'statements stayed prepared per name');
+        $this->assertFalse((bool) $pdo->getAttribute(\PDO::ATTR_EMULATE_PREPARES), 'the PDO\'s own setting changed');
+    }
+
     /** @test */
     public function aPlainLowercaseAsciiNameIsItsOwnKey(): void
     {
