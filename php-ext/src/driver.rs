@@ -43,6 +43,12 @@ pub fn session_error(error: &Error) -> Option<&SessionError> {
     error.source().and_then(|s| s.downcast_ref::<SessionError>())
 }
 
+/// The server's (or client library's) error number behind a core error, 0 if none: the
+/// code of the exceptions made from it.
+pub fn error_code(error: &Error) -> i64 {
+    session_error(error).and_then(|e| e.code).map_or(0, i64::from)
+}
+
 /// The driver exception behind a core error, if a driver call produced it (taken: each
 /// is the cause of one lock exception).
 pub fn cause_of(error: &Error) -> Option<Zval> {

@@ -73,7 +73,7 @@ pub fn to_php(op: Op<'_>, error: &Error) -> PhpException {
     let cause_class = if error.is_invalid_argument() { "InvalidArgumentException" } else { "RuntimeException" };
     let previous = || {
         if error.is_deadlock() {
-            let code = driver::session_error(error).and_then(|e| e.code).map_or(0, i64::from);
+            let code = driver::error_code(error);
             return own_exception(Class::Deadlock, &detail, code, driver::cause_of(error));
         }
         driver::cause_of(error).or_else(|| cause(error, cause_class, &detail))
@@ -181,7 +181,7 @@ pub fn lease_to_php(method: &str, error: &Error) -> PhpException {
     if error.is_invalid_argument() {
         return spl_exception("InvalidArgumentException", &message);
     }
-    let code = driver::session_error(error).and_then(|e| e.code).map_or(0, i64::from);
+    let code = driver::error_code(error);
     lease_exception(&message, code, driver::cause_of(error))
 }
 

@@ -55,7 +55,7 @@ pub fn to_php(what: &str, error: &Error) -> PhpException {
         _ => Class::LockException,
     };
     let previous = if error.is_cluster_node() { cluster_node(&error.chain()) } else { driver::cause_of(error) };
-    let code = driver::session_error(error).and_then(|e| e.code).map_or(0, i64::from);
+    let code = driver::error_code(error);
     match own_exception(class, &message, code, previous) {
         Some(object) => PhpException::from_message(message).with_object(object),
         // Only if our classes failed to register: still report the error.
