@@ -235,6 +235,9 @@ class MySqlLockStore implements BlockingStoreInterface
             } catch (\Throwable $e) {
                 throw new LockReleasingException(sprintf('Failed to release the "%s" lock.', $key), 0, $e);
             }
+            // Released, or never this owner's: either way the Key holds nothing now, so
+            // exists() (which Lock::release() asks next) answers without a statement.
+            $key->removeState(self::STATE);
             return;
         }
         if ($this->heldBy($key, $name) === null) {
