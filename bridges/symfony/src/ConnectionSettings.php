@@ -102,6 +102,17 @@ final class ConnectionSettings
         );
     }
 
+    /**
+     * The table php.ini's mysqllock.dsn names for $mode (`?table=` for SharedLock,
+     * `?lease_table=` for the lease mode), or null for the default.
+     */
+    public static function iniTable(string $mode): ?string
+    {
+        parse_str((string) parse_url((string) ini_get('mysqllock.dsn'), PHP_URL_QUERY), $query);
+        $table = $query[$mode === 'lease' ? 'lease_table' : 'table'] ?? null;
+        return is_string($table) && $table !== '' ? $table : null;
+    }
+
     /** A new PDO on this server: exceptions on, real prepared statements. */
     public function openPdo(): \PDO
     {

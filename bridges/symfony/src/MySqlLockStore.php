@@ -106,6 +106,11 @@ class MySqlLockStore implements BlockingStoreInterface
             throw new InvalidArgumentException(sprintf('Unknown MySqlLockStore mode "%s": use "shared" or "lease".', $this->mode));
         }
         $this->table = isset($options['table']) ? (string) $options['table'] : null;
+        $onDefault = $connection === null || (is_string($connection) && ConnectionSettings::isDefaultDsn($connection));
+        if ($this->table === null && $onDefault) {
+            // The default connection: the table php.ini's mysqllock.dsn names, as the extension uses it.
+            $this->table = ConnectionSettings::iniTable($this->mode);
+        }
         if ($this->table !== null && preg_match('/^[A-Za-z0-9_$]{1,64}(\.[A-Za-z0-9_$]{1,64})?$/D', $this->table) !== 1) {
             throw new InvalidArgumentException(sprintf('Invalid table name "%s": "name" or "schema.name" of letters, digits, "_" and "$".', $this->table));
         }
@@ -319,7 +324,9 @@ class MySqlLockStore implements BlockingStoreInterface
     private static function token(Key $key): string
     {
         if (!$key->hasState(self::STATE)) {
-            $key->setState(self::STATE, sprintf('%s:%d:%s', gethostname() ?: 'host', getmypid(), bin2hex(random_bytes(12))));
+            // host:pid tell who took it (`mysqllock status`); the random part makes it unique.
+            $host = substr(gethostname() ?: 'host', 0, 64);
+            $key->setState(self::STATE, sprintf('%s:%d:%s', $host, getmypid(), bin2hex(random_bytes(12))));
         }
         return (string) $key->getState(self::STATE);
     }

@@ -67,6 +67,22 @@ final class ConnectionTest extends TestCase
         $this->assertSame('shared', (new MySqlLockStore('mysqllock://'))->getMode());
     }
 
+    public function testOnTheDefaultConnectionLeaseModeUsesTheLeaseTableTheIniDsnNames(): void
+    {
+        ini_set('mysqllock.dsn', testDsn() . '?lease_table=sft_ini_leases');
+        try {
+            $store = new MySqlLockStore(null, ['mode' => 'lease']);
+        } finally {
+            ini_set('mysqllock.dsn', testDsn());
+        }
+        $store->createTable();
+        $store->save(new Key($this->resource()));
+        $st = self::db()->prepare('SELECT COUNT(*) FROM sft_ini_leases WHERE resource = ?');
+        $st->execute([$this->resource()]);
+        $this->assertSame(1, (int) $st->fetchColumn());
+        self::db()->exec('DROP TABLE sft_ini_leases');
+    }
+
     public function testOptionsWinOverTheDsnQuery(): void
     {
         $this->assertSame('shared', (new MySqlLockStore('mysqllock:?mode=lease', ['mode' => 'shared']))->getMode());
