@@ -151,7 +151,7 @@ notes() {
 }
 # A section's heading row, as wide as the table.
 heading() {
-  local cells=" | | | | |"
+  local cells=" | | | | | |"
   [ ${#placements[@]} = 1 ] || cells+=" | |"
   echo "| **$1**$cells"
 }

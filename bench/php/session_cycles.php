@@ -5,8 +5,9 @@
 //
 //   session_cycles.php ROUNDS BLOCK WARMUP COUNT C_PROGRAM
 //
-// Every implementation has its own connection and its own name; a cycle takes the free
-// name with one try (timeout 0) and releases it. ROUNDS rounds of BLOCK cycles each (the
+// Every implementation has its own connection and its own name (one more SessionLock
+// takes a new name every cycle); a cycle takes the free name with one try (timeout 0)
+// and releases it. ROUNDS rounds of BLOCK cycles each (the
 // order rotating), after WARMUP untimed cycles each; then COUNT cycles of one
 // implementation at a time between status snapshots for the statements per cycle.
 // C_PROGRAM is bench/c/session_cycles.c compiled (it times its own cycles).
@@ -108,6 +109,7 @@ const A_LABELS = [
     'native' => '`SessionLock`, the extension\'s native connection',
     'on-mysqli' => '`SessionLock` on the script\'s mysqli',
     'on-pdo' => '`SessionLock` on the script\'s PDO',
+    'fresh' => '`SessionLock`, native connection, a new name (and object) every cycle',
     'c' => 'C: `mysqllock_session_lock(c, n, 0)` + `mysqllock_session_unlock`',
 ];
 
@@ -130,8 +132,18 @@ if (class_exists(\MySqlLock\SessionLock::class)) {
             $lock->release();
         });
     }
+    // A name the connection has not locked before, as a process that locks one job's name
+    // per run (or many names) does: the floors bind the name, so for them nothing changes.
+    $fresh = 0;
+    $impls['fresh'] = new PhpCycles(static function () use (&$fresh): void {
+        $lock = new \MySqlLock\SessionLock('sess-bench-fresh-' . $fresh++);
+        if ($lock->acquire(0.0) !== true) {
+            throw new \RuntimeException('SessionLock fresh: acquire(0.0) of a free name did not return true');
+        }
+        $lock->release();
+    });
 } else {
-    $missing = ['native', 'on-mysqli', 'on-pdo'];
+    $missing = ['native', 'on-mysqli', 'on-pdo', 'fresh'];
 }
 $impls['c'] = new CCycles($cProgram, (string) getenv('MYSQLLOCK_BENCH_DSN'), 'sess-bench-c', $warm);
 
@@ -150,7 +162,7 @@ foreach ($impls as $impl => $cycles) {
 // The floor of each: its own connector's raw statements; native and C (no PHP connector
 // of their own) against the faster of the two PHP floors.
 $fastest = $timed['pdo']->median() <= $timed['mysqli']->median() ? 'pdo' : 'mysqli';
-$floorOf = ['pdo' => 'pdo', 'mysqli' => 'mysqli', 'on-pdo' => 'pdo', 'on-mysqli' => 'mysqli', 'native' => $fastest, 'c' => $fastest];
+$floorOf = ['pdo' => 'pdo', 'mysqli' => 'mysqli', 'on-pdo' => 'pdo', 'on-mysqli' => 'mysqli', 'native' => $fastest, 'fresh' => $fastest, 'c' => $fastest];
 $floorName = ['pdo' => 'raw PDO', 'mysqli' => 'raw mysqli'];
 $targets = [];
 foreach (A_LABELS as $impl => $label) {
