@@ -865,7 +865,12 @@ impl<C: Connector> Locker<C> {
         if !self.session_locks.contains_key(&key) || !self.is_connected() {
             return Ok(false);
         }
-        let holder = self.session_lock_holder(name)?;
+        let holder = match self.session_lock_holder(name) {
+            Ok(holder) => holder,
+            // The session is gone, and every lock it held with it.
+            Err(Error::ConnectionLost { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        };
         Ok(holder.is_some() && holder == self.slots[0].session.as_ref().map(Session::connection_id))
     }
 

@@ -84,7 +84,7 @@ pub fn validate_shape(name: &str) -> Result<()> {
         return Err(Error::invalid(
             "lock name",
             format!(
-                "\"{}…\" has {chars} characters; at most {MAX_NAME_CHARS} fit the table",
+                "\"{}…\" has {chars} characters; at most {MAX_NAME_CHARS} fit the table and GET_LOCK",
                 name.chars().take(20).collect::<String>()
             ),
         ));

@@ -95,8 +95,23 @@ impl MysqlSession {
 
 impl Session for MysqlSession {
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
-        let params =
-            if params.is_empty() { Params::Empty } else { Params::Positional(params.iter().map(to_mysql).collect()) };
+        if params.is_empty() {
+            // The text protocol: statements without parameters carry their values as
+            // literals (session-lock names, KILL ids), so preparing them would cost a
+            // round trip per new value and fill the statement cache with one-offs.
+            let mut result = self.conn.query_iter(sql).map_err(session_error)?;
+            let rows = match result.iter() {
+                Some(set) => read_rows(set)?,
+                None => Vec::new(),
+            };
+            drop(result);
+            return Ok(Outcome {
+                rows,
+                affected_rows: self.conn.affected_rows(),
+                last_insert_id: self.conn.last_insert_id(),
+            });
+        }
+        let params = Params::Positional(params.iter().map(to_mysql).collect());
         let mut result = self.conn.exec_iter(sql, params).map_err(session_error)?;
         let rows = match result.iter() {
             Some(set) => read_rows(set)?,
