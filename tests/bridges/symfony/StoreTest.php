@@ -212,6 +212,24 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    public function testSavingAKeyWhoseLifetimeIsOverThrowsLockExpiredAndLeavesTheResourceFree(string $mode): void
+    {
+        $store = $this->store($mode);
+        $expired = new Key($this->resource());
+        $expired->reduceLifetime(0);
+
+        try {
+            $store->save($expired);
+            $this->fail('an expired key was saved');
+        } catch (LockExpiredException) {
+        }
+        $this->assertFalse($store->exists($expired));
+        $next = new Key($this->resource());
+        $store->save($next);
+        $this->assertTrue($store->exists($next));
+    }
+
+    /** @dataProvider modes */
     public function testPutOffExpirationOfAKeyThatHoldsNothingConflicts(string $mode): void
     {
         $store = $this->store($mode);
