@@ -111,6 +111,10 @@ pub fn session_key(name: &str) -> Result<String> {
     use unicode_normalization::UnicodeNormalization;
 
     validate_shape(name)?;
+    if name.is_ascii() {
+        // Nothing to decompose: the common case costs one pass.
+        return Ok(name.to_ascii_lowercase());
+    }
     let mut lowered = String::with_capacity(name.len());
     for c in name.chars().flat_map(char::to_lowercase) {
         match c {

@@ -82,7 +82,9 @@ impl From<f64> for Value {
     }
 }
 
-/// What one statement produced.
+/// What one statement produced. `affected_rows` and `last_insert_id` are read only after
+/// statements that return no rows (writes): a session may leave them 0 after a `SELECT`,
+/// and the protocol never asks then.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {
     pub rows: Vec<Vec<Value>>,
