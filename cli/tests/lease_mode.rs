@@ -109,7 +109,7 @@ fn hold_until(started: &str, stop: &str) -> String {
 }
 
 #[test]
-fn init_lease_creates_the_seed_table_as_innodb_and_is_idempotent() {
+fn init_lease_creates_the_lease_table_as_innodb_and_is_idempotent() {
     let table = LeaseTable::missing("init");
     let first = table.run(&["init", "--lease"]);
     assert_eq!(

@@ -362,7 +362,7 @@ fn get_remaining_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     Ok(double(remaining))
 }
 
-/// `createTable(): bool`: the seed's table (InnoDB on MySQL), `false` if it existed.
+/// `createTable(): bool`: the original class's table (InnoDB on MySQL), `false` if it existed.
 fn create_table_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     Args::fetch(ex, &[], 0)?;
