@@ -5,12 +5,14 @@
 # here and stopped on exit, with Debian's Laravel 8.83:
 #   1. hand-off latency: a holder releases, a waiter blocked in block() returns
 #      (median/p90 over HANDOFFS x 3 rounds, implementations taking turns)
-#   2. 4 processes contending on one name for 10 s each (acquisitions/s, fairness, the
-#      longest a process went without, overlaps by an independent check on the
-#      monotonic clock, which must see the overlaps of a deliberately broken lock)
+#   2. 4 processes contending on one name for 10 s each, in 5 turns of 2 s that rotate
+#      between the implementations so that all see the same load from other work on the
+#      machine (acquisitions/s, fairness, the longest a process went without, overlaps by an
+#      independent check on the monotonic clock, which must see the overlaps of a
+#      deliberately broken lock)
 #
 #   bash bench/laravel.sh              # full: about 3 minutes after the build
-#   bash bench/laravel.sh --quick      # 20 hand-offs x 1 round, 3 s contention
+#   bash bench/laravel.sh --quick      # 20 hand-offs x 1 round, 3 s contention in 1 turn
 #   bash bench/laravel.sh --no-build   # use target/release/libmysqllock_php.so as it is
 #
 # Exit status: 0 when every measurement ran (nothing is asserted about the figures),
@@ -25,15 +27,15 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --no-build) build=0 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/laravel.sh: unknown argument $1 (--quick, --no-build)" >&2; exit 2 ;;
   esac
   shift
 done
 if [ $quick = 1 ]; then
-  handoffs=20 rounds=1 contend_s=3 selftest_s=2
+  handoffs=20 rounds=1 contend_s=3 slices=1 selftest_s=2
 else
-  handoffs=50 rounds=3 contend_s=10 selftest_s=2
+  handoffs=50 rounds=3 contend_s=10 slices=5 selftest_s=2
 fi
 procs=4
 impls=ours,ours250,database
@@ -99,11 +101,11 @@ run php -d "extension=$so" -d "mysqllock.dsn=$dsn" bench/php/laravel_handoff.php
 echo
 echo "## 2. $procs processes contending on one name"
 echo
-run php -d "extension=$so" -d "mysqllock.dsn=$dsn" bench/php/laravel_contend.php drive "$impls" "$procs" "$contend_s" "$work"
+run php -d "extension=$so" -d "mysqllock.dsn=$dsn" bench/php/laravel_contend.php drive "$impls" "$procs" "$contend_s" "$slices" "$work"
 echo
 echo "Overlap check self-test (a lock that excludes nothing must show overlaps):"
 echo
-selftest=$(php_ext bench/php/laravel_contend.php drive broken "$procs" "$selftest_s" "$work")
+selftest=$(php_ext bench/php/laravel_contend.php drive broken "$procs" "$selftest_s" 1 "$work")
 echo "$selftest"
 overlaps=$(printf '%s\n' "$selftest" | tail -1 | awk -F'|' '{gsub(/ /, "", $(NF-1)); print $(NF-1)}')
 if ! [ "${overlaps:-0}" -gt 0 ] 2>/dev/null; then

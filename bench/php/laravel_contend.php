@@ -1,15 +1,20 @@
 <?php
 // Contention on Cache::lock() (bench/laravel.sh, table 2): PROCS processes, each with its
-// own Laravel app, take one lock name again and again for SECONDS.
+// own Laravel app, take one lock name again and again, SECONDS per implementation.
 //
-//   drive IMPLS PROCS SECONDS DIR  for each implementation in IMPLS, one after the other:
-//                                  starts PROCS workers, waits until all are ready, gives
-//                                  them one common start and end on the monotonic clock,
-//                                  prints one Markdown row per implementation
-//   worker IMPL NAME LOG           one worker: "ready", reads "START END" (hrtime ns), loops
+//   drive IMPLS PROCS SECONDS SLICES DIR
+//                                  starts PROCS workers per implementation, waits until all
+//                                  are ready, then runs SLICES rounds in which each
+//                                  implementation in turn (the order rotates per round) gets
+//                                  SECONDS / SLICES: its workers get one common start and end
+//                                  on the monotonic clock, the others idle. So every
+//                                  implementation sees the same spells of load from other
+//                                  work on the machine. Prints one Markdown row per
+//                                  implementation over all its slices
+//   worker IMPL NAME LOG           one worker: "ready"; per line "START END" (hrtime ns) loops
 //                                  until END: lock(NAME)->block(time left), note hrtime,
-//                                  note hrtime, release(); writes "GOT RELEASE_CALLED" per
-//                                  acquisition to LOG, says "done"
+//                                  note hrtime, release(); appends "GOT RELEASE_CALLED" per
+//                                  acquisition to LOG, says "done"; exits at end of input
 //
 // The overlap check does not use the lock: every acquisition is logged as the interval
 // [block() returned, release() called] on CLOCK_MONOTONIC (the same clock in every
@@ -20,6 +25,7 @@ declare(strict_types=1);
 
 namespace MySqlLockBench\Laravel;
 
+use Illuminate\Container\Container;
 use Illuminate\Contracts\Cache\LockTimeoutException;
 
 use function MySqlLockBench\arg;
@@ -41,12 +47,9 @@ if ($mode !== 'drive') {
 $impls = explode(',', arg(2, 'implementations'));
 $procs = (int) arg(3, 'processes');
 $seconds = (float) arg(4, 'seconds');
-$dir = arg(5, 'work directory');
-echo "| $procs processes, one name, {$seconds} s each: block(time left), release at once, again | acquisitions/s | per-process shares | fewest / most | statements per acquisition (server-counted) | longest a process went without | overlaps |\n";
-echo "|---|---|---|---|---|---|---|\n";
-foreach ($impls as $impl) {
-    drive($impl, $procs, $seconds, $dir);
-}
+$slices = (int) arg(5, 'slices');
+$dir = arg(6, 'work directory');
+drive($impls, $procs, $seconds, $slices, $dir);
 exit(0);
 
 function worker(string $impl, string $name, string $logFile): void
@@ -61,15 +64,22 @@ function worker(string $impl, string $name, string $logFile): void
         }
     }
     echo "ready\n";
-    $line = fgets(STDIN);
-    if ($line === false || !preg_match('/^(\d+) (\d+)$/', trim($line), $m)) {
-        fail('expected "START END" on stdin');
+    while (($line = fgets(STDIN)) !== false) {
+        if (!preg_match('/^(\d+) (\d+)$/', trim($line), $m)) {
+            fail('expected "START END" on stdin');
+        }
+        file_put_contents($logFile, slice($app, $impl, $real, $name, $owner, (int) $m[1], (int) $m[2]), FILE_APPEND);
+        echo "done\n";
     }
-    [$start, $end] = [(int) $m[1], (int) $m[2]];
+}
+
+/** One slice of a worker: from $start to $end; its log lines. */
+function slice(Container $app, string $impl, string $real, string $name, string $owner, int $start, int $end): string
+{
     while (($left = $start - hrtime(true)) > 0) {
         usleep(max(1, intdiv($left, 1000)));
     }
-    $log = [];
+    $log = '';
     while (($now = hrtime(true)) < $end) {
         $l = lock($app, $real, $name, $owner);
         if ($impl !== 'broken') {
@@ -84,57 +94,82 @@ function worker(string $impl, string $name, string $logFile): void
         if (!$l->release() && $impl !== 'broken') {
             fail("$impl worker: release of the lock it had just taken returned false");
         }
-        $log[] = "$got $releaseCalled";
+        $log .= "$got $releaseCalled\n";
     }
-    file_put_contents($logFile, implode("\n", $log) . ($log === [] ? '' : "\n"));
-    echo "done\n";
+    return $log;
 }
 
-function drive(string $impl, int $procs, float $seconds, string $dir): void
+function drive(array $impls, int $procs, float $seconds, int $slices, string $dir): void
 {
-    $label = $impl === 'broken' ? BROKEN['label'] : (IMPLS[$impl]['label'] ?? fail("unknown implementation $impl"));
     $so = getenv('MYSQLLOCK_BENCH_SO');
-    $name = "contend-$impl";
     $workers = [];
-    for ($w = 0; $w < $procs; $w++) {
-        $log = "$dir/laravel-contend-$impl-$w.log";
-        @unlink($log);
-        $cmd = [PHP_BINARY, '-d', "extension=$so", '-d', 'mysqllock.dsn=' . ini_get('mysqllock.dsn'), __FILE__, 'worker', $impl, $name, $log];
-        // No descriptor 2: the worker inherits ours (see bench/php/lease_contend.php).
-        $p = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
-        if (!is_resource($p)) {
-            fail("could not start a $impl worker");
+    foreach ($impls as $impl) {
+        if ($impl !== 'broken' && !isset(IMPLS[$impl])) {
+            fail("unknown implementation $impl");
         }
-        $workers[] = ['proc' => $p, 'in' => $pipes[0], 'out' => $pipes[1], 'log' => $log];
+        for ($w = 0; $w < $procs; $w++) {
+            $log = "$dir/laravel-contend-$impl-$w.log";
+            file_put_contents($log, '');
+            $cmd = [PHP_BINARY, '-d', "extension=$so", '-d', 'mysqllock.dsn=' . ini_get('mysqllock.dsn'), __FILE__, 'worker', $impl, "contend-$impl", $log];
+            // No descriptor 2: the worker inherits ours (see bench/php/lease_contend.php).
+            $p = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
+            if (!is_resource($p)) {
+                fail("could not start a $impl worker");
+            }
+            $workers[$impl][] = ['proc' => $p, 'in' => $pipes[0], 'out' => $pipes[1], 'log' => $log];
+        }
     }
-    foreach ($workers as $w) {
-        if (trim((string) fgets($w['out'])) !== 'ready') {
-            fail("a $impl worker did not get ready");
+    foreach ($workers as $impl => $ws) {
+        foreach ($ws as $w) {
+            if (trim((string) fgets($w['out'])) !== 'ready') {
+                fail("a $impl worker did not get ready");
+            }
         }
     }
     $admin = pdo();
-    $s0 = statements($admin);
-    $start = hrtime(true) + 200_000_000;
-    $end = $start + (int) ($seconds * 1e9);
-    foreach ($workers as $w) {
-        fwrite($w['in'], "$start $end\n");
-        fflush($w['in']);
-    }
-    foreach ($workers as $w) {
-        if (trim((string) fgets($w['out'])) !== 'done') {
-            fail("a $impl worker ended without its log");
+    $statements = array_fill_keys($impls, 0);
+    $windows = array_fill_keys($impls, []);
+    $sliceNs = (int) ($seconds / $slices * 1e9);
+    for ($slice = 0; $slice < $slices; $slice++) {
+        $k = $slice % count($impls);
+        foreach (array_merge(array_slice($impls, $k), array_slice($impls, 0, $k)) as $impl) {
+            // SHOW STATUS is no Com_select: the snapshots count nothing of their own.
+            $s0 = statements($admin);
+            $start = hrtime(true) + 100_000_000;
+            $end = $start + $sliceNs;
+            foreach ($workers[$impl] as $w) {
+                fwrite($w['in'], "$start $end\n");
+                fflush($w['in']);
+            }
+            foreach ($workers[$impl] as $w) {
+                if (trim((string) fgets($w['out'])) !== 'done') {
+                    fail("a $impl worker ended without its log");
+                }
+            }
+            $statements[$impl] += statements($admin) - $s0;
+            $windows[$impl][] = [$start, $end];
         }
     }
-    // SHOW STATUS is no Com_select: the snapshots count nothing of their own.
-    $s1 = statements($admin);
-    foreach ($workers as $w) {
-        fclose($w['in']);
-        fclose($w['out']);
-        if (proc_close($w['proc']) !== 0) {
-            fail("a $impl worker failed");
+    foreach ($workers as $impl => $ws) {
+        foreach ($ws as $w) {
+            fclose($w['in']);
+            fclose($w['out']);
+            if (proc_close($w['proc']) !== 0) {
+                fail("a $impl worker failed");
+            }
         }
     }
 
+    echo "| $procs processes, one name, {$seconds} s each in $slices turns: block(time left), release at once, again | acquisitions/s | per-process shares | fewest / most | statements per acquisition (server-counted) | longest a process went without | overlaps |\n";
+    echo "|---|---|---|---|---|---|---|\n";
+    foreach ($impls as $impl) {
+        report($impl, $workers[$impl], $windows[$impl], $statements[$impl], $seconds);
+    }
+}
+
+/** One row: an implementation's workers' logs over its time windows. */
+function report(string $impl, array $workers, array $windows, int $statements, float $seconds): void
+{
     $counts = [];
     $intervals = [];
     $longestWait = 0;
@@ -144,14 +179,20 @@ function drive(string $impl, int $procs, float $seconds, string $dir): void
             fail("no log from $impl worker $i");
         }
         $counts[$i] = count($lines);
-        $free = $start;
-        foreach ($lines as $line) {
-            [$got, $rel] = array_map('intval', explode(' ', $line));
-            $intervals[] = [$got, $rel];
-            $longestWait = max($longestWait, $got - $free);
-            $free = $rel;
+        $mine = array_map(static fn ($line) => array_map('intval', explode(' ', $line)), $lines);
+        array_push($intervals, ...$mine);
+        // The longest stretch without the lock, within each window (the idle time between
+        // an implementation's windows is no waiting).
+        foreach ($windows as [$start, $end]) {
+            $free = $start;
+            foreach ($mine as [$got, $rel]) {
+                if ($got >= $start && $got < $end) {
+                    $longestWait = max($longestWait, $got - $free);
+                    $free = $rel;
+                }
+            }
+            $longestWait = max($longestWait, $end - $free);
         }
-        $longestWait = max($longestWait, $end - $free);
     }
     usort($intervals, static fn ($a, $b) => $a[0] <=> $b[0]);
     $overlaps = 0;
@@ -168,11 +209,11 @@ function drive(string $impl, int $procs, float $seconds, string $dir): void
     }
     printf(
         "| %s | %s | %s | %.2f | %.1f | %s | %d |\n",
-        $label,
+        $impl === 'broken' ? BROKEN['label'] : IMPLS[$impl]['label'],
         number_format($total / $seconds),
         implode(' / ', array_map(static fn ($c) => sprintf('%.0f%%', 100 * $c / $total), $counts)),
         min($counts) / max($counts),
-        ($s1 - $s0) / $total,
+        $statements / $total,
         ms($longestWait),
         $overlaps
     );
