@@ -132,6 +132,10 @@ fn execute(
         next = Instant::now() + every;
         let why = match locker.holds_session_lock(job.name) {
             Ok(true) => return false,
+            // The check found the session gone (the locker let go of it).
+            Ok(false) if !locker.is_connected() => {
+                "its session ended (killed, connection dropped, or the server restarted)".to_owned()
+            }
             Ok(false) => "its session no longer holds it".to_owned(),
             Err(e @ Error::ConnectionLost { .. }) => exit::describe(&e),
             Err(e) => {

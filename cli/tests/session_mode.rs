@@ -289,7 +289,7 @@ fn lost_session_terminates_the_command_and_exits_79() {
     assert!(Path::new(&termed).exists(), "the command did not get SIGTERM: {out:?}");
     assert_eq!(out.code, Some(LOST_AND_TERMINATED), "{out:?}");
     assert!(
-        out.stderr.contains(&format!("mysqllock: session lock \"{name}\" is lost (connection lost"))
+        out.stderr.contains(&format!("mysqllock: session lock \"{name}\" is lost (its session ended"))
             && out.stderr.contains("sending SIGTERM to sh"),
         "{}",
         out.stderr
