@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use ext_php_rs::convert::IntoZvalDyn;
-use ext_php_rs::types::{ZendObject, ZendStr, Zval};
+use ext_php_rs::types::{ZendHashTable, ZendObject, ZendStr, Zval};
 use mysqllock_core::{Outcome, Session, SessionError, Value};
 
 use crate::driver::{self, unknown};
@@ -133,12 +133,21 @@ impl PdoSession {
             return self.run_text(sql);
         }
         let statement = self.statement(sql)?;
-        for (index, param) in params.iter().enumerate() {
-            let position = i64::try_from(index + 1).unwrap_or(i64::MAX);
-            let (value, kind) = bind(param);
-            self.statement_call(&statement, "bindValue", vec![&position, &value, &kind])?;
+        if params.iter().all(|p| !matches!(p, Value::Int(_) | Value::UInt(_))) {
+            // One call: `execute($values)` binds each value as PARAM_STR (NULL as NULL),
+            // which is what `bind` chooses for these (a float as its decimal text).
+            let values = list(params).map_err(|e| unknown(&e))?;
+            self.statement_call(&statement, "execute", vec![&values])?;
+        } else {
+            // Numbers keep their type (`execute($values)` would send them as strings:
+            // compared as doubles by MySQL, as text by SQLite).
+            for (index, param) in params.iter().enumerate() {
+                let position = i64::try_from(index + 1).unwrap_or(i64::MAX);
+                let (value, kind) = bind(param);
+                self.statement_call(&statement, "bindValue", vec![&position, &value, &kind])?;
+            }
+            self.statement_call(&statement, "execute", vec![])?;
         }
-        self.statement_call(&statement, "execute", vec![])?;
         self.outcome(&statement)
     }
 
@@ -162,21 +171,19 @@ impl PdoSession {
         result
     }
 
-    /// What an executed statement produced.
+    /// What an executed statement produced: its rows, or, for a statement without a
+    /// result set, its counters (the core reads them only then, see `Outcome`).
     fn outcome(&self, statement: &Zval) -> Result<Outcome, SessionError> {
-        let statement = statement.shallow_clone();
-        let columns = self.statement_call(&statement, "columnCount", vec![])?.long().unwrap_or(0);
-        let rows = if columns > 0 {
-            let all = self.statement_call(&statement, "fetchAll", vec![&FETCH_NUM])?;
-            driver::rows_of(&all)
-        } else {
-            Vec::new()
-        };
-        let affected = self.statement_call(&statement, "rowCount", vec![])?.long().unwrap_or(0);
-        // GET_LOCK's result comes back through LAST_INSERT_ID(expr): read it every time.
+        let columns = self.statement_call(statement, "columnCount", vec![])?.long().unwrap_or(0);
+        if columns > 0 {
+            let all = self.statement_call(statement, "fetchAll", vec![&FETCH_NUM])?;
+            return Ok(Outcome { rows: driver::rows_of(&all), ..Outcome::default() });
+        }
+        let affected = self.statement_call(statement, "rowCount", vec![])?.long().unwrap_or(0);
+        // GET_LOCK's result comes back through LAST_INSERT_ID(expr) after an INSERT.
         let insert_id = self.pdo_call("lastInsertId", vec![])?;
         Ok(Outcome {
-            rows,
+            rows: Vec::new(),
             affected_rows: u64::try_from(affected).unwrap_or(0),
             last_insert_id: insert_id.str().and_then(|s| s.parse().ok()).unwrap_or(0),
         })
@@ -233,6 +240,22 @@ fn bind(value: &Value) -> (Zval, i64) {
         }
     };
     (z, kind)
+}
+
+/// Parameters other than integers as the array `execute()` takes, each as `bind` would
+/// send it.
+fn list(params: &[Value]) -> Result<Zval, String> {
+    let mut list = ZendHashTable::new();
+    for param in params {
+        let pushed = match param {
+            Value::Null => list.push(()),
+            other => list.push(bind(other).0),
+        };
+        pushed.map_err(|e| e.to_string())?;
+    }
+    let mut z = Zval::new();
+    z.set_hashtable(list);
+    Ok(z)
 }
 
 /// A failed call as the core's session error; a thrown exception is kept as a cause.
