@@ -67,15 +67,17 @@ impl MysqliSession {
         if result.is_false() {
             return Err(self.last_error());
         }
-        let rows = if result.is_object() {
+        if result.is_object() {
+            // A result set: its rows are all the core reads (see `Outcome`). The result is
+            // freed with its last reference, at the end of this function.
             let all = php::call_method(&result, "fetch_all", vec![&NUM], Noise::Quiet).map_err(failure)?;
-            // The result is freed with its last reference anyway; freeing it now is tidier.
-            let _ = php::call_method(&result, "free", vec![], Noise::Quiet);
-            driver::rows_of(&all)
-        } else {
-            Vec::new()
-        };
-        Ok(Outcome { rows, affected_rows: self.number("affected_rows"), last_insert_id: self.number("insert_id") })
+            return Ok(Outcome { rows: driver::rows_of(&all), ..Outcome::default() });
+        }
+        Ok(Outcome {
+            rows: Vec::new(),
+            affected_rows: self.number("affected_rows"),
+            last_insert_id: self.number("insert_id"),
+        })
     }
 
     /// A counter property (`affected_rows`, `insert_id`: an int, or a numeric string
