@@ -97,9 +97,13 @@ fn ping_every(secs: f64) -> Result<Duration, Error> {
 
 /// The time between checks: `ping_every`, or half the session's `wait_timeout` if that
 /// is shorter, so an idle session is never ended by the server while the command runs.
+/// The session learned its `wait_timeout` while connecting; asked only if it did not.
 fn check_interval(locker: &mut NativeLocker, ping_every: Duration) -> Result<Duration, Error> {
-    let out = session_locks::query(locker, "SELECT @@session.wait_timeout", &[])?;
-    let wait_timeout = out.first(0).as_f64().filter(|t| *t > 0.0);
+    let wait_timeout = match locker.session()?.wait_timeout() {
+        Some(known) => Some(known),
+        None => session_locks::query(locker, "SELECT @@session.wait_timeout", &[])?.first(0).as_f64(),
+    };
+    let wait_timeout = wait_timeout.filter(|t| *t > 0.0);
     Ok(wait_timeout.map_or(ping_every, |t| ping_every.min(Duration::from_secs_f64(t / 2.0))))
 }
 
