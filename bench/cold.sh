@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The cold-start benchmark (issue 16): one fresh process that connects, takes a lock,
+# releases it and exits, timed from spawn to exit, on a MariaDB started here
+# (scripts/mariadb.sh, under a temp dir) and stopped on exit:
+#   PHP   `php -r ''` (extension loaded), SharedLock::lock()->release(), SessionLock
+#         acquire/release on the extension's native connection, and the floor: raw
+#         GET_LOCK / RELEASE_LOCK through PDO (bench/php/cold_once.php); each also minus
+#         `php -r ''` (paired, round by round)
+#   C     bench/c/cold_open.c: open, session_lock, session_unlock, free; against the
+#         floor `mariadb -e "SELECT GET_LOCK(..); SELECT RELEASE_LOCK(..)"`
+#   CLI   `mysqllock run NAME --session -- true` against `mariadb -e` and `flock FILE true`
+# plus the statements per run as the server counts them. Implementations take turns
+# round by round (the order rotating); clients pinned with taskset to CPU A, the server
+# to CPU B (--cpus A,B; default 0,1; --cpus A puts the server on A too).
+#
+#   bash bench/cold.sh                   # 60 rounds
+#   bash bench/cold.sh --runs N          # N rounds (>= 30 for a median and p90)
+#   bash bench/cold.sh --no-build        # use target/release as it is
+#   bash bench/cold.sh --baseline DIR    # also rows for the libmysqllock_php.so,
+#                                        # libmysqllock.so and mysqllock in DIR (an older
+#                                        # build), interleaved with these: before/after
+#
+# Exit status: 0 when every measurement ran (targets are reported, never asserted).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+runs=60
+build=1
+cpus=0,1
+baseline=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs=${2:?--runs needs a number}; shift ;;
+    --no-build) build=0 ;;
+    --cpus) cpus=${2:?--cpus needs A,B or A}; shift ;;
+    --baseline) baseline=${2:?--baseline needs a directory}; shift ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/cold.sh: unknown argument $1 (--runs N, --no-build, --cpus A,B, --baseline DIR)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+for tool in php mariadb mariadb-install-db /usr/sbin/mariadbd python3 gcc flock taskset; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "bench/cold.sh: $tool is missing (bash scripts/install-deps.sh installs everything)" >&2
+    exit 1
+  fi
+done
+modules=$(php -m)
+grep -qx pdo_mysql <<<"$modules" || { echo "bench/cold.sh: PHP's pdo_mysql is missing (apt-get install php8.2-mysql)" >&2; exit 1; }
+
+SECONDS=0
+if [ $build = 1 ]; then
+  echo "building (cargo build --release --locked -p mysqllock-ffi -p mysqllock-php -p mysqllock-cli) ..." >&2
+  cargo build --release --locked -p mysqllock-ffi -p mysqllock-php -p mysqllock-cli >&2
+fi
+builds=(libmysqllock.so libmysqllock_php.so mysqllock)
+for built in "${builds[@]}"; do
+  [ -f "target/release/$built" ] || { echo "bench/cold.sh: target/release/$built is missing" >&2; exit 1; }
+  [ -z "$baseline" ] || [ -f "$baseline/$built" ] || { echo "bench/cold.sh: $baseline/$built is missing" >&2; exit 1; }
+done
+
+work=$(mktemp -d /tmp/mysqllock-cold-bench.XXXXXX)
+cleanup() {
+  bash "$root/scripts/mariadb.sh" stop "$work/db" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# Copies, so that other builds during the run do not change what is measured.
+sets=(now)
+mkdir -p "$work/now"
+cp "${builds[@]/#/target/release/}" "$work/now/"
+if [ -n "$baseline" ]; then
+  sets+=(before)
+  mkdir -p "$work/before"
+  cp "${builds[@]/#/$baseline/}" "$work/before/"
+fi
+for set in "${sets[@]}"; do
+  gcc -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -Iinclude bench/c/cold_open.c \
+    -o "$work/$set/cold_open" -L"$work/$set" -lmysqllock -Wl,-rpath,"$work/$set"
+done
+
+IFS=, read -r cpu_a cpu_b <<<"$cpus"
+pinned=(taskset -c "$cpu_a")
+"${pinned[@]}" bash scripts/mariadb.sh start "$work/db" >&2
+set -a
+. "$work/db/env"
+set +a
+[ -z "${cpu_b:-}" ] || taskset -a -p -c "$cpu_b" "$(cat "$work/db/mysqld.pid")" >/dev/null
+"$work/now/mysqllock" --dsn "$MYSQLLOCK_TEST_DSN" init >&2
+export MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN
+export MYSQLLOCK_BENCH_SOCKET=$MYSQLLOCK_TEST_SOCKET
+export MYSQLLOCK_BENCH_VARS=Questions,Com_stmt_prepare
+u=${MYSQLLOCK_TEST_DSN#mysql://}
+db_user=${u%%:*} rest=${u#*:}
+db_pass=${rest%%@*}
+
+# The spec: key, label, argv, group, floor (see bench/php/cold_startup.php).
+spec=$work/spec.json
+python3 - "$spec" "$work" "$root" "$MYSQLLOCK_TEST_DSN" "$MYSQLLOCK_TEST_PORT" "$db_user" "$db_pass" "$cpu_a" "${sets[@]}" <<'PY'
+import json, sys
+spec_file, work, root, dsn, port, user, password, cpu, *sets = sys.argv[1:]
+pin = ["taskset", "-c", cpu]
+rows = []
+def php(set):
+    return pin + ["php", "-n", "-d", "extension=mysqlnd.so", "-d", "extension=pdo.so", "-d", "extension=pdo_mysql.so",
+                  "-d", f"extension={work}/{set}/libmysqllock_php.so", "-d", f"mysqllock.dsn={dsn}"]
+rows.append(dict(key="empty", label="`php -r ''` (extension loaded)", argv=php("now") + ["-r", ""], group="php"))
+rows.append(dict(key="pdo", label="floor: PDO `GET_LOCK` + `RELEASE_LOCK`", argv=php("now") + [f"{root}/bench/php/cold_once.php", "pdo", "cold-pdo"], group="php"))
+for set in sets:
+    tag = "" if set == "now" else f" [{set}]"
+    at = "" if set == "now" else f"@{set}"
+    rows.append(dict(key="shared" + at, label="`SharedLock::lock()->release()`" + tag, argv=php(set) + [f"{root}/bench/php/cold_once.php", "shared", "cold-shared" + at], group="php", floor="pdo"))
+    rows.append(dict(key="session" + at, label="`SessionLock` acquire + release" + tag, argv=php(set) + [f"{root}/bench/php/cold_once.php", "session", "cold-session" + at], group="php", floor="pdo"))
+rows.append(dict(key="mariadb", label="floor: `mariadb -e \"SELECT GET_LOCK(…,0); SELECT RELEASE_LOCK(…)\"`",
+                 argv=pin + ["mariadb", "--no-defaults", "-h127.0.0.1", f"-P{port}", f"-u{user}", f"-p{password}", "-e",
+                             "SELECT GET_LOCK('cold-mariadb',0); SELECT RELEASE_LOCK('cold-mariadb')"], group="server"))
+rows.append(dict(key="flock", label="`flock FILE true` (local, no server)", argv=pin + ["flock", f"{work}/flock", "true"], group="local"))
+for set in sets:
+    tag = "" if set == "now" else f" [{set}]"
+    at = "" if set == "now" else f"@{set}"
+    rows.append(dict(key="c" + at, label="C ABI: open, `session_lock`, `session_unlock`, free" + tag, argv=pin + [f"{work}/{set}/cold_open", dsn, "cold-c" + at], group="server", floor="mariadb"))
+    rows.append(dict(key="cli" + at, label="`mysqllock run NAME --session -- true`" + tag, argv=pin + [f"{work}/{set}/mysqllock", "--dsn", dsn, "run", "cold-cli" + at, "--session", "--", "true"], group="server", floor="mariadb"))
+json.dump(rows, open(spec_file, "w"))
+PY
+
+version=$(mariadb --no-defaults -uroot --socket="$MYSQLLOCK_TEST_SOCKET" -N -e 'SELECT VERSION()')
+echo "# cold start: $(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), MariaDB $version, PHP $(php -r 'echo PHP_VERSION;'), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core ffi php-ext cli || echo ' + uncommitted changes in core/ffi/php-ext/cli'), $(date -u +%F)"
+echo
+echo "Clients on CPU $cpu_a, server on CPU ${cpu_b:-$cpu_a}. PHP runs with -n (no php.ini) plus mysqlnd, pdo, pdo_mysql and the extension."
+echo
+echo "| process | median | p90 | minus \`php -r ''\` (paired) | against the floor | statements per run (server count, with the disconnect) |"
+echo "|---|---|---|---|---|---|"
+php -d "extension=$work/now/libmysqllock_php.so" bench/php/cold_startup.php "$runs" "$spec"
+echo
+echo "command: bash bench/cold.sh --runs $runs$([ "$cpus" != 0,1 ] && echo " --cpus $cpus")$([ -n "$baseline" ] && echo " --baseline DIR"); total $SECONDS s"

@@ -1,0 +1,52 @@
+<?php
+// One cold start for bench/cold.sh: connect, lock, release, exit, in a fresh `php`.
+//   shared  SharedLock::configureConnection + SharedLock::lock(NAME)->release()
+//   session new \MySqlLock\SessionLock(NAME) on the extension's connection (mysqllock.dsn):
+//           acquire(0.0), release()
+//   pdo     the floor: new PDO, SELECT GET_LOCK(?, 0) / SELECT RELEASE_LOCK(?) (real prepares)
+// Self-contained (no shared bench code), so that the script costs about what `php -r ''`
+// costs besides its work. Args: shared|session|pdo NAME; the server: MYSQLLOCK_BENCH_DSN.
+declare(strict_types=1);
+
+[, $impl, $name] = $argv + [null, '', ''];
+$u = parse_url((string) getenv('MYSQLLOCK_BENCH_DSN'));
+if (!is_array($u) || !isset($u['host'], $u['user'], $u['path']) || $name === '') {
+    fwrite(STDERR, "usage: MYSQLLOCK_BENCH_DSN=mysql://u:p@h:port/db php cold_once.php shared|session|pdo NAME\n");
+    exit(2);
+}
+$db = ltrim($u['path'], '/');
+$user = rawurldecode($u['user']);
+$pass = rawurldecode($u['pass'] ?? '');
+$port = (int) ($u['port'] ?? 3306);
+switch ($impl) {
+    case 'shared':
+        \ItsMieger\MySqlSharedLocks\SharedLock::configureConnection($u['host'], $db, $user, $pass, 'utf8mb4', $port);
+        \ItsMieger\MySqlSharedLocks\SharedLock::lock($name, 5, 60)->release();
+        break;
+    case 'session':
+        $lock = new \MySqlLock\SessionLock($name);
+        if ($lock->acquire(0.0) !== true) {
+            fwrite(STDERR, "cold_once.php: SessionLock($name)->acquire(0.0) did not return true\n");
+            exit(1);
+        }
+        $lock->release();
+        break;
+    case 'pdo':
+        $pdo = new PDO(
+            "mysql:host={$u['host']};port=$port;dbname=$db;charset=utf8mb4",
+            $user,
+            $pass,
+            [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION, PDO::ATTR_EMULATE_PREPARES => false]
+        );
+        $get = $pdo->prepare('SELECT GET_LOCK(?, 0)');
+        $get->execute([$name]);
+        $rel = $pdo->prepare('SELECT RELEASE_LOCK(?)');
+        if ((int) $get->fetchColumn() !== 1 || !$rel->execute([$name]) || (int) $rel->fetchColumn() !== 1) {
+            fwrite(STDERR, "cold_once.php: GET_LOCK/RELEASE_LOCK($name) through PDO did not return 1\n");
+            exit(1);
+        }
+        break;
+    default:
+        fwrite(STDERR, "cold_once.php: unknown implementation $impl (shared, session, pdo)\n");
+        exit(2);
+}
