@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Issue 16's hand-off and contention, measured the way a user meets them, against the floor
+# (raw GET_LOCK / RELEASE_LOCK through PDO), on a MariaDB started here (scripts/mariadb.sh,
+# under a temp dir) and stopped on exit (bench/php/handoff_user.php does the measuring):
+#   hand-off: two PHP processes; the waiter is blocked in SharedLock::lock($n, 30, 60) (the
+#     holder polls the server's process list until the waiter's connection is in 'User
+#     lock'), the holder holds ~50 ms and calls ->release(); sample = waiter's lock()
+#     return - holder's release() call, both hrtime(true); ROUNDS x N hand-offs per kind,
+#     extension and floor taking turns hand-off by hand-off in the same two processes.
+#   contention: 4 PHP processes on one name for SECONDS, lock -> release in a loop, each
+#     journaling its own wait start / got / release start; acquisitions/s, fewest/most per
+#     process, longest wait, overlapping holds (from the journals, not the lock). Floor
+#     and extension take turns run by run (the order flipping).
+# Pinned like bench/session.sh: placement "one", server and clients on CPU A; placement
+# "two", clients on CPU A and the server on CPU B.
+#
+#   bash bench/handoff.sh                # 3 x 50 hand-offs, 2 x 10 s contention runs per kind
+#   bash bench/handoff.sh --quick        # 3 x 20 hand-offs, 1 x 3 s
+#   bash bench/handoff.sh --no-build     # use target/release as it is
+#   bash bench/handoff.sh --cpus A,B     # default 0,1; --cpus A: CPU A only
+#   bash bench/handoff.sh --only handoff # or contention
+#
+# Exit status 0 when everything ran (targets are reported, not asserted).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+quick=0 build=1 cpus=0,1 only=all
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --no-build) build=0 ;;
+    --cpus) cpus=${2:?--cpus needs A,B or A}; shift ;;
+    --only) only=${2:?--only needs handoff or contention}; shift ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/handoff.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ $quick = 1 ]; then rounds=3 n=20 split_n=10 runs=1 seconds=3; else rounds=3 n=50 split_n=30 runs=2 seconds=10; fi
+hold_ms=50 workers=4
+
+for tool in php mariadb mariadb-install-db /usr/sbin/mariadbd taskset; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "bench/handoff.sh: $tool is missing (bash scripts/install-deps.sh)" >&2; exit 1; }
+done
+modules=$(php -m)
+grep -qx pdo_mysql <<<"$modules" || { echo "bench/handoff.sh: PHP's pdo_mysql is missing" >&2; exit 1; }
+
+SECONDS=0
+if [ $build = 1 ]; then
+  cargo build --release --locked -p mysqllock-php -p mysqllock-cli >&2
+fi
+for built in libmysqllock_php.so mysqllock; do
+  [ -f "target/release/$built" ] || { echo "bench/handoff.sh: target/release/$built is missing" >&2; exit 1; }
+done
+
+work=$(mktemp -d /tmp/mysqllock-handoff-bench.XXXXXX)
+cleanup() {
+  bash "$root/scripts/mariadb.sh" stop "$work/db" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# Copies, so that builds by others during the run do not change what is measured.
+cp target/release/libmysqllock_php.so target/release/mysqllock "$work/"
+export MYSQLLOCK_BENCH_EXT=$work/libmysqllock_php.so
+
+IFS=, read -r cpu_a cpu_b <<<"$cpus"
+declare -A server_cpu=([one]=$cpu_a) placement_name=([one]="server and clients on CPU $cpu_a")
+placements=(one)
+if [ -n "${cpu_b:-}" ]; then
+  placements+=(two)
+  server_cpu[two]=$cpu_b
+  placement_name[two]="clients on CPU $cpu_a, server on CPU $cpu_b"
+fi
+pinned=(taskset -c "$cpu_a")
+"${pinned[@]}" bash scripts/mariadb.sh start "$work/db" >&2
+set -a
+. "$work/db/env"
+set +a
+server_pid=$(cat "$work/db/mysqld.pid")
+"$work/mysqllock" --dsn "$MYSQLLOCK_TEST_DSN" init >&2
+export MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN
+php_ext=("${pinned[@]}" php -d "extension=$MYSQLLOCK_BENCH_EXT" -d display_errors=stderr bench/php/handoff_user.php)
+
+version=$(php -r '$u = parse_url(getenv("MYSQLLOCK_BENCH_DSN")); echo (new PDO("mysql:host={$u["host"]};port={$u["port"]}", $u["user"], $u["pass"] ?? ""))->query("SELECT VERSION()")->fetchColumn();')
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "# hand-off and contention, the user's way: $(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), MariaDB $version, PHP $(php -r 'echo PHP_VERSION;'), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core php-ext || echo ' + uncommitted changes in core/php-ext'), $(date -u +%F), load average before: $load"
+
+# Contention: one run of KIND, WORKERS processes, SECONDS; prints handoff_user.php's summary line.
+contend() {
+  local kind=$1 tag=$2 start files=() pids=() i
+  start=$(( $(php -r 'echo hrtime(true);') + 700000000 ))
+  for i in $(seq 1 $workers); do
+    files+=("$work/journal.$tag.$i")
+    "${php_ext[@]}" worker "$kind" "contend-$tag" "$start" "$seconds" "$work/journal.$tag.$i" &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i"; done
+  "${php_ext[@]}" contention "$kind" "$seconds" "${files[@]}"
+}
+
+for placement in "${placements[@]}"; do
+  taskset -a -p -c "${server_cpu[$placement]}" "$server_pid" >/dev/null
+  echo
+  echo "## placement: ${placement_name[$placement]}"
+  echo
+  echo "| metric | raw PDO floor | extension | ratio |"
+  echo "|---|---|---|---|"
+  if [ "$only" != contention ]; then
+    "${php_ext[@]}" handoff "$rounds" "$n" "$hold_ms" "handoff-$placement"
+  fi
+  if [ "$only" != contention ]; then
+    # The time split: the same hand-off with the protocol's statements sent through PDO
+    # (pdo: raw floor; del: the holder releases with the protocol's DELETE ... RELEASE_LOCK,
+    # the waiter sleeps in raw GET_LOCK; batch: and the waiter sends the protocol's
+    # sleep-and-claim batch; ext: the extension), all four taking turns.
+    "${php_ext[@]}" handoff "$rounds" "$split_n" "$hold_ms" "split-$placement" split >"$work/split.$placement"
+  fi
+  if [ "$only" != handoff ]; then
+    : >"$work/contention.$placement"
+    for run in $(seq 1 $runs); do
+      if [ $((run % 2)) = 1 ]; then order="pdo ext"; else order="ext pdo"; fi
+      for kind in $order; do
+        contend "$kind" "$placement-$kind-$run" >>"$work/contention.$placement"
+      done
+    done
+    # Totals over the runs per kind; paired ratio = median over runs of ext rate / pdo rate.
+    awk -v w=$workers -v s=$seconds '
+      { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[$1, kv[1]] = kv[2] }
+        k = $1; n[k]++; total[k] += v[k, "total"]; rate[k, n[k]] = v[k, "rate"]
+        if (!(k in share) || v[k, "share"] < share[k]) share[k] = v[k, "share"]
+        if (v[k, "longest_ns"] > longest[k]) longest[k] = v[k, "longest_ns"]
+        overlaps[k] += v[k, "overlaps"]; counts[k] = counts[k] " " v[k, "counts"] }
+      END {
+        rp = total["pdo"] / n["pdo"] / s; re = total["ext"] / n["ext"] / s
+        paired = ""
+        for (i = 1; i <= n["ext"]; i++) paired = paired sprintf(" %.2f", rate["ext", i] / rate["pdo", i])
+        printf "| contention, %d processes, one name, %d x %g s: acquisitions/s (per run: ext/floor) | %\047d | %\047d | %.2f× (runs:%s) |\n", w, n["ext"], s, rp, re, re / rp, paired
+        printf "| contention: fewest / most acquisitions per process (worst run) | %.3f | %.3f | |\n", share["pdo"], share["ext"]
+        printf "| contention: longest wait | %.1f ms | %.1f ms | %.2f× |\n", longest["pdo"] / 1e6, longest["ext"] / 1e6, longest["ext"] / longest["pdo"]
+        printf "| contention: overlapping holds (from the journals) | %d | %d | |\n", overlaps["pdo"], overlaps["ext"]
+        printf "| contention: acquisitions per process, each run | %s | %s | |\n", counts["pdo"], counts["ext"]
+      }' "$work/contention.$placement"
+  fi
+  if [ -f "$work/split.$placement" ]; then
+    echo
+    echo "Where the hand-off goes ($rounds x $split_n hand-offs of each, taking turns; + = median over the floor's):"
+    echo
+    echo "| hand-off variant | call → waiter returns, median (p90) | over the floor | holder's release() call, median (p90) |"
+    echo "|---|---|---|---|"
+    sed 's/^| split: pdo |/| floor: raw GET_LOCK \/ RELEASE_LOCK (PDO) |/; s/^| split: del |/| holder: DELETE ... RELEASE_LOCK; waiter: raw GET_LOCK (PDO) |/; s/^| split: batch |/| holder: DELETE ... RELEASE_LOCK; waiter: the sleep-and-claim batch (PDO) |/; s/^| split: ext |/| extension: SharedLock::lock() \/ ->release() |/' "$work/split.$placement"
+  fi
+done
+echo
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "command: bash bench/handoff.sh$([ $quick = 1 ] && echo ' --quick')$([ "$cpus" != 0,1 ] && echo " --cpus $cpus")$([ "$only" != all ] && echo " --only $only"); total $SECONDS s (build and server start included)"
