@@ -8,7 +8,7 @@ use crate::lease::{self, Db};
 use crate::limits;
 use crate::name::{self, Charset};
 use crate::session::{classify, Connector, Session};
-use crate::sql::{utf8mb4_literal, Sql, UPGRADE_COLUMNS};
+use crate::sql::{self, Sql, UPGRADE_COLUMNS};
 use crate::value::Value;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -810,8 +810,8 @@ impl<C: Connector> Locker<C> {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: held_as.to_owned() });
         }
         let got = self.recovering(timeout, |locker, timeout| {
-            let sql = format!("SELECT GET_LOCK({}, {:.6})", utf8mb4_literal(&key), timeout.as_secs_f64());
-            locker.with_db(|db, _| db.run(name, &sql, &[]))
+            let params = [sql::hex(&key).into(), timeout.as_secs_f64().into()];
+            locker.with_db(|db, _| db.run(name, sql::SESSION_GET_LOCK, &params))
         })?;
         match got.first(0).as_i64() {
             Some(1) => {
@@ -836,8 +836,8 @@ impl<C: Connector> Locker<C> {
         let Some(held_as) = self.session_locks.remove(&key) else {
             return Err(self.not_held(name));
         };
-        let sql = format!("SELECT RELEASE_LOCK({})", utf8mb4_literal(&key));
-        match self.with_db(|db, _| db.run(&held_as, &sql, &[])) {
+        let params = [sql::hex(&key).into()];
+        match self.with_db(|db, _| db.run(&held_as, sql::SESSION_RELEASE_LOCK, &params)) {
             Ok(out) if out.first(0).as_i64() == Some(1) => Ok(()),
             Ok(_) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::GetLockGone }),
             // The session ended, and the lock with it.
@@ -853,8 +853,8 @@ impl<C: Connector> Locker<C> {
     /// The `CONNECTION_ID()` of the session that holds the session lock `name` on the
     /// server now (any client, not only this locker), `None` when it is free.
     pub fn session_lock_holder(&mut self, name: &str) -> Result<Option<u64>> {
-        let sql = format!("SELECT IS_USED_LOCK({})", utf8mb4_literal(&name::session_key(name)?));
-        Ok(self.with_db(|db, _| db.run(name, &sql, &[]))?.first(0).as_u64())
+        let params = [sql::hex(&name::session_key(name)?).into()];
+        Ok(self.with_db(|db, _| db.run(name, sql::SESSION_HOLDER, &params))?.first(0).as_u64())
     }
 
     /// Whether this locker's session holds the session lock `name`, asked of the server

@@ -221,17 +221,28 @@ impl Sql {
     }
 }
 
-/// `text` as a SQL literal that cannot be anything but that string: its UTF-8 bytes in
-/// hexadecimal with the `_utf8mb4` introducer.
-pub(crate) fn utf8mb4_literal(text: &str) -> String {
+/// Session locks name their GET_LOCK by the key's UTF-8 bytes in hexadecimal, bound as
+/// a parameter: plain ASCII, so neither the connection's character set nor PDO's quoting
+/// can change the key, and one statement text serves every name (prepared once per
+/// session, where the session prepares).
+pub const SESSION_GET_LOCK: &str = "SELECT GET_LOCK(CONVERT(UNHEX(?) USING utf8mb4), ?)";
+pub const SESSION_RELEASE_LOCK: &str = "SELECT RELEASE_LOCK(CONVERT(UNHEX(?) USING utf8mb4))";
+pub const SESSION_HOLDER: &str = "SELECT IS_USED_LOCK(CONVERT(UNHEX(?) USING utf8mb4))";
+
+/// `text`'s UTF-8 bytes in hexadecimal.
+pub fn hex(text: &str) -> String {
     use std::fmt::Write;
-    let mut out = String::with_capacity(12 + 2 * text.len());
-    out.push_str("_utf8mb4 X'");
+    let mut out = String::with_capacity(2 * text.len());
     for b in text.bytes() {
         let _ = write!(out, "{b:02X}");
     }
-    out.push('\'');
     out
+}
+
+/// `text` as a SQL literal that cannot be anything but that string: its UTF-8 bytes in
+/// hexadecimal with the `_utf8mb4` introducer.
+fn utf8mb4_literal(text: &str) -> String {
+    format!("_utf8mb4 X'{}'", hex(text))
 }
 
 #[cfg(test)]

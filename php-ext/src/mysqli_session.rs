@@ -3,9 +3,10 @@
 //! process, `$mysqli->close()`, the end of the session).
 //!
 //! Statements go through the object's own methods: `query()` for statements without
-//! parameters (all the session-lock statements: their values are literals the core made
-//! safe), `execute_query()` (PHP 8.2) otherwise. Nothing is prepared and kept, so a forked
-//! child has no statement of the parent's session to free.
+//! parameters, and for the others a `mysqli_stmt` prepared once per statement text and
+//! session and executed with its values (`execute_query()` would prepare and close the
+//! statement on every call: twice the round trips). The session-lock statements have one
+//! text for every name, so a session keeps three statements at most.
 //!
 //! Errors: since PHP 8.1 mysqli throws `mysqli_sql_exception` by default. It is caught,
 //! turned into a `SessionError` with the server's error number (so 2006/2013, a lost
@@ -35,12 +36,18 @@ pub struct MysqliSession {
     mysqli: Zval,
     /// `$mysqli->thread_id`: the server's `CONNECTION_ID()`, known without a statement.
     id: u64,
+    /// Prepared statements by their text.
+    statements: Vec<(String, Zval)>,
 }
+
+/// `ER_UNKNOWN_STMT_HANDLER`: the server no longer knows a statement it prepared (its
+/// session was reset or replaced behind the object's back).
+const UNKNOWN_STATEMENT: u16 = 1243;
 
 impl MysqliSession {
     /// Starts using `mysqli`'s session.
     pub fn open(mysqli: &Zval) -> Result<Self, SessionError> {
-        let session = MysqliSession { mysqli: mysqli.shallow_clone(), id: 0 };
+        let session = MysqliSession { mysqli: mysqli.shallow_clone(), id: 0, statements: Vec::new() };
         session.check_open()?;
         let id = php::property(mysqli, "thread_id").map_err(failure)?;
         let id = id.long().and_then(|i| u64::try_from(i).ok()).ok_or_else(|| unknown("mysqli has no thread_id"))?;
@@ -57,16 +64,56 @@ impl MysqliSession {
 
     fn run(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
         self.check_open()?;
-        let result = if params.is_empty() {
-            php::call_method(&self.mysqli, "query", vec![&sql], Noise::Quiet)
-        } else {
-            let list = list(params).map_err(|e| unknown(&e))?;
-            php::call_method(&self.mysqli, "execute_query", vec![&sql, &list], Noise::Quiet)
+        if !params.is_empty() {
+            return match self.run_prepared(sql, params) {
+                Err(e) if e.code == Some(UNKNOWN_STATEMENT) => {
+                    self.statements.clear();
+                    self.run_prepared(sql, params)
+                }
+                other => other,
+            };
         }
-        .map_err(failure)?;
+        let result = php::call_method(&self.mysqli, "query", vec![&sql], Noise::Quiet).map_err(failure)?;
         if result.is_false() {
             return Err(self.last_error());
         }
+        self.outcome(&result, &self.mysqli)
+    }
+
+    /// `sql` with `params` on its statement, prepared on first use; a statement that
+    /// failed is prepared afresh next time.
+    fn run_prepared(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
+        let list = list(params).map_err(|e| unknown(&e))?;
+        let statement = match self.statements.iter().find(|(text, _)| text == sql) {
+            Some((_, statement)) => statement.shallow_clone(),
+            None => {
+                let statement = php::call_method(&self.mysqli, "prepare", vec![&sql], Noise::Quiet).map_err(failure)?;
+                if !statement.is_object() {
+                    return Err(self.last_error());
+                }
+                self.statements.push((sql.to_owned(), statement.shallow_clone()));
+                statement
+            }
+        };
+        let result = self.execute_statement(&statement, &list);
+        if result.is_err() {
+            self.statements.retain(|(text, _)| text != sql);
+        }
+        result
+    }
+
+    fn execute_statement(&self, statement: &Zval, list: &Zval) -> Result<Outcome, SessionError> {
+        let executed = php::call_method(statement, "execute", vec![list], Noise::Quiet).map_err(failure)?;
+        if executed.is_false() {
+            return Err(statement_error(statement));
+        }
+        let result = php::call_method(statement, "get_result", vec![], Noise::Quiet).map_err(failure)?;
+        self.outcome(&result, statement)
+    }
+
+    /// What a statement produced: the rows of a result set, else the counters of
+    /// `counters` (the mysqli or the mysqli_stmt that ran it).
+    fn outcome(&self, result: &Zval, counters: &Zval) -> Result<Outcome, SessionError> {
         if result.is_object() {
             // A result set: its rows are all the core reads (see `Outcome`). The result is
             // freed with its last reference, at the end of this function.
@@ -75,30 +122,32 @@ impl MysqliSession {
         }
         Ok(Outcome {
             rows: Vec::new(),
-            affected_rows: self.number("affected_rows"),
-            last_insert_id: self.number("insert_id"),
+            affected_rows: number(counters, "affected_rows"),
+            last_insert_id: number(counters, "insert_id"),
         })
-    }
-
-    /// A counter property (`affected_rows`, `insert_id`: an int, or a numeric string
-    /// beyond PHP's ints); 0 when it is negative or unreadable.
-    fn number(&self, name: &str) -> u64 {
-        let Ok(value) = php::property(&self.mysqli, name) else { return 0 };
-        value
-            .long()
-            .and_then(|n| u64::try_from(n).ok())
-            .or_else(|| value.str().and_then(|s| s.parse().ok()))
-            .unwrap_or(0)
     }
 
     /// The error of a call that returned `false` (reporting off): `errno` and `error`.
     fn last_error(&self) -> SessionError {
-        let code = php::property(&self.mysqli, "errno").ok().and_then(|c| c.long());
-        let message = php::property(&self.mysqli, "error").ok().and_then(|m| m.string()).unwrap_or_default();
-        match code.and_then(|c| u16::try_from(c).ok()).filter(|c| *c > 0) {
-            Some(code) => SessionError::server(code, message),
-            None => unknown("the mysqli call failed without an error number"),
-        }
+        statement_error(&self.mysqli)
+    }
+}
+
+/// A counter property (`affected_rows`, `insert_id`: an int, or a numeric string beyond
+/// PHP's ints); 0 when it is negative or unreadable.
+fn number(object: &Zval, name: &str) -> u64 {
+    let Ok(value) = php::property(object, name) else { return 0 };
+    value.long().and_then(|n| u64::try_from(n).ok()).or_else(|| value.str().and_then(|s| s.parse().ok())).unwrap_or(0)
+}
+
+/// The error of a mysqli or mysqli_stmt call that returned `false` (reporting off):
+/// its `errno` and `error`.
+fn statement_error(object: &Zval) -> SessionError {
+    let code = php::property(object, "errno").ok().and_then(|c| c.long());
+    let message = php::property(object, "error").ok().and_then(|m| m.string()).unwrap_or_default();
+    match code.and_then(|c| u16::try_from(c).ok()).filter(|c| *c > 0) {
+        Some(code) => SessionError::server(code, message),
+        None => unknown("the mysqli call failed without an error number"),
     }
 }
 
