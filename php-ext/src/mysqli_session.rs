@@ -117,7 +117,7 @@ impl MysqliSession {
         if result.is_object() {
             // A result set: its rows are all the core reads (see `Outcome`). The result is
             // freed with its last reference, at the end of this function.
-            let all = php::call_method(&result, "fetch_all", vec![&NUM], Noise::Quiet).map_err(failure)?;
+            let all = php::call_method(result, "fetch_all", vec![&NUM], Noise::Quiet).map_err(failure)?;
             return Ok(Outcome { rows: driver::rows_of(&all), ..Outcome::default() });
         }
         Ok(Outcome {
