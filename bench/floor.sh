@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Every figure issue 16 asks for, from one run: each against its floor, in the benches'
+# own floor | extension | ratio tables, one after the other on this machine:
+#   bench/handoff.sh  hand-off measured the user's way, 4-process contention
+#   bench/session.sh  uncontended lock + release (session locks, SharedLock and its own
+#                     floor, the C ABI), CLI start-up against `mariadb -e` and flock
+#   bench/cold.sh     cold start (PHP extension vs PDO minus `php -r ''`, C ABI, CLI) and
+#                     statements per connect
+# Each starts and stops its own MariaDB; the build runs once, here.
+#
+#   bash bench/floor.sh            # about 5 minutes after the build
+#   bash bench/floor.sh --quick    # about a minute: fewer samples, same tables
+#
+# Exit status: 0 when every bench ran (targets are reported, never asserted).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=()
+case "${1:-}" in
+  "") ;;
+  --quick) quick=(--quick) ;;
+  -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "bench/floor.sh: unknown argument $1 (--quick)" >&2; exit 2 ;;
+esac
+
+echo "building (cargo build --release -p mysqllock-php -p mysqllock-ffi -p mysqllock-cli) ..." >&2
+cargo build --release --locked -p mysqllock-php -p mysqllock-ffi -p mysqllock-cli >&2
+
+SECONDS=0
+echo "# bench/floor.sh$([ ${#quick[@]} = 1 ] && echo ' --quick'): commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core ffi cli php-ext || echo ' + uncommitted changes'), $(date -u +%Y-%m-%d), $(nproc) CPUs"
+status=0
+for bench in handoff session cold; do
+  echo
+  echo "## bench/$bench.sh"
+  if [ "$bench" = cold ]; then
+    # cold.sh has no --quick; 30 rounds is its minimum for a median and p90.
+    args=(--no-build $([ ${#quick[@]} = 1 ] && echo --runs 30))
+  else
+    args=(--no-build "${quick[@]}")
+  fi
+  bash "bench/$bench.sh" "${args[@]}" || { echo "bench/$bench.sh failed" >&2; status=1; }
+done
+echo
+echo "total $SECONDS s after the build"
+exit $status
