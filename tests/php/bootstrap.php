@@ -7,18 +7,17 @@ namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
+use MySqlLockTest\Support\ChildProcess;
+use MySqlLockTest\Support\Polling;
 use PHPUnit\Framework\TestCase as PHPUnitTestCase;
 
 require __DIR__ . '/fixtures/common.php';
+require_once __DIR__ . '/support/ChildProcess.php';
 
 /** The extension the children load: the one this run was started with. */
 function extensionPath(): string
 {
-    $bin = getenv('MYSQLLOCK_BIN');
-    if ($bin === false || $bin === '') {
-        $bin = dirname(__DIR__, 2) . '/target/release';
-    }
-    return $bin . '/libmysqllock_php.so';
+    return Support\extensionPath(dirname(__DIR__, 2));
 }
 
 /** SPEC §4: the original package's table, verbatim. */
@@ -78,115 +77,35 @@ try {
  * A child PHP process running fixtures/holder.php (or another fixture) with the
  * extension, scripted over stdin/stdout with one JSON document per line.
  */
-final class Child
+final class Child extends ChildProcess
 {
-    /** @var resource */
-    private $proc;
-    /** @var resource */
-    private $stdin;
-    /** @var resource */
-    private $stdout;
-    private string $buffer = '';
-    private string $stderrFile;
-    public int $pid;
-
     public function __construct(string $script = 'holder.php', array $args = [])
     {
-        $this->stderrFile = tempnam(sys_get_temp_dir(), 'phpt-child-');
-        $cmd = [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'display_errors=stderr', __DIR__ . '/fixtures/' . $script, ...$args];
-        $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', $this->stderrFile, 'w']], $pipes);
-        if (!is_resource($proc)) {
-            throw new \RuntimeException('cannot start ' . $script);
-        }
-        $this->proc = $proc;
-        [$this->stdin, $this->stdout] = [$pipes[0], $pipes[1]];
-        stream_set_blocking($this->stdout, false);
-        $this->pid = proc_get_status($proc)['pid'];
-        $ready = $this->receive(20.0);
-        if (($ready['result'] ?? null) !== 'ready') {
-            throw new \RuntimeException('child did not start: ' . json_encode($ready) . ' ' . $this->stderr());
-        }
+        parent::__construct(
+            [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'display_errors=stderr', __DIR__ . '/fixtures/' . $script, ...$args],
+            'phpt-child-',
+        );
     }
 
-    /** Sends a command without waiting for its reply. */
+    /** Sends a command without waiting for its reply (send()'s name in these tests). */
     public function command(array $cmd): void
     {
-        fwrite($this->stdin, json_encode($cmd) . "\n");
-        fflush($this->stdin);
-    }
-
-    /** The next reply, or null if none arrived within $timeout seconds. */
-    public function receive(float $timeout): ?array
-    {
-        $deadline = microtime(true) + $timeout;
-        while (($nl = strpos($this->buffer, "\n")) === false) {
-            $left = $deadline - microtime(true);
-            if ($left <= 0) {
-                return null;
-            }
-            $r = [$this->stdout];
-            $w = $e = null;
-            if (@stream_select($r, $w, $e, (int) $left, (int) (fmod($left, 1.0) * 1e6)) > 0) {
-                $chunk = fread($this->stdout, 65536);
-                if ($chunk === '' || $chunk === false) {
-                    if (feof($this->stdout)) {
-                        return ['ok' => false, 'class' => 'ChildDied', 'message' => $this->stderr(), 'previous' => []];
-                    }
-                    continue;
-                }
-                $this->buffer .= $chunk;
-            }
-        }
-        $line = substr($this->buffer, 0, $nl);
-        $this->buffer = substr($this->buffer, $nl + 1);
-        return json_decode($line, true) ?? ['ok' => false, 'class' => 'BadReply', 'message' => $line, 'previous' => []];
+        $this->send($cmd);
     }
 
     /** Sends a command and waits for its reply (null on timeout). */
     public function call(array $cmd, float $timeout = 20.0): ?array
     {
-        $this->command($cmd);
+        $this->send($cmd);
         return $this->receive($timeout);
-    }
-
-    public function signal(int $signal): void
-    {
-        posix_kill($this->pid, $signal);
-    }
-
-    public function isRunning(): bool
-    {
-        return proc_get_status($this->proc)['running'];
-    }
-
-    /** Waits for the process to end; false if it did not within $timeout seconds. */
-    public function waitForExit(float $timeout): bool
-    {
-        return TestCase::waitUntil(fn () => !$this->isRunning(), $timeout);
-    }
-
-    public function stderr(): string
-    {
-        return (string) @file_get_contents($this->stderrFile);
-    }
-
-    /** Kills the process (also a stopped one) and reaps it. */
-    public function destroy(): void
-    {
-        if ($this->isRunning()) {
-            posix_kill($this->pid, SIGCONT);
-            posix_kill($this->pid, SIGKILL);
-        }
-        @fclose($this->stdin);
-        @fclose($this->stdout);
-        proc_close($this->proc);
-        @unlink($this->stderrFile);
     }
 }
 
 /** Base class: unique lock names, a fresh configuration per test, children cleaned up. */
 abstract class TestCase extends PHPUnitTestCase
 {
+    use Polling;
+
     private static ?\PDO $db = null;
     private static int $counter = 0;
     /** @var Child[] */
@@ -429,21 +348,6 @@ abstract class TestCase extends PHPUnitTestCase
     {
         $this->assertNotNull($reply, "no reply (expected $class) within the time limit");
         $this->assertSame($class, $reply['class'] ?? null, 'child replied ' . json_encode($reply));
-    }
-
-    /** Polls $condition until it is true or $timeout seconds passed; returns its last value. */
-    public static function waitUntil(callable $condition, float $timeout, float $interval = 0.02): bool
-    {
-        $deadline = microtime(true) + $timeout;
-        while (true) {
-            if ($condition()) {
-                return true;
-            }
-            if (microtime(true) >= $deadline) {
-                return false;
-            }
-            usleep((int) ($interval * 1e6)); // the poll interval of this wait helper
-        }
     }
 
     /** Whether a server session with this id exists. */

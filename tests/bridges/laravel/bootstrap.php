@@ -10,9 +10,12 @@ use Illuminate\Container\Container;
 use Illuminate\Contracts\Cache\Repository;
 use MySqlLock\Laravel\LeaseStore;
 use Nene\Kit\DistributedLock;
+use MySqlLockTest\Support\ChildProcess;
+use MySqlLockTest\Support\Polling;
 use PHPUnit\Framework\TestCase as PHPUnitTestCase;
 
 require __DIR__ . '/fixtures/app.php';
+require_once dirname(__DIR__, 2) . '/php/support/ChildProcess.php';
 
 // Test classes that others extend (LockContractTest).
 spl_autoload_register(static function (string $class): void {
@@ -43,71 +46,15 @@ try {
 }
 
 /** A child PHP process (fixtures/child.php) with its own app, scripted over pipes. */
-final class Child
+final class Child extends ChildProcess
 {
-    /** @var resource */
-    private $proc;
-    /** @var resource */
-    private $stdin;
-    /** @var resource */
-    private $stdout;
-    private string $buffer = '';
-    private string $stderrFile;
-    public int $pid;
-
     public function __construct(array $storeConfig)
     {
-        $this->stderrFile = (string) tempnam(sys_get_temp_dir(), 'lvt-child-');
-        $cmd = [
-            PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'mysqllock.dsn=' . ini_get('mysqllock.dsn'),
-            '-d', 'display_errors=stderr', __DIR__ . '/fixtures/child.php', json_encode($storeConfig),
-        ];
-        $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', $this->stderrFile, 'w']], $pipes);
-        if (!is_resource($proc)) {
-            throw new \RuntimeException('cannot start fixtures/child.php');
-        }
-        $this->proc = $proc;
-        [$this->stdin, $this->stdout] = [$pipes[0], $pipes[1]];
-        stream_set_blocking($this->stdout, false);
-        $this->pid = proc_get_status($proc)['pid'];
-        $ready = $this->receive(20.0);
-        if (($ready['result'] ?? null) !== 'ready') {
-            throw new \RuntimeException('the child did not start: ' . json_encode($ready) . ' ' . $this->stderr());
-        }
-    }
-
-    /** Sends a command without waiting for its reply. */
-    public function send(array $cmd): void
-    {
-        fwrite($this->stdin, json_encode($cmd) . "\n");
-        fflush($this->stdin);
-    }
-
-    /** The next reply, or null if none came within $timeout seconds. */
-    public function receive(float $timeout): ?array
-    {
-        $deadline = microtime(true) + $timeout;
-        while (($nl = strpos($this->buffer, "\n")) === false) {
-            $left = $deadline - microtime(true);
-            if ($left <= 0) {
-                return null;
-            }
-            $r = [$this->stdout];
-            $w = $e = null;
-            if (@stream_select($r, $w, $e, (int) $left, (int) (fmod($left, 1.0) * 1e6)) > 0) {
-                $chunk = fread($this->stdout, 65536);
-                if ($chunk === '' || $chunk === false) {
-                    if (feof($this->stdout)) {
-                        return ['ok' => false, 'class' => 'ChildDied', 'message' => $this->stderr()];
-                    }
-                    continue;
-                }
-                $this->buffer .= $chunk;
-            }
-        }
-        $line = substr($this->buffer, 0, $nl);
-        $this->buffer = substr($this->buffer, $nl + 1);
-        return json_decode($line, true) ?? ['ok' => false, 'class' => 'BadReply', 'message' => $line];
+        parent::__construct(
+            [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'mysqllock.dsn=' . ini_get('mysqllock.dsn'),
+                '-d', 'display_errors=stderr', __DIR__ . '/fixtures/child.php', json_encode($storeConfig)],
+            'lvt-child-',
+        );
     }
 
     /** Sends a command and returns its result; fails the test on an exception or no reply. */
@@ -119,39 +66,12 @@ final class Child
         TestCase::assertTrue($reply['ok'] ?? false, json_encode($cmd) . ' failed in the child: ' . json_encode($reply));
         return $reply['result'];
     }
-
-    public function kill(): void
-    {
-        posix_kill($this->pid, SIGKILL);
-    }
-
-    public function isRunning(): bool
-    {
-        return proc_get_status($this->proc)['running'];
-    }
-
-    public function stderr(): string
-    {
-        return (string) @file_get_contents($this->stderrFile);
-    }
-
-    public function destroy(): void
-    {
-        if ($this->isRunning()) {
-            posix_kill($this->pid, SIGKILL);
-        }
-        @fclose($this->stdin);
-        @fclose($this->stdout);
-        proc_close($this->proc);
-        @unlink($this->stderrFile);
-    }
 }
 
 /** The extension this run loaded, for the children. */
 function extensionPath(): string
 {
-    $bin = getenv('MYSQLLOCK_BIN');
-    return ($bin === false || $bin === '' ? dirname(__DIR__, 3) . '/target/release' : $bin) . '/libmysqllock_php.so';
+    return \MySqlLockTest\Support\extensionPath(dirname(__DIR__, 3));
 }
 
 /**
@@ -160,6 +80,8 @@ function extensionPath(): string
  */
 abstract class TestCase extends PHPUnitTestCase
 {
+    use Polling;
+
     private static ?\PDO $db = null;
     private static int $counter = 0;
     /** @var Child[] */
@@ -270,21 +192,6 @@ abstract class TestCase extends PHPUnitTestCase
         $upgraded = $this->table() === UPGRADED_TABLE;
         // A whole-second expires_at is live through its second.
         return $row !== null && ($upgraded ? $row['remaining'] > 0 : $row['remaining'] > -1) ? $row['owner'] : null;
-    }
-
-    /** Polls $condition until it is true or $timeout seconds passed; whether it became true. */
-    public static function waitUntil(callable $condition, float $timeout, float $interval = 0.02): bool
-    {
-        $deadline = microtime(true) + $timeout;
-        while (true) {
-            if ($condition()) {
-                return true;
-            }
-            if (microtime(true) >= $deadline) {
-                return false;
-            }
-            usleep((int) ($interval * 1e6)); // the poll interval of this wait helper
-        }
     }
 
     /** Runs $fn and returns what it threw; fails if it threw nothing. */

@@ -7,6 +7,8 @@ declare(strict_types=1);
 namespace MySqlLockSymfonyTest;
 
 use MySqlLock\Symfony\MySqlLockStore;
+use MySqlLockTest\Support\ChildProcess;
+use MySqlLockTest\Support\Polling;
 use PHPUnit\Framework\TestCase as PHPUnitTestCase;
 
 require __DIR__ . '/fixtures/common.php';
@@ -29,70 +31,15 @@ try {
  * A child PHP process running fixtures/child.php with the extension and the Symfony
  * packages: one JSON command per line on stdin, one JSON reply per line on stdout.
  */
-final class Child
+final class Child extends ChildProcess
 {
-    /** @var resource */
-    private $proc;
-    /** @var resource */
-    private $stdin;
-    /** @var resource */
-    private $stdout;
-    private string $buffer = '';
-    private string $stderrFile;
-    public int $pid;
-
     public function __construct(string $script = 'child.php', array $args = [])
     {
-        $this->stderrFile = (string) tempnam(sys_get_temp_dir(), 'sft-child-');
-        $cmd = [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'mysqllock.dsn=' . testDsn(), '-d', 'display_errors=stderr',
-            __DIR__ . '/fixtures/' . $script, ...$args];
-        $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['file', $this->stderrFile, 'w']], $pipes);
-        if (!is_resource($proc)) {
-            throw new \RuntimeException('cannot start ' . $script);
-        }
-        $this->proc = $proc;
-        [$this->stdin, $this->stdout] = [$pipes[0], $pipes[1]];
-        stream_set_blocking($this->stdout, false);
-        $this->pid = proc_get_status($proc)['pid'];
-        $ready = $this->receive(20.0);
-        if (($ready['result'] ?? null) !== 'ready') {
-            throw new \RuntimeException('child did not start: ' . json_encode($ready) . ' ' . $this->stderr());
-        }
-    }
-
-    /** Sends a command without waiting for its reply. */
-    public function send(array $cmd): void
-    {
-        fwrite($this->stdin, json_encode($cmd) . "\n");
-        fflush($this->stdin);
-    }
-
-    /** The next reply, or null if none arrived within $timeout seconds (0: only one already there). */
-    public function receive(float $timeout): ?array
-    {
-        $deadline = microtime(true) + $timeout;
-        while (($nl = strpos($this->buffer, "\n")) === false) {
-            $left = max(0.0, $deadline - microtime(true));
-            $r = [$this->stdout];
-            $w = $e = null;
-            if (@stream_select($r, $w, $e, (int) $left, (int) (fmod($left, 1.0) * 1e6)) > 0) {
-                $chunk = fread($this->stdout, 65536);
-                if ($chunk === '' || $chunk === false) {
-                    if (feof($this->stdout)) {
-                        return ['ok' => false, 'class' => 'ChildDied', 'message' => $this->stderr()];
-                    }
-                    continue;
-                }
-                $this->buffer .= $chunk;
-                continue;
-            }
-            if (microtime(true) >= $deadline) {
-                return null;
-            }
-        }
-        $line = substr($this->buffer, 0, $nl);
-        $this->buffer = substr($this->buffer, $nl + 1);
-        return json_decode($line, true) ?? ['ok' => false, 'class' => 'BadReply', 'message' => $line];
+        parent::__construct(
+            [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'mysqllock.dsn=' . testDsn(), '-d', 'display_errors=stderr',
+                __DIR__ . '/fixtures/' . $script, ...$args],
+            'sft-child-',
+        );
     }
 
     /** Sends a command and waits for its reply (null on timeout). */
@@ -101,37 +48,13 @@ final class Child
         $this->send($cmd);
         return $this->receive($timeout);
     }
-
-    public function kill(): void
-    {
-        posix_kill($this->pid, SIGKILL);
-    }
-
-    public function isRunning(): bool
-    {
-        return proc_get_status($this->proc)['running'];
-    }
-
-    public function stderr(): string
-    {
-        return (string) @file_get_contents($this->stderrFile);
-    }
-
-    public function destroy(): void
-    {
-        if ($this->isRunning()) {
-            posix_kill($this->pid, SIGKILL);
-        }
-        @fclose($this->stdin);
-        @fclose($this->stdout);
-        proc_close($this->proc);
-        @unlink($this->stderrFile);
-    }
 }
 
 /** Base class: unique resources per test, both modes, children and locks cleaned up. */
 abstract class TestCase extends PHPUnitTestCase
 {
+    use Polling;
+
     private static ?\PDO $db = null;
     private static int $counter = 0;
     /** @var Child[] */
@@ -216,20 +139,5 @@ abstract class TestCase extends PHPUnitTestCase
     {
         $this->assertNotNull($reply, "no reply (expected $class) within the time limit");
         $this->assertSame($class, $reply['class'] ?? null, 'child replied ' . json_encode($reply));
-    }
-
-    /** Polls $condition until it is true or $timeout seconds passed; whether it became true. */
-    public static function waitUntil(callable $condition, float $timeout, float $interval = 0.02): bool
-    {
-        $deadline = microtime(true) + $timeout;
-        while (true) {
-            if ($condition()) {
-                return true;
-            }
-            if (microtime(true) >= $deadline) {
-                return false;
-            }
-            usleep((int) ($interval * 1e6)); // the poll interval of this wait helper
-        }
     }
 }
