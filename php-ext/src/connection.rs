@@ -7,9 +7,10 @@ use std::path::Path;
 use ext_php_rs::types::Zval;
 use mysqllock_core::{Config, Connector, Error, MysqlSession, Session, SessionError, Table};
 
+use crate::driver::Statements;
 use crate::ini;
 use crate::mysqli_session::MysqliSession;
-use crate::pdo_session::{PdoSession, Statements};
+use crate::pdo_session::PdoSession;
 use crate::php;
 
 /// The parameters of `configureConnection()` (or of `mysqllock.dsn`).
@@ -177,12 +178,19 @@ pub enum Target {
         statements: Statements,
     },
     /// A user's mysqli object (session locks only).
-    Mysqli(Zval),
+    Mysqli {
+        mysqli: Zval,
+        statements: Statements,
+    },
 }
 
 impl Target {
     pub fn pdo(pdo: Zval, owned: bool) -> Target {
         Target::Pdo { pdo, owned, statements: Statements::default() }
+    }
+
+    pub fn mysqli(mysqli: Zval) -> Target {
+        Target::Mysqli { mysqli, statements: Statements::default() }
     }
 }
 
@@ -195,7 +203,7 @@ impl PhpConnector {
     pub fn pdo(&self) -> Option<&Zval> {
         match &self.target {
             Target::Pdo { pdo, .. } => Some(pdo),
-            Target::Native(_) | Target::Mysqli(_) => None,
+            Target::Native(_) | Target::Mysqli { .. } => None,
         }
     }
 
@@ -203,7 +211,7 @@ impl PhpConnector {
     pub fn object(&self) -> Option<&Zval> {
         match &self.target {
             Target::Pdo { pdo, .. } => Some(pdo),
-            Target::Mysqli(mysqli) => Some(mysqli),
+            Target::Mysqli { mysqli, .. } => Some(mysqli),
             Target::Native(_) => None,
         }
     }
@@ -215,11 +223,15 @@ impl PhpConnector {
     /// In a forked child: makes sure the engine never closes what belongs to the
     /// parent's session (our statements always; the PDO itself if we created it).
     pub fn protect_parents_session(&mut self) {
-        if let Target::Pdo { pdo, owned, statements } = &mut self.target {
-            never_free_statements(statements);
-            if *owned {
-                php::never_free(pdo);
+        match &mut self.target {
+            Target::Pdo { pdo, owned, statements } => {
+                never_free_statements(statements);
+                if *owned {
+                    php::never_free(pdo);
+                }
             }
+            Target::Mysqli { statements, .. } => never_free_statements(statements),
+            Target::Native(_) => {}
         }
     }
 }
@@ -234,7 +246,7 @@ impl Connector for PhpConnector {
                 Ok(session) => Ok(Box::new(session)),
                 Err(source) => Err(session_failed(source)),
             },
-            Target::Mysqli(mysqli) => match MysqliSession::open(mysqli) {
+            Target::Mysqli { mysqli, statements } => match MysqliSession::open(mysqli, statements.clone()) {
                 Ok(session) => Ok(Box::new(session)),
                 Err(source) => Err(session_failed(source)),
             },
@@ -247,7 +259,7 @@ impl Connector for PhpConnector {
     fn keep_alive_config(&self) -> Option<Config> {
         match &self.target {
             Target::Native(config) => Some((**config).clone()),
-            Target::Pdo { .. } | Target::Mysqli(_) => None,
+            Target::Pdo { .. } | Target::Mysqli { .. } => None,
         }
     }
 
@@ -263,7 +275,7 @@ impl Connector for PhpConnector {
     fn allows_cluster(&self) -> bool {
         match &self.target {
             Target::Native(config) => config.allow_cluster,
-            Target::Pdo { .. } | Target::Mysqli(_) => ini::allow_cluster(),
+            Target::Pdo { .. } | Target::Mysqli { .. } => ini::allow_cluster(),
         }
     }
 }

@@ -31,11 +31,11 @@ use mysqllock_core::{
 
 use crate::args::{self, Args};
 use crate::connection::{self, Settings};
-use crate::driver;
+use crate::driver::{self, Statements};
 use crate::exceptions::{lease_exception, lease_to_php, protected_property};
 use crate::handler::{self, boolean, double, handlers, int, php_int};
 use crate::ini;
-use crate::pdo_session::{PdoSession, Statements};
+use crate::pdo_session::PdoSession;
 use crate::php::{self, Noise};
 use crate::registry::Class;
 

@@ -1,19 +1,27 @@
 //! What the core's sessions over a PHP database driver (`pdo_session`, `mysqli_session`)
-//! share: the driver exceptions kept as causes, whether the request is ending, and the
-//! conversion of fetched rows.
+//! share: their prepared statements, the driver exceptions kept as causes, whether the
+//! request is ending, and the conversion of parameters and fetched rows.
 //!
 //! A failed statement reaches the core as a `SessionError`; the driver's own exception
 //! (a `PDOException`, a `mysqli_sql_exception`) is kept here beside it, so the lock
 //! exception made from the core error can carry that very exception as `getPrevious()`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::error::Error as _;
+use std::rc::Rc;
 
-use ext_php_rs::types::{ZendStr, Zval};
+use ext_php_rs::types::{ZendHashTable, ZendStr, Zval};
 use mysqllock_core::{Error, SessionError, Value};
 
 use crate::php;
+
+/// Prepared statements (`PDOStatement`s, `mysqli_stmt`s) by SQL text, shared by a
+/// connection target and the session made from it, so that a forked child can find them
+/// and make sure the engine never closes them on the parent's session (see
+/// `PhpConnector::protect_parents_session`). A new session clears what an earlier one
+/// prepared.
+pub type Statements = Rc<RefCell<HashMap<String, Zval>>>;
 
 /// How many recent driver exceptions are kept as candidate causes. A long wait retries
 /// its INSERT many times, and each duplicate-key failure is one PDOException.
@@ -78,6 +86,38 @@ pub fn shutting_down() -> bool {
 /// A session error without a server error number.
 pub fn unknown(message: &str) -> SessionError {
     SessionError { code: None, message: message.to_owned(), lost: false }
+}
+
+/// A parameter as a PHP value: integers as ints (beyond PHP's ints as their decimal
+/// text), a float as its shortest exact decimal text (PDO has no float parameter, and
+/// `mysqli_stmt::execute($values)` sends every value as a string anyway), text and bytes
+/// as strings, NULL as null.
+pub fn zval_of(value: &Value) -> Zval {
+    let mut z = Zval::new();
+    match value {
+        Value::Null => z.set_null(),
+        Value::Int(i) => z.set_long(*i),
+        Value::UInt(u) => match i64::try_from(*u) {
+            Ok(i) => z.set_long(i),
+            Err(_) => z.set_zend_string(ZendStr::new(u.to_string(), false)),
+        },
+        Value::Float(f) => z.set_zend_string(ZendStr::new(f.to_string(), false)),
+        Value::Text(s) => z.set_zend_string(ZendStr::new(s, false)),
+        Value::Bytes(b) => z.set_zend_string(ZendStr::new(b, false)),
+    }
+    z
+}
+
+/// The parameters as the list `PDOStatement::execute($values)` and
+/// `mysqli_stmt::execute($values)` take (see [`zval_of`]).
+pub fn list(params: &[Value]) -> Result<Zval, String> {
+    let mut list = ZendHashTable::new();
+    for param in params {
+        list.push(zval_of(param)).map_err(|e| e.to_string())?;
+    }
+    let mut z = Zval::new();
+    z.set_hashtable(list);
+    Ok(z)
 }
 
 /// The rows of a `fetchAll(PDO::FETCH_NUM)` / `fetch_all(MYSQLI_NUM)` array.

@@ -6,7 +6,9 @@
 //! parameters, and for the others a `mysqli_stmt` prepared once per statement text and
 //! session and executed with its values (`execute_query()` would prepare and close the
 //! statement on every call: twice the round trips). The session-lock statements have one
-//! text for every name, so a session keeps three statements at most.
+//! text for every name, so a session keeps three statements at most. They are kept
+//! beside the target (`driver::Statements`), so that a forked child never closes them on
+//! the parent's session.
 //!
 //! Errors: since PHP 8.1 mysqli throws `mysqli_sql_exception` by default. It is caught,
 //! turned into a `SessionError` with the server's error number (so 2006/2013, a lost
@@ -17,11 +19,11 @@
 //! method: it is recognised beforehand (`isset($mysqli->thread_id)` is false) and
 //! reported as a lost session, without a call.
 
-use ext_php_rs::types::{ZendHashTable, ZendObject, Zval};
+use ext_php_rs::types::{ZendObject, Zval};
 use ext_php_rs::zend::{ce, ClassEntry};
 use mysqllock_core::{Outcome, Session, SessionError, Value};
 
-use crate::driver::{self, unknown};
+use crate::driver::{self, unknown, Statements};
 use crate::php::{self, CallError, Noise};
 
 /// `MYSQLI_NUM`: rows as lists.
@@ -36,8 +38,8 @@ pub struct MysqliSession {
     mysqli: Zval,
     /// `$mysqli->thread_id`: the server's `CONNECTION_ID()`, known without a statement.
     id: u64,
-    /// Prepared statements by their text.
-    statements: Vec<(String, Zval)>,
+    /// Prepared statements by their text (shared with the target).
+    statements: Statements,
 }
 
 /// `ER_UNKNOWN_STMT_HANDLER`: the server no longer knows a statement it prepared (its
@@ -45,9 +47,12 @@ pub struct MysqliSession {
 const UNKNOWN_STATEMENT: u16 = 1243;
 
 impl MysqliSession {
-    /// Starts using `mysqli`'s session.
-    pub fn open(mysqli: &Zval) -> Result<Self, SessionError> {
-        let session = MysqliSession { mysqli: mysqli.shallow_clone(), id: 0, statements: Vec::new() };
+    /// Starts using `mysqli`'s session. Statements prepared for an earlier (lost)
+    /// session are dropped.
+    pub fn open(mysqli: &Zval, statements: Statements) -> Result<Self, SessionError> {
+        let stale = std::mem::take(&mut *statements.borrow_mut());
+        drop(stale);
+        let session = MysqliSession { mysqli: mysqli.shallow_clone(), id: 0, statements };
         session.check_open()?;
         let id = php::property(mysqli, "thread_id").map_err(failure)?;
         let id = id.long().and_then(|i| u64::try_from(i).ok()).ok_or_else(|| unknown("mysqli has no thread_id"))?;
@@ -67,7 +72,8 @@ impl MysqliSession {
         if !params.is_empty() {
             return match self.run_prepared(sql, params) {
                 Err(e) if e.code == Some(UNKNOWN_STATEMENT) => {
-                    self.statements.clear();
+                    let stale = std::mem::take(&mut *self.statements.borrow_mut());
+                    drop(stale);
                     self.run_prepared(sql, params)
                 }
                 other => other,
@@ -83,21 +89,24 @@ impl MysqliSession {
     /// `sql` with `params` on its statement, prepared on first use; a statement that
     /// failed is prepared afresh next time.
     fn run_prepared(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
-        let list = list(params).map_err(|e| unknown(&e))?;
-        let statement = match self.statements.iter().find(|(text, _)| text == sql) {
-            Some((_, statement)) => statement.shallow_clone(),
+        let list = driver::list(params).map_err(|e| unknown(&e))?;
+        let kept = self.statements.borrow().get(sql).map(Zval::shallow_clone);
+        let statement = match kept {
+            Some(statement) => statement,
             None => {
                 let statement = php::call_method(&self.mysqli, "prepare", vec![&sql], Noise::Quiet).map_err(failure)?;
                 if !statement.is_object() {
                     return Err(self.last_error());
                 }
-                self.statements.push((sql.to_owned(), statement.shallow_clone()));
+                self.statements.borrow_mut().insert(sql.to_owned(), statement.shallow_clone());
                 statement
             }
         };
         let result = self.execute_statement(&statement, &list);
         if result.is_err() {
-            self.statements.retain(|(text, _)| text != sql);
+            // Released outside the borrow: freeing a PHP object may run PHP code.
+            let failed = self.statements.borrow_mut().remove(sql);
+            drop(failed);
         }
         result
     }
@@ -175,26 +184,6 @@ fn report_mode() -> Option<i64> {
     let class = ClassEntry::try_find("mysqli_driver")?;
     let driver = php::instantiate(class, vec![]).ok()?;
     php::property(&driver, "report_mode").ok()?.long()
-}
-
-/// The parameters as the list `execute_query()` binds (every value as a string; MySQL
-/// converts where a number is needed).
-fn list(params: &[Value]) -> Result<Zval, String> {
-    let mut list = ZendHashTable::new();
-    for param in params {
-        let pushed = match param {
-            Value::Null => list.push(()),
-            Value::Int(i) => list.push(*i),
-            Value::UInt(u) => list.push(u.to_string()),
-            Value::Float(f) => list.push(*f),
-            Value::Text(s) => list.push(s.as_str()),
-            Value::Bytes(b) => list.push(String::from_utf8_lossy(b).into_owned()),
-        };
-        pushed.map_err(|e| e.to_string())?;
-    }
-    let mut z = Zval::new();
-    z.set_hashtable(list);
-    Ok(z)
 }
 
 /// A failed call as the core's session error; a thrown exception is kept as a cause.

@@ -9,15 +9,11 @@
 //! user chose; emulated prepares are left as they are. At request shutdown no exception
 //! may be thrown, so `ERRMODE_SILENT` and `errorInfo()` are used instead.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::rc::Rc;
-
 use ext_php_rs::convert::IntoZvalDyn;
-use ext_php_rs::types::{ZendHashTable, ZendObject, ZendStr, Zval};
+use ext_php_rs::types::{ZendObject, Zval};
 use mysqllock_core::{Outcome, Session, SessionError, Value};
 
-use crate::driver::{self, unknown};
+use crate::driver::{self, unknown, Statements};
 use crate::php::{self, CallError, Noise};
 
 // PDO's class constants (stable since PHP 5.1).
@@ -30,12 +26,6 @@ const ATTR_DRIVER_NAME: i64 = 16;
 const ATTR_EMULATE_PREPARES: i64 = 20;
 const ERRMODE_SILENT: i64 = 0;
 const ERRMODE_EXCEPTION: i64 = 2;
-
-/// Prepared `PDOStatement`s by SQL text, shared by a PDO target and its session so that
-/// a forked child can find them (see `State::follow_fork`). Declared here, beside the
-/// session that fills it, so that `connection` (which builds sessions) depends on this
-/// module and not the other way round.
-pub type Statements = Rc<RefCell<HashMap<String, Zval>>>;
 
 /// A MySQL session reached through a PDO object.
 pub struct PdoSession {
@@ -136,7 +126,7 @@ impl PdoSession {
         if params.iter().all(|p| !matches!(p, Value::Int(_) | Value::UInt(_))) {
             // One call: `execute($values)` binds each value as PARAM_STR (NULL as NULL),
             // which is what `bind` chooses for these (a float as its decimal text).
-            let values = list(params).map_err(|e| unknown(&e))?;
+            let values = driver::list(params).map_err(|e| unknown(&e))?;
             self.statement_call(&statement, "execute", vec![&values])?;
         } else {
             // Numbers keep their type (`execute($values)` would send them as strings:
@@ -153,9 +143,9 @@ impl PdoSession {
 
     /// A statement without parameters, as one COM_QUERY: `query()` with emulated prepares
     /// (switched on for it, then back to the user's setting). Prepared for real it would
-    /// cost the same round trip but leave a statement on the server per distinct text,
-    /// and session-lock statements carry the name as a literal: a worker locking many
-    /// names would run into the server's max_prepared_stmt_count.
+    /// cost a second round trip and keep a statement on the server for texts that run
+    /// once or rarely (the connection probes, status listings, table DDL; statements
+    /// that run per lock bind their values, so their texts are few and kept prepared).
     fn run_text(&mut self, sql: &str) -> Result<Outcome, SessionError> {
         // pdo_mysql answers 0 or 1.
         let emulating =
@@ -206,56 +196,15 @@ impl Session for PdoSession {
     }
 }
 
-/// A value and the `PDO::PARAM_*` to bind it with.
+/// A value and the `PDO::PARAM_*` to bind it with (see `driver::zval_of`).
 fn bind(value: &Value) -> (Zval, i64) {
-    let mut z = Zval::new();
+    let z = driver::zval_of(value);
     let kind = match value {
         Value::Null => PARAM_NULL,
-        Value::Int(i) => {
-            z.set_long(*i);
-            PARAM_INT
-        }
-        Value::UInt(u) => match i64::try_from(*u) {
-            Ok(i) => {
-                z.set_long(i);
-                PARAM_INT
-            }
-            Err(_) => {
-                z.set_zend_string(ZendStr::new(u.to_string(), false));
-                PARAM_STR
-            }
-        },
-        // PDO has no float parameter; the shortest exact decimal text is sent instead.
-        Value::Float(f) => {
-            z.set_zend_string(ZendStr::new(f.to_string(), false));
-            PARAM_STR
-        }
-        Value::Text(s) => {
-            z.set_zend_string(ZendStr::new(s, false));
-            PARAM_STR
-        }
-        Value::Bytes(b) => {
-            z.set_zend_string(ZendStr::new(b, false));
-            PARAM_STR
-        }
+        _ if z.is_long() => PARAM_INT,
+        _ => PARAM_STR,
     };
     (z, kind)
-}
-
-/// Parameters other than integers as the array `execute()` takes, each as `bind` would
-/// send it.
-fn list(params: &[Value]) -> Result<Zval, String> {
-    let mut list = ZendHashTable::new();
-    for param in params {
-        let pushed = match param {
-            Value::Null => list.push(()),
-            other => list.push(bind(other).0),
-        };
-        pushed.map_err(|e| e.to_string())?;
-    }
-    let mut z = Zval::new();
-    z.set_hashtable(list);
-    Ok(z)
 }
 
 /// A failed call as the core's session error; a thrown exception is kept as a cause.

@@ -541,7 +541,7 @@ impl State {
         }
         let target = match conn {
             Conn::Pdo(pdo) => Target::pdo(pdo.shallow_clone(), false),
-            Conn::Mysqli(mysqli) => Target::Mysqli(mysqli.shallow_clone()),
+            Conn::Mysqli(mysqli) => Target::mysqli(mysqli.shallow_clone()),
             Conn::Native => return Err(Error::InvalidArgument { what: "connection", reason: "not an object".into() }),
         };
         let locker = Locker::new(PhpConnector { target }, self.table.clone());
