@@ -23,7 +23,7 @@
 # Exit status: 0 when every measurement ran (targets are reported, never asserted).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
+. bench/lib.sh
 
 runs=60
 build=1
@@ -35,39 +35,24 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --cpus) cpus=${2:?--cpus needs A,B or A}; shift ;;
     --baseline) baseline=${2:?--baseline needs a directory}; shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/cold.sh: unknown argument $1 (--runs N, --no-build, --cpus A,B, --baseline DIR)" >&2; exit 2 ;;
+    -h|--help) print_help; exit 0 ;;
+    *) unknown_argument "$1" "--runs N, --no-build, --cpus A,B, --baseline DIR" ;;
   esac
   shift
 done
 
-for tool in php mariadb mariadb-install-db /usr/sbin/mariadbd python3 gcc flock taskset; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "bench/cold.sh: $tool is missing (bash scripts/install-deps.sh installs everything)" >&2
-    exit 1
-  fi
-done
-modules=$(php -m)
-grep -qx pdo_mysql <<<"$modules" || { echo "bench/cold.sh: PHP's pdo_mysql is missing (apt-get install php8.2-mysql)" >&2; exit 1; }
+need_tools php mariadb mariadb-install-db /usr/sbin/mariadbd python3 gcc flock taskset
+need_php_modules pdo_mysql
 
 SECONDS=0
-if [ $build = 1 ]; then
-  echo "building (cargo build --release --locked -p mysqllock-ffi -p mysqllock-php -p mysqllock-cli) ..." >&2
-  cargo build --release --locked -p mysqllock-ffi -p mysqllock-php -p mysqllock-cli >&2
-fi
+build_packages mysqllock-ffi mysqllock-php mysqllock-cli
 builds=(libmysqllock.so libmysqllock_php.so mysqllock)
+need_built "${builds[@]}"
 for built in "${builds[@]}"; do
-  [ -f "target/release/$built" ] || { echo "bench/cold.sh: target/release/$built is missing" >&2; exit 1; }
-  [ -z "$baseline" ] || [ -f "$baseline/$built" ] || { echo "bench/cold.sh: $baseline/$built is missing" >&2; exit 1; }
+  [ -z "$baseline" ] || [ -f "$baseline/$built" ] || die "$baseline/$built is missing"
 done
 
-work=$(mktemp -d /tmp/mysqllock-cold-bench.XXXXXX)
-cleanup() {
-  bash "$root/scripts/mariadb.sh" stop "$work/db" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work cold
 # Copies, so that other builds during the run do not change what is measured.
 sets=(now)
 mkdir -p "$work/now"
@@ -82,12 +67,8 @@ for set in "${sets[@]}"; do
     -o "$work/$set/cold_open" -L"$work/$set" -lmysqllock -Wl,-rpath,"$work/$set"
 done
 
-IFS=, read -r cpu_a cpu_b <<<"$cpus"
-pinned=(taskset -c "$cpu_a")
-"${pinned[@]}" bash scripts/mariadb.sh start "$work/db" >&2
-set -a
-. "$work/db/env"
-set +a
+set_placements "$cpus"
+start_server "${pinned[@]}"
 [ -z "${cpu_b:-}" ] || taskset -a -p -c "$cpu_b" "$(cat "$work/db/mysqld.pid")" >/dev/null
 "$work/now/mysqllock" --dsn "$MYSQLLOCK_TEST_DSN" init >&2
 export MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN
@@ -126,8 +107,7 @@ for set in sets:
 json.dump(rows, open(spec_file, "w"))
 PY
 
-version=$(mariadb --no-defaults -uroot --socket="$MYSQLLOCK_TEST_SOCKET" -N -e 'SELECT VERSION()')
-echo "# cold start: $(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), MariaDB $version, PHP $(php -r 'echo PHP_VERSION;'), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core ffi php-ext cli || echo ' + uncommitted changes in core/ffi/php-ext/cli'), $(date -u +%F)"
+echo "# cold start: $(machine), MariaDB $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core ffi php-ext cli), $(date -u +%F)"
 echo
 echo "Clients on CPU $cpu_a, server on CPU ${cpu_b:-$cpu_a}. PHP runs with -n (no php.ini) plus mysqlnd, pdo, pdo_mysql and the extension."
 echo

@@ -23,7 +23,7 @@
 # Exit status 0 when everything ran (targets are reported, not asserted).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
+. bench/lib.sh
 
 quick=0 build=1 cpus=0,1 only=all
 while [ $# -gt 0 ]; do
@@ -32,60 +32,35 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --cpus) cpus=${2:?--cpus needs A,B or A}; shift ;;
     --only) only=${2:?--only needs handoff or contention}; shift ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/handoff.sh: unknown argument $1" >&2; exit 2 ;;
+    -h|--help) print_help; exit 0 ;;
+    *) unknown_argument "$1" "--quick, --no-build, --cpus A,B, --only handoff|contention" ;;
   esac
   shift
 done
 if [ $quick = 1 ]; then rounds=3 n=20 split_n=10 runs=1 seconds=3; else rounds=3 n=50 split_n=30 runs=2 seconds=10; fi
 hold_ms=50 workers=4
 
-for tool in php mariadb mariadb-install-db /usr/sbin/mariadbd taskset; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "bench/handoff.sh: $tool is missing (bash scripts/install-deps.sh)" >&2; exit 1; }
-done
-modules=$(php -m)
-grep -qx pdo_mysql <<<"$modules" || { echo "bench/handoff.sh: PHP's pdo_mysql is missing" >&2; exit 1; }
+need_tools php mariadb mariadb-install-db /usr/sbin/mariadbd taskset
+need_php_modules pdo_mysql
 
 SECONDS=0
-if [ $build = 1 ]; then
-  cargo build --release --locked -p mysqllock-php -p mysqllock-cli >&2
-fi
-for built in libmysqllock_php.so mysqllock; do
-  [ -f "target/release/$built" ] || { echo "bench/handoff.sh: target/release/$built is missing" >&2; exit 1; }
-done
+build_packages mysqllock-php mysqllock-cli
+need_built libmysqllock_php.so mysqllock
 
-work=$(mktemp -d /tmp/mysqllock-handoff-bench.XXXXXX)
-cleanup() {
-  bash "$root/scripts/mariadb.sh" stop "$work/db" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work handoff
 # Copies, so that builds by others during the run do not change what is measured.
 cp target/release/libmysqllock_php.so target/release/mysqllock "$work/"
 export MYSQLLOCK_BENCH_EXT=$work/libmysqllock_php.so
 
-IFS=, read -r cpu_a cpu_b <<<"$cpus"
-declare -A server_cpu=([one]=$cpu_a) placement_name=([one]="server and clients on CPU $cpu_a")
-placements=(one)
-if [ -n "${cpu_b:-}" ]; then
-  placements+=(two)
-  server_cpu[two]=$cpu_b
-  placement_name[two]="clients on CPU $cpu_a, server on CPU $cpu_b"
-fi
-pinned=(taskset -c "$cpu_a")
-"${pinned[@]}" bash scripts/mariadb.sh start "$work/db" >&2
-set -a
-. "$work/db/env"
-set +a
+set_placements "$cpus"
+start_server "${pinned[@]}"
 server_pid=$(cat "$work/db/mysqld.pid")
 "$work/mysqllock" --dsn "$MYSQLLOCK_TEST_DSN" init >&2
 export MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN
 php_ext=("${pinned[@]}" php -d "extension=$MYSQLLOCK_BENCH_EXT" -d display_errors=stderr bench/php/handoff_user.php)
 
-version=$(php -r '$u = parse_url(getenv("MYSQLLOCK_BENCH_DSN")); echo (new PDO("mysql:host={$u["host"]};port={$u["port"]}", $u["user"], $u["pass"] ?? ""))->query("SELECT VERSION()")->fetchColumn();')
 load=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "# hand-off and contention, the user's way: $(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), MariaDB $version, PHP $(php -r 'echo PHP_VERSION;'), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core php-ext || echo ' + uncommitted changes in core/php-ext'), $(date -u +%F), load average before: $load"
+echo "# hand-off and contention, the user's way: $(machine), MariaDB $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core php-ext), $(date -u +%F), load average before: $load"
 
 # Contention: one run of KIND, WORKERS processes, SECONDS; prints handoff_user.php's summary line.
 contend() {

@@ -19,7 +19,7 @@
 # non-zero when something failed to build, start or run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
+. bench/lib.sh
 
 quick=0
 build=1
@@ -27,8 +27,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --no-build) build=0 ;;
-    -h|--help) sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/laravel.sh: unknown argument $1 (--quick, --no-build)" >&2; exit 2 ;;
+    -h|--help) print_help; exit 0 ;;
+    *) unknown_argument "$1" "--quick, --no-build" ;;
   esac
   shift
 done
@@ -40,59 +40,30 @@ fi
 procs=4
 impls=ours,ours250,database
 
-for tool in php mariadb mariadb-install-db /usr/sbin/mariadbd; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "bench/laravel.sh: $tool is missing (bash scripts/install-deps.sh installs everything)" >&2
-    exit 1
-  fi
-done
-if ! php -m | grep -qx pdo_mysql; then
-  echo "bench/laravel.sh: PHP's pdo_mysql is missing (apt-get install php8.2-mysql)" >&2
-  exit 1
-fi
+need_tools php mariadb mariadb-install-db /usr/sbin/mariadbd
+need_php_modules pdo_mysql
 laravel=/usr/share/php/Illuminate/Foundation/Application.php
-if [ ! -f $laravel ]; then
-  echo "bench/laravel.sh: Laravel is missing (apt-get install php-laravel-framework)" >&2
-  exit 1
-fi
+[ -f $laravel ] || die "Laravel is missing (apt-get install php-laravel-framework)"
 
 SECONDS=0
-if [ $build = 1 ]; then
-  echo "building (cargo build --release --locked -p mysqllock-php) ..." >&2
-  cargo build --release --locked -p mysqllock-php >&2
-fi
-[ -f target/release/libmysqllock_php.so ] || { echo "bench/laravel.sh: target/release/libmysqllock_php.so is missing" >&2; exit 1; }
+build_packages mysqllock-php
+need_built libmysqllock_php.so
 
-work=$(mktemp -d /tmp/mysqllock-laravel-bench.XXXXXX)
-cleanup() {
-  bash "$root/scripts/mariadb.sh" stop "$work/db" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work laravel
 # A copy, so that other builds during the run do not change what is measured.
 so=$work/libmysqllock_php.so
 cp target/release/libmysqllock_php.so "$so"
 export MYSQLLOCK_BENCH_SO=$so
 
-bash scripts/mariadb.sh start "$work/db" >&2
-dsn=$(sed -n 's/^MYSQLLOCK_TEST_DSN=//p' "$work/db/env")
+start_server
 export MYSQLLOCK_BENCH_DSN=$dsn
 
-# Prints a command, then runs it.
-run() {
-  printf '$'
-  printf ' %q' "$@"
-  printf '\n\n'
-  "$@"
-}
 php_ext() {
   php -d "extension=$so" -d "mysqllock.dsn=$dsn" "$@"
 }
 
-version=$(php -r 'require "bench/php/common.php"; echo MySqlLockBench\pdo()->query("SELECT VERSION()")->fetchColumn();')
 laravel_version=$(sed -n "s/.*const VERSION = '\([^']*\)'.*/\1/p" $laravel)
-echo "# Laravel Cache::lock() benchmark: $(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), MariaDB $version, PHP $(php -r 'echo PHP_VERSION;'), Laravel $laravel_version, commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core php-ext bridges/laravel || echo ' + uncommitted changes in core/php-ext/bridges'), $(date -u +%F)"
+echo "# Laravel Cache::lock() benchmark: $(machine), MariaDB $(server_version), PHP $(php -r 'echo PHP_VERSION;'), Laravel $laravel_version, $(commit_line core php-ext bridges/laravel), $(date -u +%F)"
 echo
 php_ext bench/php/laravel_handoff.php setup
 echo "## 1. Hand-off: the holder's release() call -> the blocked waiter's block() returns"
@@ -107,10 +78,6 @@ echo "Overlap check self-test (a lock that excludes nothing must show overlaps):
 echo
 selftest=$(php_ext bench/php/laravel_contend.php drive broken "$procs" "$selftest_s" 1 "$work")
 echo "$selftest"
-overlaps=$(printf '%s\n' "$selftest" | tail -1 | awk -F'|' '{gsub(/ /, "", $(NF-1)); print $(NF-1)}')
-if ! [ "${overlaps:-0}" -gt 0 ] 2>/dev/null; then
-  echo "bench/laravel.sh: the overlap check saw no overlap of a lock that excludes nothing: its 0s above prove nothing" >&2
-  exit 1
-fi
+require_overlaps "$selftest" "a lock that excludes nothing"
 echo
 echo "total: ${SECONDS} s"

@@ -17,7 +17,7 @@
 # checker's self-test not seeing the overlaps of a deliberately broken lock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
+. bench/lib.sh
 
 quick=0
 build=1
@@ -25,8 +25,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --no-build) build=0 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/lease.sh: unknown argument $1 (--quick, --no-build)" >&2; exit 2 ;;
+    -h|--help) print_help; exit 0 ;;
+    *) unknown_argument "$1" "--quick, --no-build" ;;
   esac
   shift
 done
@@ -37,47 +37,22 @@ else
 fi
 procs=4
 
-for tool in php mariadb mariadb-install-db /usr/sbin/mariadbd python3; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "bench/lease.sh: $tool is missing (bash scripts/install-deps.sh installs everything)" >&2
-    exit 1
-  fi
-done
-if ! php -m | grep -qx pdo_mysql; then
-  echo "bench/lease.sh: PHP's pdo_mysql is missing (apt-get install php8.2-mysql)" >&2
-  exit 1
-fi
+need_tools php mariadb mariadb-install-db /usr/sbin/mariadbd python3
+need_php_modules pdo_mysql
 
 SECONDS=0
-if [ $build = 1 ]; then
-  echo "building (cargo build --release --locked -p mysqllock-php) ..." >&2
-  cargo build --release --locked -p mysqllock-php >&2
-fi
-[ -f target/release/libmysqllock_php.so ] || { echo "bench/lease.sh: target/release/libmysqllock_php.so is missing" >&2; exit 1; }
+build_packages mysqllock-php
+need_built libmysqllock_php.so
 
-work=$(mktemp -d /tmp/mysqllock-lease-bench.XXXXXX)
+make_work lease
 # As root the Galera nodes run as user mysql, which must reach DIR (see scripts/galera.sh).
 chmod 755 "$work"
-cleanup() {
-  bash "$root/scripts/mariadb.sh" stop "$work/db" >/dev/null 2>&1 || true
-  [ -f "$work/galera/cluster" ] && bash "$root/scripts/galera.sh" stop "$work/galera" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 # A copy, so that other builds during the run do not change what is measured.
 so=$work/libmysqllock_php.so
 cp target/release/libmysqllock_php.so "$so"
 mkdir -p "$work/runs"
 export MYSQLLOCK_BENCH_SO=$so
 
-# Prints a command, then runs it.
-run() {
-  printf '$'
-  printf ' %q' "$@"
-  printf '\n\n'
-  "$@"
-}
 # php with the extension, mysqllock.dsn and MYSQLLOCK_BENCH_DSN on one server ($1).
 php_on() {
   local dsn=$1
@@ -86,10 +61,8 @@ php_on() {
 }
 
 # ---- standalone ------------------------------------------------------------------------
-bash scripts/mariadb.sh start "$work/db" >&2
-dsn=$(sed -n 's/^MYSQLLOCK_TEST_DSN=//p' "$work/db/env")
-version=$(MYSQLLOCK_BENCH_DSN=$dsn php -r 'require "bench/php/common.php"; echo MySqlLockBench\pdo()->query("SELECT VERSION()")->fetchColumn();')
-echo "# lease mode benchmark: $(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), MariaDB $version, PHP $(php -r 'echo PHP_VERSION;'), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core php-ext || echo ' + uncommitted changes in core/php-ext'), $(date -u +%F)"
+start_server
+echo "# lease mode benchmark: $(machine), MariaDB $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core php-ext), $(date -u +%F)"
 echo
 echo "## 1. Standalone MariaDB on 127.0.0.1: lease acquire + release (one connection per implementation; rounds rotate the order)"
 echo
@@ -104,11 +77,7 @@ echo "Overlap checker self-test (a lock that excludes nothing must show overlaps
 echo
 selftest=$(php_on "$dsn" bench/php/lease_contend.php drive broken "$procs" "$selftest_s" "$work/runs")
 echo "$selftest"
-overlaps=$(printf '%s\n' "$selftest" | tail -1 | awk -F'|' '{gsub(/ /, "", $(NF-1)); print $(NF-1)}')
-if ! [ "${overlaps:-0}" -gt 0 ] 2>/dev/null; then
-  echo "bench/lease.sh: the overlap checker saw no overlap of a lock that excludes nothing: its 0s above prove nothing" >&2
-  exit 1
-fi
+require_overlaps "$selftest" "a lock that excludes nothing"
 bash scripts/mariadb.sh stop "$work/db" >&2
 
 # ---- Galera ----------------------------------------------------------------------------

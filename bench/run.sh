@@ -7,50 +7,38 @@
 #   bash bench/run.sh            # full: a few minutes
 #   bash bench/run.sh --quick    # under a minute after the build
 #   bash bench/run.sh --figures 1,3   # some figures only (1-5, p = the appendix)
+#   bash bench/run.sh --no-build      # use target/release as it is
 #
 # Exit status: 0 when every measurement ran (targets are reported, never asserted),
 # non-zero when something failed to build, start or run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
+. bench/lib.sh
 
 quick=()
 figures=()
+build=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=(--quick) ;;
     --figures) figures=(--figures "${2:?--figures needs a list such as 1,3,5}"); shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/run.sh: unknown argument $1 (--quick, --figures LIST)" >&2; exit 2 ;;
+    --no-build) build=0 ;;
+    -h|--help) print_help; exit 0 ;;
+    *) unknown_argument "$1" "--quick, --figures LIST, --no-build" ;;
   esac
   shift
 done
 
-for tool in php cargo mariadb mariadb-install-db /usr/sbin/mariadbd python3; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "bench/run.sh: $tool is missing (bash scripts/install-deps.sh installs everything)" >&2
-    exit 1
-  fi
-done
-if ! php -m | grep -qx pdo_mysql; then
-  echo "bench/run.sh: PHP's pdo_mysql is missing (apt-get install php8.2-mysql)" >&2
-  exit 1
-fi
+need_tools php cargo mariadb mariadb-install-db /usr/sbin/mariadbd python3
+need_php_modules pdo_mysql
 
-echo "building (cargo build --release -p mysqllock-bench -p mysqllock-php -p mysqllock-cli) ..." >&2
-cargo build --release -p mysqllock-bench -p mysqllock-php -p mysqllock-cli >&2
+build_packages mysqllock-bench mysqllock-php mysqllock-cli
+need_built mysqllock-bench libmysqllock_php.so mysqllock
 
-work=$(mktemp -d /tmp/mysqllock-bench.XXXXXX)
-cleanup() {
-  bash "$root/scripts/mariadb.sh" stop "$work/db" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work run
 
 SECONDS=0
-bash scripts/mariadb.sh start "$work/db" >&2
-set -a; . "$work/db/env"; set +a
+start_server
 target/release/mysqllock --dsn "$MYSQLLOCK_TEST_DSN" init >&2
 
 status=0

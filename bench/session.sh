@@ -26,7 +26,7 @@
 # without \MySqlLock\SessionLock, a CLI without `run --session`: the rest still runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
+. bench/lib.sh
 
 quick=0
 build=1
@@ -36,8 +36,8 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-build) build=0 ;;
     --cpus) cpus=${2:?--cpus needs A,B or A}; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/session.sh: unknown argument $1 (--quick, --no-build, --cpus A,B)" >&2; exit 2 ;;
+    -h|--help) print_help; exit 0 ;;
+    *) unknown_argument "$1" "--quick, --no-build, --cpus A,B" ;;
   esac
   shift
 done
@@ -48,60 +48,22 @@ else
   rounds=1000 block=10 warm=1000 count=2000 runs=100
 fi
 
-for tool in php mariadb mariadb-install-db /usr/sbin/mariadbd python3 gcc flock taskset; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "bench/session.sh: $tool is missing (bash scripts/install-deps.sh installs everything)" >&2
-    exit 1
-  fi
-done
-# Read once: `php -m | grep -q` can fail under pipefail when grep exits first (SIGPIPE).
-modules=$(php -m)
-for module in pdo_mysql mysqli; do
-  if ! grep -qx "$module" <<<"$modules"; then
-    echo "bench/session.sh: PHP's $module is missing (apt-get install php8.2-mysql)" >&2
-    exit 1
-  fi
-done
+need_tools php mariadb mariadb-install-db /usr/sbin/mariadbd python3 gcc flock taskset
+need_php_modules pdo_mysql mysqli
 
 SECONDS=0
-if [ $build = 1 ]; then
-  echo "building (cargo build --release --locked -p mysqllock-ffi -p mysqllock-php -p mysqllock-cli) ..." >&2
-  cargo build --release --locked -p mysqllock-ffi -p mysqllock-php -p mysqllock-cli >&2
-fi
-for built in libmysqllock.so libmysqllock_php.so mysqllock; do
-  [ -f "target/release/$built" ] || { echo "bench/session.sh: target/release/$built is missing" >&2; exit 1; }
-done
+build_packages mysqllock-ffi mysqllock-php mysqllock-cli
+need_built libmysqllock.so libmysqllock_php.so mysqllock
 
-work=$(mktemp -d /tmp/mysqllock-session-bench.XXXXXX)
-cleanup() {
-  bash "$root/scripts/mariadb.sh" stop "$work/db" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work session
 # Copies, so that other builds during the run do not change what is measured.
 cp target/release/libmysqllock.so target/release/libmysqllock_php.so target/release/mysqllock "$work/"
 so=$work/libmysqllock_php.so
 gcc -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -Iinclude bench/c/session_cycles.c \
   -o "$work/session_cycles" -L"$work" -lmysqllock -Wl,-rpath,"$work"
 
-# Placements: "one", the server and every client on CPU A (round trips without a CPU
-# wake-up); "two", the clients on CPU A and the server on CPU B (every round trip wakes
-# the other CPU). Left to the scheduler, each connection's server thread lands on either
-# for seconds at a time, and one connection's cycles cost 6 times another's.
-IFS=, read -r cpu_a cpu_b <<<"$cpus"
-declare -A server_cpu=([one]=$cpu_a) placement_name=([one]="server and clients on CPU $cpu_a")
-placements=(one)
-if [ -n "${cpu_b:-}" ]; then
-  placements+=(two)
-  server_cpu[two]=$cpu_b
-  placement_name[two]="clients on CPU $cpu_a, server on CPU $cpu_b"
-fi
-pinned=(taskset -c "$cpu_a")
-"${pinned[@]}" bash scripts/mariadb.sh start "$work/db" >&2
-set -a
-. "$work/db/env"
-set +a
+set_placements "$cpus"
+start_server "${pinned[@]}"
 server_pid=$(cat "$work/db/mysqld.pid")
 "$work/mysqllock" --dsn "$MYSQLLOCK_TEST_DSN" init >&2
 export MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN
@@ -109,8 +71,7 @@ export MYSQLLOCK_BENCH_SOCKET=$MYSQLLOCK_TEST_SOCKET
 export MYSQLLOCK_BENCH_VARS=Questions,Com_stmt_prepare
 php_ext=("${pinned[@]}" php -d "extension=$so" -d "mysqllock.dsn=$MYSQLLOCK_TEST_DSN")
 
-version=$(php -r 'require "bench/php/common.php"; echo MySqlLockBench\pdo()->query("SELECT VERSION()")->fetchColumn();')
-machine="$(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), MariaDB $version, PHP $(php -r 'echo PHP_VERSION;'), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core ffi php-ext cli || echo ' + uncommitted changes in core/ffi/php-ext/cli'), $(date -u +%F)"
+machine="$(machine), MariaDB $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core ffi php-ext cli), $(date -u +%F)"
 
 # Each part writes table rows ("| ...") and notes; a part that could not run entirely
 # leaves its message on stderr and a non-zero status, and the others still run.
@@ -119,7 +80,7 @@ part() {
   local out=$1 rc=0
   shift
   "${php_ext[@]}" "$@" >"$out" || rc=$?
-  [ $rc = 0 ] || { echo "bench/session.sh: exit $rc from $1 ${2:-}" >&2; status=1; }
+  [ $rc = 0 ] || { echo "$me: exit $rc from $1 ${2:-}" >&2; status=1; }
 }
 part "$work/captured" bench/php/session_lease.php capture "$work/captured.json"
 for placement in "${placements[@]}"; do

@@ -16,7 +16,7 @@
 #   bash bench/symfony.sh --no-build   # use target/release/libmysqllock_php.so as it is
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
+. bench/lib.sh
 
 quick=0
 build=1
@@ -24,8 +24,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --no-build) build=0 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/symfony.sh: unknown argument $1 (--quick, --no-build)" >&2; exit 2 ;;
+    -h|--help) print_help; exit 0 ;;
+    *) unknown_argument "$1" "--quick, --no-build" ;;
   esac
   shift
 done
@@ -36,40 +36,25 @@ else
 fi
 procs=4 hold_us=20000
 
-for need in php mariadb /usr/sbin/mariadbd /usr/share/php/Symfony/Component/Lock/autoload.php; do
-  if ! command -v "$need" >/dev/null 2>&1 && [ ! -e "$need" ]; then
-    echo "bench/symfony.sh: $need is missing (bash scripts/install-deps.sh installs everything)" >&2
-    exit 1
-  fi
-done
+need_tools php mariadb /usr/sbin/mariadbd /usr/share/php/Symfony/Component/Lock/autoload.php
+need_php_modules pdo_mysql
 
 SECONDS=0
-if [ $build = 1 ]; then
-  echo "building (cargo build --release --locked -p mysqllock-php) ..." >&2
-  cargo build --release --locked -p mysqllock-php >&2
-fi
-[ -f target/release/libmysqllock_php.so ] || { echo "bench/symfony.sh: target/release/libmysqllock_php.so is missing" >&2; exit 1; }
+build_packages mysqllock-php
+need_built libmysqllock_php.so
 
-work=$(mktemp -d /tmp/mysqllock-symfony-bench.XXXXXX)
-cleanup() {
-  bash "$root/scripts/mariadb.sh" stop "$work/db" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+make_work symfony
 # A copy, so that other builds during the run do not change what is measured.
 so=$work/libmysqllock_php.so
 cp target/release/libmysqllock_php.so "$so"
 mkdir -p "$work/runs"
 
-bash scripts/mariadb.sh start "$work/db" >&2
-dsn=$(sed -n 's/^MYSQLLOCK_TEST_DSN=//p' "$work/db/env")
+start_server
 export MYSQLLOCK_BENCH_SO=$so MYSQLLOCK_BENCH_DSN=$dsn
 bench() { php -d "extension=$so" -d "mysqllock.dsn=$dsn" bench/php/symfony_bench.php "$@"; }
 bench setup
 
-version=$(php -r 'require "bench/php/common.php"; echo MySqlLockBench\pdo()->query("SELECT VERSION()")->fetchColumn();')
-echo "# Symfony Lock benchmark: $(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), MariaDB $version, PHP $(php -r 'echo PHP_VERSION;'), symfony/lock $(dpkg-query -W -f='${Version}' php-symfony-lock), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core php-ext bridges/symfony || echo ' + uncommitted changes'), $(date -u +%F)"
+echo "# Symfony Lock benchmark: $(machine), MariaDB $(server_version), PHP $(php -r 'echo PHP_VERSION;'), symfony/lock $(dpkg-query -W -f='${Version}' php-symfony-lock), $(commit_line core php-ext bridges/symfony), $(date -u +%F)"
 echo
 echo "## 1. Hand-off: holder's release() returned -> blocked waiter's acquire(true) returned ($rounds rounds x $per_round per store, holder holds $((hold_us / 1000)) ms + random 0-100 ms)"
 echo
@@ -90,10 +75,6 @@ for store in shared lease pdo; do
 done
 selftest=$(bench contend none "$procs" "$selftest_s" "$work/runs")
 echo "$selftest"
-overlaps=$(printf '%s\n' "$selftest" | awk -F'|' '{gsub(/ /, "", $(NF-1)); print $(NF-1)}')
-if ! [ "${overlaps:-0}" -gt 0 ] 2>/dev/null; then
-  echo "bench/symfony.sh: the overlap checker saw no overlap of a store that excludes nothing: its 0s above prove nothing" >&2
-  exit 1
-fi
+require_overlaps "$selftest" "a store that excludes nothing"
 echo
 echo "total: $SECONDS s"
