@@ -164,6 +164,25 @@ function rssKb(): int
     return preg_match('/^VmRSS:\s+(\d+)/m', $status, $m) ? (int) $m[1] : -1;
 }
 
+/**
+ * Overlapping holds among $holds ([got, released, ...] each, from the workers' own
+ * journals, never from the lock): each hold that starts before every earlier-starting one
+ * has ended counts once. A lock that excludes must give 0.
+ */
+function overlaps(array $holds): int
+{
+    usort($holds, static fn ($a, $b) => $a[0] <=> $b[0]);
+    $overlaps = 0;
+    $busyUntil = PHP_INT_MIN;
+    foreach ($holds as [$got, $released]) {
+        if ($got < $busyUntil) {
+            $overlaps++;
+        }
+        $busyUntil = max($busyUntil, $released);
+    }
+    return $overlaps;
+}
+
 /** Argument $i or a usage error. */
 function arg(int $i, string $what): string
 {

@@ -25,6 +25,8 @@ declare(strict_types=1);
 
 use ItsMieger\MySqlSharedLocks\SharedLock;
 
+require __DIR__ . '/common.php'; // MySqlLockBench\overlaps()
+
 function fail(string $message): never
 {
     fwrite(STDERR, 'bench/php/handoff_user.php: ' . $message . "\n");
@@ -388,15 +390,7 @@ if ($mode === 'contention') {
             $longest = max($longest, $g - $a);
         }
     }
-    usort($holds, fn ($x, $y) => $x[0] <=> $y[0]);
-    $overlaps = 0;
-    $endMax = 0;
-    foreach ($holds as [$g, $r]) {
-        if ($g < $endMax) {
-            $overlaps++;
-        }
-        $endMax = max($endMax, $r);
-    }
+    $overlaps = MySqlLockBench\overlaps($holds);
     $total = array_sum($counts);
     printf("%s total=%d rate=%.1f share=%.3f longest_ns=%d overlaps=%d counts=%s\n",
         $kind, $total, $total / $seconds, min($counts) / max($counts), $longest, $overlaps, implode('/', $counts));

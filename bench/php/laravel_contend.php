@@ -194,15 +194,7 @@ function report(string $impl, array $workers, array $windows, int $statements, f
             $longestWait = max($longestWait, $end - $free);
         }
     }
-    usort($intervals, static fn ($a, $b) => $a[0] <=> $b[0]);
-    $overlaps = 0;
-    $busyUntil = PHP_INT_MIN;
-    foreach ($intervals as [$got, $rel]) {
-        if ($got < $busyUntil) {
-            $overlaps++;
-        }
-        $busyUntil = max($busyUntil, $rel);
-    }
+    $overlaps = \MySqlLockBench\overlaps($intervals);
     $total = array_sum($counts);
     if ($total === 0) {
         fail("no $impl worker acquired anything in {$seconds} s");

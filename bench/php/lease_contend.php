@@ -178,15 +178,7 @@ function drive(string $impl, int $procs, float $seconds, string $dir): void
         }
         $longestWait = max($longestWait, $end - $free);
     }
-    usort($intervals, static fn ($a, $b) => $a[0] <=> $b[0]);
-    $overlaps = 0;
-    $busyUntil = PHP_INT_MIN;
-    foreach ($intervals as [$got, $rel]) {
-        if ($got < $busyUntil) {
-            $overlaps++;
-        }
-        $busyUntil = max($busyUntil, $rel);
-    }
+    $overlaps = overlaps($intervals);
     $total = array_sum($counts);
     if ($total === 0) {
         fail("no $impl worker acquired anything in {$seconds} s");
