@@ -124,7 +124,7 @@ fn performance_schema(locker: &mut NativeLocker, mariadb: bool) -> Result<Result
              performance_schema.setup_instruments SET ENABLED = 'YES' WHERE NAME = '{MDL_INSTRUMENT}')"
         ))),
         // Access denied to the table: a privilege the user lacks.
-        Err(Error::Database { source: SessionError { code: Some(1142 | 1143), .. }, .. }) => {
+        Err(Error::AccessDenied { source: SessionError { code: Some(1142 | 1143), .. }, .. }) => {
             Ok(Err("this user may not read performance_schema (GRANT SELECT ON performance_schema.* to it)".into()))
         }
         Err(e) => Err(e),
@@ -154,11 +154,5 @@ fn rows(out: Outcome) -> Vec<SessionLock> {
 /// session locks). Its failures are not about a lock: a lost connection, or a plain
 /// database error the caller may look into.
 pub fn query(locker: &mut NativeLocker, sql: &str, params: &[Value]) -> Result<Outcome, Error> {
-    locker.session()?.execute(sql, params).map_err(|source| {
-        if source.lost {
-            Error::ConnectionLost { name: None, source }
-        } else {
-            Error::Database { name: None, source }
-        }
-    })
+    locker.session()?.execute(sql, params).map_err(|source| Error::from_session(source, None))
 }

@@ -302,6 +302,26 @@ impl Error {
     }
 }
 
+impl Error {
+    /// A failed statement as an [`Error`], by MySQL error number (lost connection,
+    /// deadlock, access denied, node not ready, ...), for statements a caller runs on a
+    /// locker's session itself; `name` is the lock it was about, if any.
+    pub fn from_session(e: SessionError, name: Option<&str>) -> Error {
+        let name = name.map(str::to_owned);
+        if e.lost {
+            return Error::ConnectionLost { name, source: e };
+        }
+        match e.code {
+            Some(1047) => Error::NodeNotReady { name, source: e },
+            // ER_USER_LOCK_DEADLOCK (MySQL 8) and ER_LOCK_DEADLOCK (MariaDB's GET_LOCK, InnoDB)
+            Some(3058 | 1213) => Error::Deadlock { name, source: e },
+            // access denied to database / table / column, or a missing global privilege
+            Some(1044 | 1045 | 1142 | 1143 | 1227) => Error::AccessDenied { name, source: e },
+            _ => Error::Database { name, source: e },
+        }
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]

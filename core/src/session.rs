@@ -105,25 +105,16 @@ pub trait Connector {
     }
 }
 
-/// The single place that turns a failed statement into an [`Error`]: by MySQL error
-/// number, with the lock it was about.
+/// The single place that turns a failed statement on the lock table into an [`Error`]:
+/// by MySQL error number, with the lock it was about; a missing table names its DDL.
 pub(crate) fn classify(e: SessionError, name: Option<&str>, table: &Table) -> Error {
-    let name = name.map(str::to_owned);
-    if e.lost {
-        return Error::ConnectionLost { name, source: e };
-    }
     match e.code {
-        Some(1146) => Error::MissingTable {
+        Some(1146) if !e.lost => Error::MissingTable {
             table: table.display_name(),
             create_sql: table.create_sql(),
             init: Some("mysqllock init"),
             source: e,
         },
-        Some(1047) => Error::NodeNotReady { name, source: e },
-        // ER_USER_LOCK_DEADLOCK (MySQL 8) and ER_LOCK_DEADLOCK (MariaDB's GET_LOCK, InnoDB)
-        Some(3058 | 1213) => Error::Deadlock { name, source: e },
-        // access denied to database / table / column, or a missing global privilege
-        Some(1044 | 1045 | 1142 | 1143 | 1227) => Error::AccessDenied { name, source: e },
-        _ => Error::Database { name, source: e },
+        _ => Error::from_session(e, name),
     }
 }

@@ -282,9 +282,5 @@ impl Connector for PhpConnector {
 
 /// Opening a session on a user's object failed.
 fn session_failed(source: SessionError) -> Error {
-    if source.lost {
-        Error::ConnectionLost { name: None, source }
-    } else {
-        Error::Database { name: None, source }
-    }
+    Error::from_session(source, None)
 }
