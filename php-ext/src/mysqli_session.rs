@@ -32,6 +32,7 @@ const NUM: i64 = 2;
 const REPORT_OFF: i64 = 0;
 
 const CLOSED: &str = "the mysqli connection is closed ($mysqli->close() ran, or it never connected)";
+const REPLACED: &str = "the mysqli object was connected anew (real_connect()): the session that held the locks ended";
 
 /// A MySQL session reached through a `mysqli` object.
 pub struct MysqliSession {
@@ -59,12 +60,20 @@ impl MysqliSession {
         Ok(MysqliSession { id, ..session })
     }
 
+    /// The object still talks to the session it was opened on: not closed, and not
+    /// connected anew (`real_connect()` gives it another session, and the locks of the
+    /// old one ended with it).
     fn check_open(&self) -> Result<(), SessionError> {
-        if php::property_isset(&self.mysqli, "thread_id") {
-            Ok(())
-        } else {
-            Err(SessionError::lost(CLOSED))
+        if !php::property_isset(&self.mysqli, "thread_id") {
+            return Err(SessionError::lost(CLOSED));
         }
+        if self.id != 0 {
+            let now = php::property(&self.mysqli, "thread_id").ok().and_then(|id| id.long());
+            if now.and_then(|id| u64::try_from(id).ok()) != Some(self.id) {
+                return Err(SessionError::lost(REPLACED));
+            }
+        }
+        Ok(())
     }
 
     fn run(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {

@@ -324,6 +324,29 @@ final class SessionLockTest extends TestCase
         }
     }
 
+    /**
+     * real_connect() gives a mysqli another session: the locks of the old one ended with
+     * it, and the lock must not claim otherwise (nor release a namesake of the new one).
+     *
+     * @test
+     */
+    public function aMysqliConnectedAnewNoLongerHoldsTheLocksOfItsOldSession(): void
+    {
+        $conn = connectMysqli();
+        $name = $this->lockName();
+        $lock = $this->lock($name, $conn);
+        $this->assertTrue($lock->acquire());
+        $old = $conn->thread_id;
+        $s = server();
+        $conn->real_connect($s['host'], $s['user'], $s['pass'], $s['db'], $s['port']);
+        $this->assertNotSame($old, $conn->thread_id, 'real_connect() kept the session');
+        $this->assertTrue(self::waitUntil(fn () => !self::sessionExists($old), 10), 'the old session stayed');
+        $this->assertFalse($lock->isHeldByMe());
+        $again = $this->lock($name, $conn);
+        $this->assertTrue($again->acquire(), 'the new session was refused the lock its old session held');
+        $this->assertSame($conn->thread_id, $again->holder());
+    }
+
     /** A global status counter of the server (this suite's server: nothing else runs statements on it). */
     private static function globalStatus(string $name): int
     {
