@@ -34,7 +34,8 @@ for bench in handoff session cold; do
   echo "## bench/$bench.sh"
   if [ "$bench" = cold ]; then
     # cold.sh has no --quick; 30 rounds is its minimum for a median and p90.
-    args=(--no-build $([ ${#quick[@]} = 1 ] && echo --runs 30))
+    args=(--no-build)
+    if [ ${#quick[@]} = 1 ]; then args+=(--runs 30); fi
   else
     args=(--no-build "${quick[@]}")
   fi
