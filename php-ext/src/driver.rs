@@ -11,7 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use std::error::Error as _;
 use std::rc::Rc;
 
-use ext_php_rs::types::{ZendHashTable, ZendStr, Zval};
+use ext_php_rs::types::{ZendHashTable, ZendObject, ZendStr, Zval};
 use mysqllock_core::{Error, SessionError, Value};
 
 use crate::php;
@@ -86,6 +86,22 @@ pub fn shutting_down() -> bool {
 /// A session error without a server error number.
 pub fn unknown(message: &str) -> SessionError {
     SessionError { code: None, message: message.to_owned(), lost: false }
+}
+
+/// A failed call of a user's connection object as the core's session error;
+/// `from_exception` reads the driver's exception, which is kept as the cause.
+pub fn failure(error: php::CallError, from_exception: fn(&ZendObject) -> SessionError) -> SessionError {
+    match error {
+        php::CallError::Threw(exception) => {
+            let session_error = from_exception(&exception);
+            remember_cause(session_error.clone(), php::object_zval(exception));
+            session_error
+        }
+        // The request is ending, not the connection: request shutdown still releases
+        // through it, so the session must not be given up as lost.
+        php::CallError::Bailout | php::CallError::Exiting => unknown(&error.describe()),
+        php::CallError::Failed(why) => unknown(&why),
+    }
 }
 
 /// A parameter as a PHP value: integers as ints (beyond PHP's ints as their decimal

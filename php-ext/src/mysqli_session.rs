@@ -197,17 +197,7 @@ fn report_mode() -> Option<i64> {
 
 /// A failed call as the core's session error; a thrown exception is kept as a cause.
 fn failure(error: CallError) -> SessionError {
-    match error {
-        CallError::Threw(exception) => {
-            let session_error = from_exception(&exception);
-            driver::remember_cause(session_error.clone(), php::object_zval(exception));
-            session_error
-        }
-        // The request is ending, not the connection: request shutdown still releases
-        // through it.
-        CallError::Bailout | CallError::Exiting => unknown(&error.describe()),
-        CallError::Failed(why) => unknown(&why),
-    }
+    driver::failure(error, from_exception)
 }
 
 /// A `mysqli_sql_exception`: its code is the error number (the server's, or the client

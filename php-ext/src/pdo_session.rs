@@ -209,17 +209,7 @@ fn bind(value: &Value) -> (Zval, i64) {
 
 /// A failed call as the core's session error; a thrown exception is kept as a cause.
 fn failure(error: CallError) -> SessionError {
-    match error {
-        CallError::Threw(exception) => {
-            let session_error = from_exception(&exception);
-            driver::remember_cause(session_error.clone(), php::object_zval(exception));
-            session_error
-        }
-        // The request is ending, not the connection: request shutdown still releases
-        // through it, so the session must not be given up as lost.
-        CallError::Bailout | CallError::Exiting => unknown(&error.describe()),
-        CallError::Failed(why) => unknown(&why),
-    }
+    driver::failure(error, from_exception)
 }
 
 /// A `PDOException`'s `errorInfo` (`[SQLSTATE, driver code, driver message]`), or
