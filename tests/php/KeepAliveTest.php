@@ -171,6 +171,9 @@ final class KeepAliveTest extends TestCase
     private function lockAndLetTheKeepAliveFail(string $name): void
     {
         SharedLock::lock($name, 0, 2, self::KEEP_ALIVE);
+        // The thread takes its name only once it runs: until then "no keep-alive thread"
+        // below would be true before it ever tried.
+        $this->assertTrue(self::waitUntil(fn () => self::keepAliveThreads() === 1, 10), 'the keep-alive thread never started');
         $id = (int) self::rows($name)[0]['connection_id'];
         self::db()->exec('KILL ' . $id);
         $this->assertTrue(self::waitUntil(fn () => !self::sessionExists($id), 10), 'the killed session stayed');
