@@ -504,8 +504,9 @@ impl<C: Connector> Locker<C> {
     ///   the session was opened for this very attempt: then the server is the problem.
     /// - the MyISAM table is marked as crashed: `REPAIR TABLE`, then again.
     ///
-    /// A failed acquisition leaves nothing behind (no row, no GET_LOCK), so running it
-    /// again is safe.
+    /// Running it again is safe: a failed acquisition is undone, and what a lost session
+    /// may have left (its GET_LOCK ends with it; a row naming it) is reclaimed as a dead
+    /// holder's by the next try. A retry waits only for the time left.
     fn recovering<T>(&mut self, timeout: Duration, mut op: impl FnMut(&mut Self, Duration) -> Result<T>) -> Result<T> {
         let deadline = Instant::now() + timeout;
         let (mut reconnected, mut repaired) = (false, false);
