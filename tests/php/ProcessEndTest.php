@@ -30,13 +30,7 @@ final class ProcessEndTest extends TestCase
     {
         $name = $this->lockName();
         $cmd = [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'display_errors=stderr', __DIR__ . '/fixtures/sync_end.php', $end, $conn, $name];
-        $proc = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        $this->assertIsResource($proc);
-        $out = stream_get_contents($pipes[1]);
-        $err = stream_get_contents($pipes[2]);
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        $rc = proc_close($proc);
+        [$out, $err, $rc] = self::runToEnd($cmd);
         $this->assertSame("inside\n", $out, "the callback did not run as planned; stderr: $err");
         $this->assertSame($status, $rc, "stderr: $err");
         if ($end === 'fatal') {

@@ -99,12 +99,8 @@ final class RecoveryTest extends TestCase
         self::assertNotEmpty($root, 'MYSQLLOCK_ROOT is not set (the repository root)');
         self::assertNotEmpty($dir, 'MYSQLLOCK_TEST_DIR is not set (the test server\'s directory, written to its env file by scripts/mariadb.sh)');
         $cmd = ['bash', "$root/scripts/mariadb.sh", 'crash-table', $dir, server()['db'], $table];
-        $proc = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        self::assertIsResource($proc);
-        $out = stream_get_contents($pipes[1]) . stream_get_contents($pipes[2]);
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        self::assertSame(0, proc_close($proc), "crash-table failed: $out");
+        [$out, $err, $rc] = self::runToEnd($cmd);
+        self::assertSame(0, $rc, "crash-table failed: $out$err");
         // The checker: the server itself now refuses the table.
         $e = null;
         try {

@@ -80,13 +80,7 @@ final class SessionLockExceptionsTest extends TestCase
         // A process that never configured a connection (no mysqllock.dsn, no configureConnection()).
         $script = 'try { (new MySqlLock\SessionLock("n"))->acquire(); } catch (Throwable $e) { echo get_class($e), "|", $e->getMessage(); }';
         $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . extensionPath(), '-r', $script];
-        $proc = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        $this->assertIsResource($proc);
-        $out = stream_get_contents($pipes[1]);
-        $err = stream_get_contents($pipes[2]);
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        proc_close($proc);
+        [$out, $err] = self::runToEnd($cmd);
         [$class, $message] = explode('|', $out, 2) + [1 => "stderr: $err"];
         $this->assertSame(ConnectionException::class, $class, $message);
         $this->assertStringContainsString('no connection is configured', $message);

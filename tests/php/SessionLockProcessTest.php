@@ -174,13 +174,7 @@ final class SessionLockProcessTest extends TestCase
     {
         $name = $this->lockName();
         $cmd = [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'display_errors=stderr', __DIR__ . '/fixtures/session_end.php', $end, $kind, $name];
-        $proc = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        $this->assertIsResource($proc);
-        $out = stream_get_contents($pipes[1]);
-        $err = stream_get_contents($pipes[2]);
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        $rc = proc_close($proc);
+        [$out, $err, $rc] = self::runToEnd($cmd);
         $this->assertSame("inside\n", $out, "the work did not run as planned; stderr: $err");
         $this->assertSame($status, $rc, "stderr: $err");
         $this->assertTrue(self::waitUntilGetLockFree($name), 'the lock outlived the process');

@@ -112,6 +112,26 @@ abstract class TestCase extends PHPUnitTestCase
     private array $children = [];
     private ?string $prefix = null;
 
+    /**
+     * Runs $cmd to its end (stdin /dev/null) and returns [stdout, stderr, exit status].
+     * stderr goes to a file, so a chatty child cannot block on a full pipe while its
+     * stdout is read.
+     *
+     * @return array{0: string, 1: string, 2: int}
+     */
+    protected static function runToEnd(array $cmd): array
+    {
+        $errFile = tempnam(sys_get_temp_dir(), 'phpt-err');
+        $proc = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['file', $errFile, 'w']], $pipes);
+        self::assertIsResource($proc, 'cannot start ' . implode(' ', $cmd));
+        $out = stream_get_contents($pipes[1]);
+        fclose($pipes[1]);
+        $rc = proc_close($proc);
+        $err = (string) file_get_contents($errFile);
+        unlink($errFile);
+        return [$out, $err, $rc];
+    }
+
     protected function setUp(): void
     {
         if (!extension_loaded('mysqllock')) {
