@@ -10,7 +10,8 @@
 #                                  # mid-write leaves it (tests of the automatic repair)
 #
 # DIR/env holds shell assignments: MYSQLLOCK_TEST_DSN (a mysql:// URL of an ordinary
-# user with a password), MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET.
+# user with a password), MYSQLLOCK_TEST_ED25519_DSN (the same on the ed25519 plugin),
+# MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET.
 set -euo pipefail
 
 cmd=${1:?usage: mariadb.sh start|stop|restart DIR}
@@ -75,14 +76,23 @@ case "$cmd" in
     fi
     port=$(free_port)
     launch "$port"
-    mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" <<'SQL'
+    root_sql=(mariadb --no-defaults -uroot --socket="$dir/mysqld.sock")
+    if [ -z "$("${root_sql[@]}" -N -e "SELECT 1 FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'")" ]; then
+      "${root_sql[@]}" -e "INSTALL SONAME 'auth_ed25519'"
+    fi
+    "${root_sql[@]}" <<'SQL'
 CREATE DATABASE IF NOT EXISTS mysqllock_test;
 CREATE USER IF NOT EXISTS 'locker'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret';
 GRANT ALL ON mysqllock_test.* TO 'locker'@'127.0.0.1';
 GRANT PROCESS, CONNECTION ADMIN, RELOAD ON *.* TO 'locker'@'127.0.0.1';
+-- An account on another authentication plugin than mysql_native_password: the
+-- connection falls back from the project's own wire client to the mysql crate.
+CREATE USER IF NOT EXISTS 'locker_ed'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('l0ck-s3cret');
+GRANT ALL ON mysqllock_test.* TO 'locker_ed'@'127.0.0.1';
 SQL
     cat >"$dir/env" <<ENV
 MYSQLLOCK_TEST_DSN=mysql://locker:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
+MYSQLLOCK_TEST_ED25519_DSN=mysql://locker_ed:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
 MYSQLLOCK_TEST_PORT=$port
 MYSQLLOCK_TEST_SOCKET=$dir/mysqld.sock
 MYSQLLOCK_TEST_DIR=$dir

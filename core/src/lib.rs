@@ -35,6 +35,7 @@ mod session;
 mod sql;
 pub mod topology;
 mod value;
+mod wire;
 
 pub use config::{Config, QuoteStyle, Table, DEFAULT_LEASE_TABLE, DEFAULT_TABLE};
 pub use distributed::{

@@ -1,13 +1,19 @@
-//! The core's own session: the `mysql` crate, prepared statements cached by SQL text.
+//! The core's own session: the project's wire client ([`crate::wire`]) where it can
+//! authenticate, the `mysql` crate where it cannot. Either way every statement travels
+//! as text with its values written in as literals (one round trip, nothing to prepare).
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use mysql::prelude::Queryable;
-use mysql::{Conn, OptsBuilder, Params};
+use mysql::{Conn, OptsBuilder};
 
 use crate::config::Config;
 use crate::error::{Error, Result, SessionError};
 use crate::session::{Connector, Session};
 use crate::topology::{self, Topology};
 use crate::value::{Outcome, Value};
+use crate::wire::{self, OpenError};
 
 /// How long the server lets a lock-holding session sit idle: a week, well past any
 /// sensible job (MariaDB's maximum is a year).
@@ -23,11 +29,19 @@ const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
 /// The largest packet this client sends or accepts: far above any lock statement.
 const CLIENT_MAX_PACKET: usize = 4 * 1024 * 1024;
 
+/// Whether the setup may travel behind the handshake response. Cleared for the rest of
+/// the process the first time a server answers that response with a further
+/// authentication step (an account on another plugin), which costs that one connection
+/// attempt.
+static SETUP_IN_HANDSHAKE: AtomicBool = AtomicBool::new(true);
+
 /// A native MySQL session. Never reconnects by itself: a new connection is a new
 /// session, and the locks of the old one are gone.
 pub struct MysqlSession {
-    conn: Conn,
+    link: Link,
     id: u64,
+    /// The connection's character set, the introducer of every string literal.
+    charset: String,
     /// Batches are used: the connection speaks utf8mb4 (so a name written as a
     /// `_utf8mb4` literal in a batch is the very string a bound parameter carries), and
     /// the server (or a proxy in between) has not refused a multi-statement query.
@@ -38,6 +52,93 @@ pub struct MysqlSession {
     /// in the setup round trip).
     wait_timeout: Option<f64>,
 }
+
+/// The connection under a session.
+enum Link {
+    Own(wire::Connection),
+    /// For what the wire client does not speak (see [`wire`]): another authentication
+    /// plugin, an old server.
+    Crate(Conn),
+}
+
+impl Link {
+    /// Connects; returns whether the server looks like MariaDB, and the setup's answer
+    /// when the setup travelled with the handshake.
+    fn open(config: &Config, io_timeout: Option<std::time::Duration>, set: &str) -> SetupStart {
+        let build = |greeting: &wire::Greeting| setup_query(looks_mariadb(&greeting.version), set);
+        let why = loop {
+            let with_setup = SETUP_IN_HANDSHAKE.load(Ordering::Relaxed);
+            let first: Option<&dyn Fn(&wire::Greeting) -> String> = if with_setup { Some(&build) } else { None };
+            match wire::Connection::open(config, io_timeout, first) {
+                Ok((conn, answer)) => {
+                    let mariadb = looks_mariadb(&conn.greeting().version);
+                    return Ok((Link::Own(conn), mariadb, answer));
+                }
+                Err(OpenError::Failed(e)) => return Err(e),
+                Err(OpenError::Switched) => SETUP_IN_HANDSHAKE.store(false, Ordering::Relaxed),
+                Err(OpenError::Unsupported(why)) => break why,
+            }
+        };
+        let mut opts = OptsBuilder::new()
+            .user(Some(config.user.clone()))
+            .pass(config.password.clone())
+            .db_name(config.database.clone())
+            .tcp_connect_timeout(Some(config.connect_timeout))
+            .prefer_socket(false)
+            // Known here, so connecting does not ask the server for it (a round trip
+            // every short-lived process would pay). Lock statements are tiny.
+            .max_allowed_packet(Some(CLIENT_MAX_PACKET))
+            .read_timeout(io_timeout)
+            .write_timeout(io_timeout);
+        opts = match &config.socket {
+            Some(path) => opts.socket(Some(path.clone())),
+            None => opts.ip_or_hostname(Some(config.host.clone())).tcp_port(config.port),
+        };
+        let conn = Conn::new(opts).map_err(|e| {
+            let e = session_error(e);
+            SessionError { message: format!("{} (connecting through the mysql crate because {why})", e.message), ..e }
+        })?;
+        let version = conn.server_version();
+        Ok((Link::Crate(conn), version == (5, 5, 5) || version.0 >= 10, None))
+    }
+
+    fn connection_id(&self) -> u64 {
+        match self {
+            Link::Own(conn) => u64::from(conn.greeting().connection_id),
+            Link::Crate(conn) => u64::from(conn.connection_id()),
+        }
+    }
+
+    /// One text-protocol query, one outcome per statement in it.
+    fn query(&mut self, sql: &str) -> wire::Answer {
+        let conn = match self {
+            Link::Own(conn) => return conn.query(sql),
+            Link::Crate(conn) => conn,
+        };
+        let mut result = conn.query_iter(sql).map_err(session_error)?;
+        let mut outcomes = Vec::new();
+        while let Some(mut set) = result.iter() {
+            // A statement without rows has its OK packet now; reading the (absent) rows
+            // moves past it.
+            let (affected_rows, last_insert_id) = (set.affected_rows(), set.last_insert_id().unwrap_or(0));
+            let rows = set
+                .by_ref()
+                .map(|row| Ok(row.map_err(session_error)?.unwrap().into_iter().map(from_mysql).collect()))
+                .collect::<Result<_, SessionError>>()?;
+            outcomes.push(Outcome { rows, affected_rows, last_insert_id });
+        }
+        Ok(outcomes)
+    }
+
+    /// The rows of each result set (a SET has none).
+    fn query_sets(&mut self, sql: &str) -> Result<Vec<Vec<Vec<Value>>>, SessionError> {
+        Ok(self.query(sql)?.into_iter().map(|outcome| outcome.rows).collect())
+    }
+}
+
+/// A connected link, whether the server looks like MariaDB, and the setup's answer when
+/// it travelled with the handshake.
+type SetupStart = Result<(Link, bool, Option<wire::Answer>), SessionError>;
 
 impl MysqlSession {
     pub fn connect(config: &Config) -> Result<Self> {
@@ -52,29 +153,14 @@ impl MysqlSession {
 
     fn open(config: &Config, io_timeout: Option<std::time::Duration>) -> Result<Self> {
         config.validate()?;
-        let mut opts = OptsBuilder::new()
-            .user(Some(config.user.clone()))
-            .pass(config.password.clone())
-            .db_name(config.database.clone())
-            .tcp_connect_timeout(Some(config.connect_timeout))
-            .prefer_socket(false)
-            // Known here, so connecting does not ask the server for it (a round trip
-            // every short-lived process would pay). Lock statements are tiny.
-            .max_allowed_packet(Some(CLIENT_MAX_PACKET))
-            .read_timeout(io_timeout)
-            .write_timeout(io_timeout)
-            .stmt_cache_size(64);
-        opts = match &config.socket {
-            Some(path) => opts.socket(Some(path.clone())),
-            None => opts.ip_or_hostname(Some(config.host.clone())).tcp_port(config.port),
-        };
         let connect_error = |e: SessionError| Error::Connect { target: config.target(), source: e };
-        let mut conn = Conn::new(opts).map_err(|e| connect_error(session_error(e)))?;
-        let (rows, wait_timeout) = setup(&mut conn, &config.charset).map_err(connect_error)?;
-        let id = u64::from(conn.connection_id());
+        let set = session_settings(&config.charset);
+        let (mut link, mariadb, answer) = Link::open(config, io_timeout, &set).map_err(connect_error)?;
+        let (rows, wait_timeout) = setup(&mut link, mariadb, answer, &set).map_err(connect_error)?;
         let mut session = MysqlSession {
-            conn,
-            id,
+            id: link.connection_id(),
+            link,
+            charset: config.charset.clone(),
             batches: config.charset.eq_ignore_ascii_case("utf8mb4"),
             topology: Topology::from_probe(&rows),
             wait_timeout,
@@ -95,97 +181,162 @@ impl MysqlSession {
     }
 }
 
-/// The one round trip after the handshake: the session variables, and what the server
-/// is (the topology probe's rows) with the session's `wait_timeout`.
-///
-/// A holder sits idle while its job runs; the server's default wait_timeout (8 h) would
-/// end the session, and with it the lock, under a long job. SET NAMES although the
-/// handshake asked for the character set: a server started with
-/// skip-character-set-client-handshake ignores that, and the batch's `_utf8mb4`
-/// literals must mean what bound parameters mean.
+/// A server whose greeting looks like MariaDB's: `5.5.5-…` before 11.0, `1x.…` after.
+fn looks_mariadb(version: &str) -> bool {
+    let major = version.split('.').next().and_then(|m| m.parse::<u16>().ok()).unwrap_or(0);
+    version.starts_with("5.5.5-") || major >= 10
+}
+
+/// The session variables. A holder sits idle while its job runs; the server's default
+/// wait_timeout (8 h) would end the session, and with it the lock, under a long job.
+/// SET NAMES although the handshake named a character set: a server started with
+/// skip-character-set-client-handshake ignores that, and string literals must mean what
+/// bound parameters would.
+fn session_settings(charset: &str) -> String {
+    format!("SET NAMES {charset}, SESSION wait_timeout = GREATEST(@@session.wait_timeout, {IDLE_SECONDS})")
+}
+
+/// The setup: the session variables, and what the server is (the topology probe's rows)
+/// with the session's `wait_timeout`, in one query.
 ///
 /// What the server is: `SHOW VARIABLES` (the topology probe) reads every variable, some
-/// 200 µs of server time per connection. A server whose greeting looks like MariaDB's
-/// (`5.5.5-…` before 11.0, `1x.…` after) is asked for the two variables instead
-/// (`@@wsrep_on`), and only a server that then does not say MariaDB in `@@version` or
-/// has no `wsrep_on` (a build without Galera support) gets the full probe as well. MariaDB
-/// has no Group Replication, so the probe's third variable is not needed there.
-fn setup(conn: &mut Conn, charset: &str) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
-    let set = format!("SET NAMES {charset}, SESSION wait_timeout = GREATEST(@@session.wait_timeout, {IDLE_SECONDS})");
-    let version = conn.server_version();
-    let looks_mariadb = version == (5, 5, 5) || version.0 >= 10;
-    if looks_mariadb {
-        let sets = match query_sets(conn, &format!("{set}; {MARIADB_PROBE}")) {
-            Ok(sets) => Some(sets),
-            // No such variable: not a Galera-capable MariaDB; the full probe tells.
-            Err(e) if e.code == Some(UNKNOWN_SYSTEM_VARIABLE) => None,
-            Err(e) => return Err(e),
-        };
-        if let Some([version, wsrep_on, wait_timeout]) = sets.as_ref().and_then(|s| s.last()?.first()?.get(..3)) {
-            let rows = vec![
-                vec![Value::Text("version".into()), version.clone()],
-                vec![Value::Text("wsrep_on".into()), wsrep_on.clone()],
-            ];
-            if Topology::from_probe(&rows).mariadb {
-                return Ok((rows, wait_timeout.as_f64()));
-            }
-        }
-        // The variables are set either way (SET ran first in the batch).
-        return full_probe(conn, None);
+/// 200 µs of server time per connection. A server that looks like MariaDB is asked for
+/// the two variables instead (`@@wsrep_on`), and only one that then does not say
+/// MariaDB in `@@version` or has no `wsrep_on` (a build without Galera support) gets the
+/// full probe as well. MariaDB has no Group Replication, so the probe's third variable
+/// is not needed there.
+fn setup_query(mariadb: bool, set: &str) -> String {
+    match mariadb {
+        true => format!("{set}; {MARIADB_PROBE}"),
+        false => format!("{set}; SELECT @@session.wait_timeout; {}", topology::PROBE),
     }
-    full_probe(conn, Some(&set))
 }
 
-/// `SHOW VARIABLES` (the topology probe) and the session's `wait_timeout`, after `set`
-/// when given: one round trip.
-fn full_probe(conn: &mut Conn, set: Option<&str>) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
-    let sql = match set {
-        Some(set) => format!("{set}; SELECT @@session.wait_timeout; {}", topology::PROBE),
-        None => format!("SELECT @@session.wait_timeout; {}", topology::PROBE),
+/// Reads the setup's answer (running the setup first unless it travelled with the
+/// handshake): the topology probe's rows and the session's `wait_timeout`.
+fn setup(
+    link: &mut Link,
+    mariadb: bool,
+    answer: Option<wire::Answer>,
+    set: &str,
+) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
+    let answer = match answer {
+        Some(answer) => answer,
+        None => link.query(&setup_query(mariadb, set)),
     };
-    let mut sets = query_sets(conn, &sql)?;
+    let mut sets: Vec<Vec<Vec<Value>>> = match answer {
+        Ok(outcomes) => outcomes.into_iter().map(|outcome| outcome.rows).collect(),
+        // No such variable: not a Galera-capable MariaDB; the full probe tells.
+        Err(e) if mariadb && e.code == Some(UNKNOWN_SYSTEM_VARIABLE) => return full_probe(link),
+        Err(e) => return Err(e),
+    };
+    if !mariadb {
+        return Ok(probe_answer(sets));
+    }
+    if let Some([version, wsrep_on, wait_timeout]) = sets.pop().as_ref().and_then(|s| s.first()?.get(..3)) {
+        let rows = vec![
+            vec![Value::Text("version".into()), version.clone()],
+            vec![Value::Text("wsrep_on".into()), wsrep_on.clone()],
+        ];
+        if Topology::from_probe(&rows).mariadb {
+            return Ok((rows, wait_timeout.as_f64()));
+        }
+    }
+    // The variables are set either way (SET ran first).
+    full_probe(link)
+}
+
+/// `SHOW VARIABLES` (the topology probe) and the session's `wait_timeout`.
+fn full_probe(link: &mut Link) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
+    Ok(probe_answer(link.query_sets(&format!("SELECT @@session.wait_timeout; {}", topology::PROBE))?))
+}
+
+/// The probe's rows (the last result) and the `wait_timeout` (the one before).
+fn probe_answer(mut sets: Vec<Vec<Vec<Value>>>) -> (Vec<Vec<Value>>, Option<f64>) {
     let rows = sets.pop().unwrap_or_default();
     let wait_timeout = sets.pop().and_then(|rows| rows.first()?.first()?.as_f64());
-    Ok((rows, wait_timeout))
+    (rows, wait_timeout)
 }
 
-/// Runs a batch; the rows of each result set (a SET has none).
-fn query_sets(conn: &mut Conn, sql: &str) -> Result<Vec<Vec<Vec<Value>>>, SessionError> {
-    let mut result = conn.query_iter(sql).map_err(session_error)?;
-    let mut sets = Vec::new();
-    while let Some(set) = result.iter() {
-        sets.push(read_rows(set)?);
+/// Writes `params` into `sql` at its `?` placeholders (outside quotes), as literals:
+/// the statement then travels in one text-protocol round trip, where a prepared
+/// statement costs a second one the first time, in every short-lived process.
+///
+/// Nothing a caller passes can change the statement: a string becomes a hexadecimal
+/// literal (only hex digits reach the SQL) with the connection's character set as its
+/// introducer, which makes it the very string a bound parameter would be (same bytes,
+/// same character set, the same coercibility in comparisons, so an indexed column keeps
+/// its collation); numbers are formatted from Rust integers and finite floats.
+fn inline(sql: &str, params: &[Value], charset: &str) -> Result<String, SessionError> {
+    let mut out = String::with_capacity(sql.len() + params.len() * 24);
+    let mut values = params.iter();
+    let mut quote = None;
+    for ch in sql.chars() {
+        match quote {
+            Some(q) if ch == q => quote = None,
+            Some(_) => {}
+            None if matches!(ch, '\'' | '"' | '`') => quote = Some(ch),
+            None if ch == '?' => {
+                let value = values.next().ok_or_else(|| placeholder_mismatch(sql, params.len()))?;
+                write_literal(&mut out, value, charset).map_err(|()| SessionError {
+                    code: None,
+                    message: format!("{value:?} cannot be written as an SQL value"),
+                    lost: false,
+                })?;
+                continue;
+            }
+            None => {}
+        }
+        out.push(ch);
     }
-    Ok(sets)
+    match values.next() {
+        Some(_) => Err(placeholder_mismatch(sql, params.len())),
+        None => Ok(out),
+    }
+}
+
+fn write_literal(out: &mut String, value: &Value, charset: &str) -> std::result::Result<(), ()> {
+    let hex = |out: &mut String, bytes: &[u8]| {
+        out.push_str("X'");
+        for b in bytes {
+            let _ = write!(out, "{b:02X}");
+        }
+        out.push('\'');
+    };
+    match value {
+        Value::Null => out.push_str("NULL"),
+        Value::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::UInt(u) => {
+            let _ = write!(out, "{u}");
+        }
+        // Display never uses an exponent, which SQL would read as a DOUBLE.
+        Value::Float(f) if f.is_finite() => {
+            let _ = write!(out, "{f}");
+        }
+        Value::Float(_) => return Err(()),
+        Value::Text(s) => {
+            let _ = write!(out, "_{charset} ");
+            hex(out, s.as_bytes());
+        }
+        Value::Bytes(b) => hex(out, b),
+    }
+    Ok(())
+}
+
+fn placeholder_mismatch(sql: &str, given: usize) -> SessionError {
+    SessionError { code: None, message: format!("{given} values for the placeholders of {sql:?}"), lost: false }
 }
 
 impl Session for MysqlSession {
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
-        if params.is_empty() {
-            // The text protocol: statements without parameters carry their values as
-            // literals (session-lock names, KILL ids), so preparing them would cost a
-            // round trip per new value and fill the statement cache with one-offs.
-            let mut result = self.conn.query_iter(sql).map_err(session_error)?;
-            let rows = match result.iter() {
-                Some(set) => read_rows(set)?,
-                None => Vec::new(),
-            };
-            drop(result);
-            return Ok(Outcome {
-                rows,
-                affected_rows: self.conn.affected_rows(),
-                last_insert_id: self.conn.last_insert_id(),
-            });
+        let text = if params.is_empty() { sql.to_owned() } else { inline(sql, params, &self.charset)? };
+        let mut outcomes = self.link.query(&text)?;
+        if outcomes.is_empty() {
+            return Err(SessionError { code: None, message: format!("no result for {sql:?}"), lost: false });
         }
-        let params = Params::Positional(params.iter().map(to_mysql).collect());
-        let mut result = self.conn.exec_iter(sql, params).map_err(session_error)?;
-        let rows = match result.iter() {
-            Some(set) => read_rows(set)?,
-            None => Vec::new(),
-        };
-        drop(result);
-        // The OK packet is only complete once the result is consumed.
-        Ok(Outcome { rows, affected_rows: self.conn.affected_rows(), last_insert_id: self.conn.last_insert_id() })
+        Ok(outcomes.swap_remove(0))
     }
 
     fn connection_id(&self) -> u64 {
@@ -197,26 +348,13 @@ impl Session for MysqlSession {
     }
 
     fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
-        let mut result = match self.conn.query_iter(sql).map_err(session_error) {
-            Ok(result) => result,
-            Err(e) => {
-                // A syntax error at the first `;`: multi-statements are off somewhere
-                // on the way (nothing ran). Statement by statement from now on.
-                if e.code == Some(1064) {
-                    self.batches = false;
-                }
-                return Err(e);
+        self.link.query(sql).inspect_err(|e| {
+            // A syntax error at the first `;`: multi-statements are off somewhere on
+            // the way (nothing ran). Statement by statement from now on.
+            if e.code == Some(1064) {
+                self.batches = false;
             }
-        };
-        let mut outcomes = Vec::new();
-        while let Some(mut set) = result.iter() {
-            // A statement without rows has its OK packet now; reading the (absent) rows
-            // moves past it.
-            let (affected_rows, last_insert_id) = (set.affected_rows(), set.last_insert_id().unwrap_or(0));
-            let rows = read_rows(set.by_ref())?;
-            outcomes.push(Outcome { rows, affected_rows, last_insert_id });
-        }
-        Ok(outcomes)
+        })
     }
 
     fn topology(&self) -> Option<Topology> {
@@ -225,7 +363,7 @@ impl Session for MysqlSession {
 
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
         // KILL cannot take a bound parameter; the id is an integer, formatted here.
-        self.conn.query_drop(format!("KILL {id}")).map_err(session_error)
+        self.link.query(&format!("KILL {id}")).map(|_| ())
     }
 }
 
@@ -245,22 +383,6 @@ impl Connector for Config {
 
     fn allows_cluster(&self) -> bool {
         self.allow_cluster
-    }
-}
-
-/// The rows of one result set, as the protocol's values.
-fn read_rows(set: impl Iterator<Item = mysql::Result<mysql::Row>>) -> Result<Vec<Vec<Value>>, SessionError> {
-    set.map(|row| Ok(row.map_err(session_error)?.unwrap().into_iter().map(from_mysql).collect())).collect()
-}
-
-fn to_mysql(v: &Value) -> mysql::Value {
-    match v {
-        Value::Null => mysql::Value::NULL,
-        Value::Int(i) => mysql::Value::Int(*i),
-        Value::UInt(u) => mysql::Value::UInt(*u),
-        Value::Float(f) => mysql::Value::Double(*f),
-        Value::Text(s) => mysql::Value::Bytes(s.as_bytes().to_vec()),
-        Value::Bytes(b) => mysql::Value::Bytes(b.clone()),
     }
 }
 
@@ -296,24 +418,29 @@ mod tests {
     #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
     use super::*;
 
-    fn conn() -> (Conn, Config) {
+    fn config() -> Config {
         let dsn = std::env::var("MYSQLLOCK_TEST_DSN")
             .expect("MYSQLLOCK_TEST_DSN is not set: start a server with scripts/mariadb.sh");
-        let config = Config::from_url(&dsn).unwrap();
-        let opts = OptsBuilder::new()
-            .user(Some(config.user.clone()))
-            .pass(config.password.clone())
-            .ip_or_hostname(Some(config.host.clone()))
-            .tcp_port(config.port)
-            .prefer_socket(false);
-        (Conn::new(opts).unwrap(), config)
+        Config::from_url(&dsn).unwrap()
+    }
+
+    fn session() -> MysqlSession {
+        MysqlSession::connect(&config()).unwrap()
+    }
+
+    #[test]
+    fn a_mariadb_session_runs_on_the_projects_own_client() {
+        assert!(matches!(session().link, Link::Own(_)));
     }
 
     #[test]
     fn the_short_mariadb_setup_learns_what_the_full_probe_learns() {
-        let (mut c, config) = conn();
-        let (short_rows, short_wait) = setup(&mut c, &config.charset).unwrap();
-        let (full_rows, full_wait) = full_probe(&mut c, None).unwrap();
+        let config = config();
+        let set = session_settings(&config.charset);
+        let (mut link, mariadb, _) = Link::open(&config, None, &set).unwrap();
+        assert!(mariadb);
+        let (short_rows, short_wait) = setup(&mut link, true, None, &set).unwrap();
+        let (full_rows, full_wait) = full_probe(&mut link).unwrap();
         assert_eq!(short_rows.len(), 2, "the MariaDB probe was not used: {full_rows:?}");
         assert_eq!(Topology::from_probe(&short_rows), Topology::from_probe(&full_rows));
         assert!(Topology::from_probe(&short_rows).mariadb);
@@ -322,10 +449,143 @@ mod tests {
 
     #[test]
     fn a_session_knows_its_raised_wait_timeout_without_asking() {
-        let mut session =
-            MysqlSession::connect(&Config::from_url(&std::env::var("MYSQLLOCK_TEST_DSN").unwrap()).unwrap()).unwrap();
+        let mut session = session();
         let asked = session.execute("SELECT @@session.wait_timeout", &[]).unwrap().first(0).as_f64();
         assert_eq!(session.wait_timeout(), asked);
         assert!(asked.unwrap() >= f64::from(IDLE_SECONDS));
+    }
+
+    #[test]
+    fn a_session_knows_its_own_connection_id() {
+        let mut session = session();
+        let asked = session.execute("SELECT CONNECTION_ID()", &[]).unwrap().first(0).as_u64();
+        assert_eq!(asked, Some(session.connection_id()));
+    }
+
+    #[test]
+    fn values_written_in_come_back_exactly() {
+        let mut session = session();
+        let text = "it's \\ a \"?\" `x` ü 🔒 \0 end";
+        let params = [
+            Value::from(text),
+            Value::Text(String::new()),
+            Value::Bytes(vec![0, 0x27, 0x5C, 0xFF]),
+            Value::Int(i64::MIN),
+            Value::UInt(u64::MAX),
+            Value::Float(0.000_125),
+            Value::Null,
+        ];
+        let out = session.execute("SELECT ?, ?, ?, ?, ?, ?, ?", &params).unwrap();
+        let row = &out.rows[0];
+        assert_eq!(row[0], Value::from(text));
+        assert_eq!(row[1], Value::Text(String::new()));
+        assert_eq!(row[2], Value::Bytes(vec![0, 0x27, 0x5C, 0xFF]));
+        assert_eq!(row[3].as_i64(), Some(i64::MIN));
+        assert_eq!(row[4].as_text().as_deref(), Some("18446744073709551615"));
+        assert_eq!(row[5].as_f64(), Some(0.000_125));
+        assert!(row[6].is_null());
+    }
+
+    #[test]
+    fn a_written_in_string_compares_like_a_bound_one() {
+        // Coercibility: the column's collation decides, so a latin1 case-insensitive
+        // column matches another spelling, and its index is used.
+        let mut session = session();
+        let out = session
+            .execute(
+                "SELECT CAST('Fóo' AS CHAR CHARACTER SET latin1) COLLATE latin1_swedish_ci = ?",
+                &[Value::from("FÓO")],
+            )
+            .unwrap();
+        assert_eq!(out.first(0).as_i64(), Some(1));
+        let coercibility = session.execute("SELECT COERCIBILITY(?)", &[Value::from("x")]).unwrap();
+        assert_eq!(coercibility.first(0).as_i64(), Some(4), "a literal must be as coercible as a parameter");
+    }
+
+    #[test]
+    fn question_marks_inside_quotes_are_not_placeholders() {
+        let mut session = session();
+        let out = session.execute("SELECT '?', \"?\", ? AS `?`", &[Value::Int(7)]).unwrap();
+        assert_eq!(out.rows[0], vec![Value::from("?"), Value::from("?"), Value::from("7")]);
+    }
+
+    #[test]
+    fn a_placeholder_count_mismatch_is_an_error_not_a_statement() {
+        let mut session = session();
+        for (sql, params) in [("SELECT ?, ?", vec![Value::Int(1)]), ("SELECT ?", vec![Value::Int(1), Value::Int(2)])] {
+            let e = session.execute(sql, &params).unwrap_err();
+            assert!(!e.lost && e.code.is_none(), "{e:?}");
+        }
+        let e = session.execute("SELECT ?", &[Value::Float(f64::NAN)]).unwrap_err();
+        assert!(!e.lost && e.message.contains("NaN"), "{e:?}");
+        assert_eq!(
+            session.execute("SELECT 1", &[]).unwrap().first(0).as_i64(),
+            Some(1),
+            "the session must stay usable"
+        );
+    }
+
+    #[test]
+    fn a_batch_returns_each_statements_outcome_and_stops_at_an_error() {
+        let mut session = session();
+        let outcomes = session
+            .execute_batch("SET @mysqllock_t = 1; SELECT @mysqllock_t + 1; SELECT 'a' UNION SELECT 'b'")
+            .unwrap();
+        assert_eq!(outcomes.len(), 3);
+        assert_eq!(outcomes[1].first(0).as_i64(), Some(2));
+        assert_eq!(outcomes[2].rows, vec![vec![Value::from("a")], vec![Value::from("b")]]);
+        let e = session
+            .execute_batch("SET @mysqllock_t = 5; SELECT * FROM no_such_table_here; SET @mysqllock_t = 9")
+            .unwrap_err();
+        assert_eq!(e.code, Some(1146));
+        assert!(!e.lost);
+        assert_eq!(session.execute("SELECT @mysqllock_t", &[]).unwrap().first(0).as_i64(), Some(5));
+    }
+
+    #[test]
+    fn a_killed_session_reports_itself_lost() {
+        let mut victim = session();
+        let mut killer = session();
+        killer.kill(victim.connection_id()).unwrap();
+        let e = victim.execute("SELECT 1", &[]).unwrap_err();
+        assert!(e.lost, "{e:?}");
+        assert!(victim.execute("SELECT 1", &[]).unwrap_err().lost);
+    }
+
+    #[test]
+    fn an_account_on_another_plugin_connects_through_the_mysql_crate() {
+        let dsn = std::env::var("MYSQLLOCK_TEST_ED25519_DSN")
+            .expect("MYSQLLOCK_TEST_ED25519_DSN is not set: start the server with scripts/mariadb.sh");
+        let mut session = MysqlSession::connect(&Config::from_url(&dsn).unwrap()).unwrap();
+        assert!(matches!(session.link, Link::Crate(_)));
+        let user = session.execute("SELECT CURRENT_USER(), ?", &[Value::from("ü'?")]).unwrap();
+        assert_eq!(user.rows[0], vec![Value::from("locker_ed@127.0.0.1"), Value::from("ü'?")]);
+        assert!(session.wait_timeout().unwrap() >= f64::from(IDLE_SECONDS), "the setup must run on this path too");
+        // And a session after it, on the native plugin, still uses the own client.
+        assert!(matches!(super::tests::session().link, Link::Own(_)));
+    }
+
+    #[test]
+    fn a_server_that_accepts_but_never_greets_fails_within_the_connect_timeout() {
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut config = config();
+        config.host = "127.0.0.1".into();
+        config.port = silent.local_addr().unwrap().port();
+        config.connect_timeout = std::time::Duration::from_millis(300);
+        let started = std::time::Instant::now();
+        let e = MysqlSession::connect(&config).err().expect("a silent server must not give a session");
+        assert!(matches!(e, Error::Connect { .. }), "{e:?}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "waited {:?}", started.elapsed());
+        drop(silent);
+    }
+
+    #[test]
+    fn a_wrong_password_is_refused_with_the_servers_error() {
+        let mut config = config();
+        config.password = Some("certainly-not-the-password".into());
+        match MysqlSession::connect(&config) {
+            Err(Error::Connect { source, .. }) => assert_eq!(source.code, Some(1045), "{source:?}"),
+            other => panic!("expected access denied, got {:?}", other.err()),
+        }
     }
 }
