@@ -34,6 +34,27 @@ const NATIVE_PASSWORD: &str = "mysql_native_password";
 
 const COM_QUIT: u8 = 0x01;
 const COM_QUERY: u8 = 0x03;
+const COM_STMT_PREPARE: u8 = 0x16;
+const COM_STMT_EXECUTE: u8 = 0x17;
+const COM_STMT_CLOSE: u8 = 0x19;
+
+/// Column and parameter types of the binary protocol that this client reads or sends
+/// specially; every other type travels as a length-encoded string.
+const TYPE_TINY: u8 = 0x01;
+const TYPE_SHORT: u8 = 0x02;
+const TYPE_LONG: u8 = 0x03;
+const TYPE_FLOAT: u8 = 0x04;
+const TYPE_DOUBLE: u8 = 0x05;
+const TYPE_NULL: u8 = 0x06;
+const TYPE_TIMESTAMP: u8 = 0x07;
+const TYPE_LONGLONG: u8 = 0x08;
+const TYPE_INT24: u8 = 0x09;
+const TYPE_DATE: u8 = 0x0A;
+const TYPE_TIME: u8 = 0x0B;
+const TYPE_DATETIME: u8 = 0x0C;
+const TYPE_YEAR: u8 = 0x0D;
+const TYPE_VAR_STRING: u8 = 0xFD;
+const UNSIGNED_FLAG: u16 = 0x20;
 
 const CLIENT_LONG_PASSWORD: u32 = 0x1;
 const CLIENT_LONG_FLAG: u32 = 0x4;
@@ -69,7 +90,7 @@ pub(crate) enum OpenError {
     /// caller connects another way.
     Unsupported(String),
     /// The query sent behind the handshake response met a further authentication step
-    /// (the account uses another plugin): nothing ran; connect again without one.
+    /// this client could take (a fresh scramble): nothing ran; connect again without it.
     Switched,
     /// Connecting failed (refused, timed out, access denied, too many connections).
     Failed(SessionError),
@@ -172,7 +193,7 @@ impl Connection {
         conn.send(&request).map_err(OpenError::Failed)?;
         conn.finish_auth(config, first.is_some())?;
         conn.set_timeouts(io_timeout).map_err(|e| OpenError::Failed(lost(&e)))?;
-        let answer = first.map(|_| conn.read_results());
+        let answer = first.map(|_| conn.read_results(false));
         Ok((conn, answer))
     }
 
@@ -190,7 +211,100 @@ impl Connection {
         let mut request = Vec::with_capacity(sql.len() + 5);
         append_command(&mut request, COM_QUERY, sql.as_bytes());
         self.send(&request)?;
-        self.read_results()
+        self.read_results(false)
+    }
+
+    /// Prepares `sql` on the server (one round trip).
+    pub fn prepare(&mut self, sql: &str) -> Result<Prepared, SessionError> {
+        if self.broken {
+            return Err(SessionError::lost("the connection was lost earlier"));
+        }
+        let mut request = Vec::with_capacity(sql.len() + 5);
+        append_command(&mut request, COM_STMT_PREPARE, sql.as_bytes());
+        self.send(&request)?;
+        let packet = self.read_packet()?;
+        if packet.first() == Some(&0xFF) {
+            return Err(server_error(&packet));
+        }
+        let mut c = Cursor::new(&packet);
+        let (Some(0x00), Some(id), Some(columns), Some(params)) = (c.u8(), c.u32(), c.u16(), c.u16()) else {
+            return Err(self.malformed("a prepare response"));
+        };
+        for count in [params, columns] {
+            if count > 0 {
+                for _ in 0..count {
+                    self.read_packet()?;
+                }
+                if !is_eof(&self.read_packet()?) {
+                    return Err(self.malformed("the end of a prepared statement's definitions"));
+                }
+            }
+        }
+        Ok(Prepared { id, params: usize::from(params) })
+    }
+
+    /// Runs a prepared statement with `params` bound (binary protocol).
+    pub fn execute(&mut self, statement: &Prepared, params: &[Value]) -> Answer {
+        if self.broken {
+            return Err(SessionError::lost("the connection was lost earlier"));
+        }
+        if params.len() != statement.params {
+            let message = format!("{} values for {} placeholders", params.len(), statement.params);
+            return Err(SessionError { code: None, message, lost: false });
+        }
+        let mut body = Vec::with_capacity(16 + params.len() * 16);
+        body.extend_from_slice(&statement.id.to_le_bytes());
+        body.push(0); // no cursor
+        body.extend_from_slice(&1u32.to_le_bytes()); // iteration count
+        if !params.is_empty() {
+            let mut nulls = vec![0u8; params.len().div_ceil(8)];
+            let mut types = Vec::with_capacity(params.len() * 2);
+            let mut values = Vec::new();
+            for (i, value) in params.iter().enumerate() {
+                let (kind, unsigned) = match value {
+                    Value::Null => {
+                        nulls[i / 8] |= 1 << (i % 8);
+                        (TYPE_NULL, false)
+                    }
+                    Value::Int(v) => {
+                        values.extend_from_slice(&v.to_le_bytes());
+                        (TYPE_LONGLONG, false)
+                    }
+                    Value::UInt(v) => {
+                        values.extend_from_slice(&v.to_le_bytes());
+                        (TYPE_LONGLONG, true)
+                    }
+                    Value::Float(v) => {
+                        values.extend_from_slice(&v.to_le_bytes());
+                        (TYPE_DOUBLE, false)
+                    }
+                    Value::Text(text) => {
+                        put_lenenc_bytes(&mut values, text.as_bytes());
+                        (TYPE_VAR_STRING, false)
+                    }
+                    Value::Bytes(bytes) => {
+                        put_lenenc_bytes(&mut values, bytes);
+                        (TYPE_VAR_STRING, false)
+                    }
+                };
+                types.extend_from_slice(&[kind, if unsigned { 0x80 } else { 0 }]);
+            }
+            body.extend_from_slice(&nulls);
+            body.push(1); // types follow
+            body.extend_from_slice(&types);
+            body.extend_from_slice(&values);
+        }
+        let mut request = Vec::with_capacity(body.len() + 5);
+        append_command(&mut request, COM_STMT_EXECUTE, &body);
+        self.send(&request)?;
+        self.read_results(true)
+    }
+
+    /// Frees a prepared statement on the server (no answer comes).
+    pub fn close(&mut self, statement: Prepared) -> Result<(), SessionError> {
+        let mut request = Vec::with_capacity(9);
+        append_command(&mut request, COM_STMT_CLOSE, &statement.id.to_le_bytes());
+        self.send(&request)
     }
 
     fn set_timeouts(&mut self, timeout: Option<Duration>) -> io::Result<()> {
@@ -245,11 +359,14 @@ impl Connection {
             match packet.first() {
                 Some(0x00) => return Ok(()),
                 Some(0xFF) => return Err(OpenError::Failed(server_error(&packet))),
-                Some(0xFE) if !pipelined && packet.len() > 1 => {
+                Some(0xFE) if packet.len() > 1 => {
                     let mut c = Cursor::new(&packet[1..]);
                     let plugin = c.nul_str().unwrap_or_default();
                     if plugin != NATIVE_PASSWORD {
                         return Err(OpenError::Unsupported(format!("the account uses {plugin}")));
+                    }
+                    if pipelined {
+                        return Err(OpenError::Switched);
                     }
                     let data = c.rest();
                     let scramble = data.strip_suffix(&[0]).unwrap_or(data);
@@ -268,15 +385,15 @@ impl Connection {
         }
     }
 
-    /// Reads every result of one query.
-    fn read_results(&mut self) -> Answer {
+    /// Reads every result of one query; `binary`: of a prepared statement.
+    fn read_results(&mut self, binary: bool) -> Answer {
         let mut outcomes = Vec::new();
         loop {
             let packet = self.read_packet()?;
             let (outcome, status) = match packet.first() {
                 Some(0x00) => self.parse_ok(&packet)?,
                 Some(0xFF) => return Err(server_error(&packet)),
-                Some(_) => self.read_result_set(&packet)?,
+                Some(_) => self.read_result_set(&packet, binary)?,
                 None => return Err(self.malformed("an empty packet")),
             };
             outcomes.push(outcome);
@@ -297,15 +414,19 @@ impl Connection {
     }
 
     /// A result set whose first packet (the column count) is `head`: the column
-    /// definitions (not needed: text rows carry every value as a string), an EOF, the
-    /// rows, an EOF with the status.
-    fn read_result_set(&mut self, head: &[u8]) -> Result<(Outcome, u16), SessionError> {
-        let columns = match Cursor::new(head).lenenc() {
+    /// definitions (text rows carry every value as a string, so only binary rows need
+    /// their types), an EOF, the rows, an EOF with the status.
+    fn read_result_set(&mut self, head: &[u8], binary: bool) -> Result<(Outcome, u16), SessionError> {
+        let count = match Cursor::new(head).lenenc() {
             Some(n) if n > 0 && n < 4096 => n as usize,
             _ => return Err(self.malformed("a column count")),
         };
-        for _ in 0..columns {
-            self.read_packet()?;
+        let mut columns = Vec::with_capacity(if binary { count } else { 0 });
+        for _ in 0..count {
+            let definition = self.read_packet()?;
+            if binary {
+                columns.push(parse_column(&definition).ok_or_else(|| self.malformed("a column definition"))?);
+            }
         }
         let eof = self.read_packet()?;
         if !is_eof(&eof) {
@@ -321,8 +442,11 @@ impl Connection {
             if packet.first() == Some(&0xFF) {
                 return Err(server_error(&packet));
             }
-            let row = parse_text_row(&packet, columns).ok_or_else(|| self.malformed("a row"))?;
-            rows.push(row);
+            let row = match binary {
+                true => parse_binary_row(&packet, &columns),
+                false => parse_text_row(&packet, count),
+            };
+            rows.push(row.ok_or_else(|| self.malformed("a row"))?);
         }
     }
 
@@ -378,6 +502,139 @@ impl Drop for Connection {
             let _ = self.stream.get_mut().write_all(&quit);
         }
     }
+}
+
+/// A statement prepared on this connection's server session.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    id: u32,
+    params: usize,
+}
+
+/// What a binary row needs to know of a column.
+struct Column {
+    kind: u8,
+    unsigned: bool,
+}
+
+/// A column definition: six length-encoded strings (catalog, schema, table, original
+/// table, name, original name), then the fixed fields.
+fn parse_column(packet: &[u8]) -> Option<Column> {
+    let mut c = Cursor::new(packet);
+    for _ in 0..6 {
+        let len = usize::try_from(c.lenenc()?).ok()?;
+        c.bytes(len)?;
+    }
+    c.lenenc()?; // length of the fixed fields
+    c.u16()?; // character set
+    c.u32()?; // display length
+    let kind = c.u8()?;
+    let flags = c.u16()?;
+    Some(Column { kind, unsigned: flags & UNSIGNED_FLAG != 0 })
+}
+
+/// A binary-protocol row: a 0x00 header, a NULL bitmap offset by two bits, then each
+/// non-NULL value in its type's encoding.
+fn parse_binary_row(packet: &[u8], columns: &[Column]) -> Option<Vec<Value>> {
+    let mut c = Cursor::new(packet);
+    if c.u8()? != 0x00 {
+        return None;
+    }
+    let nulls = c.bytes((columns.len() + 9) / 8)?;
+    let mut row = Vec::with_capacity(columns.len());
+    for (i, column) in columns.iter().enumerate() {
+        let bit = i + 2;
+        if nulls[bit / 8] & (1 << (bit % 8)) != 0 {
+            row.push(Value::Null);
+            continue;
+        }
+        let int = |c: &mut Cursor, width: usize| -> Option<Value> {
+            let b = c.bytes(width)?;
+            let raw = b.iter().rev().fold(0u64, |acc, &x| acc << 8 | u64::from(x));
+            let shift = 64 - 8 * width as u32;
+            Some(match column.unsigned {
+                true => Value::UInt(raw),
+                false => Value::Int(((raw << shift) as i64) >> shift),
+            })
+        };
+        row.push(match column.kind {
+            TYPE_TINY => int(&mut c, 1)?,
+            TYPE_SHORT | TYPE_YEAR => int(&mut c, 2)?,
+            TYPE_LONG | TYPE_INT24 => int(&mut c, 4)?,
+            TYPE_LONGLONG => int(&mut c, 8)?,
+            TYPE_FLOAT => Value::Float(f64::from(f32::from_le_bytes(c.bytes(4)?.try_into().ok()?))),
+            TYPE_DOUBLE => Value::Float(f64::from_le_bytes(c.bytes(8)?.try_into().ok()?)),
+            TYPE_DATE | TYPE_DATETIME | TYPE_TIMESTAMP => {
+                Value::Text(binary_datetime(&mut c, column.kind == TYPE_DATE)?)
+            }
+            TYPE_TIME => Value::Text(binary_time(&mut c)?),
+            _ => {
+                let len = usize::try_from(c.lenenc()?).ok()?;
+                match String::from_utf8(c.bytes(len)?.to_vec()) {
+                    Ok(s) => Value::Text(s),
+                    Err(e) => Value::Bytes(e.into_bytes()),
+                }
+            }
+        });
+    }
+    Some(row)
+}
+
+/// A binary DATE/DATETIME/TIMESTAMP as the text protocol would show it.
+fn binary_datetime(c: &mut Cursor, date_only: bool) -> Option<String> {
+    let len = usize::from(c.u8()?);
+    let b = c.bytes(len)?;
+    let (year, month, day) = match len {
+        0 => (0, 0, 0),
+        _ => (u16::from_le_bytes([b[0], *b.get(1)?]), *b.get(2)?, *b.get(3)?),
+    };
+    let date = format!("{year:04}-{month:02}-{day:02}");
+    if date_only {
+        return Some(date);
+    }
+    let (hour, minute, second) = if len >= 7 { (b[4], b[5], b[6]) } else { (0, 0, 0) };
+    let mut text = format!("{date} {hour:02}:{minute:02}:{second:02}");
+    if len >= 11 {
+        text.push_str(&format!(".{:06}", u32::from_le_bytes([b[7], b[8], b[9], b[10]])));
+    }
+    Some(text)
+}
+
+/// A binary TIME as the text protocol would show it (hours past 24 included).
+fn binary_time(c: &mut Cursor) -> Option<String> {
+    let len = usize::from(c.u8()?);
+    let b = c.bytes(len)?;
+    if len < 8 {
+        return Some("00:00:00".into());
+    }
+    let days = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
+    let hours = days * 24 + u32::from(b[5]);
+    let sign = if b[0] == 1 { "-" } else { "" };
+    let mut text = format!("{sign}{hours:02}:{:02}:{:02}", b[6], b[7]);
+    if len >= 12 {
+        text.push_str(&format!(".{:06}", u32::from_le_bytes([b[8], b[9], b[10], b[11]])));
+    }
+    Some(text)
+}
+
+fn put_lenenc_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    let len = bytes.len() as u64;
+    match len {
+        0..=0xFA => out.push(len as u8),
+        0xFB..=0xFFFF => {
+            out.push(0xFC);
+            out.extend_from_slice(&(len as u16).to_le_bytes());
+        }
+        0x1_0000..=0xFF_FFFF => {
+            out.push(0xFD);
+            out.extend_from_slice(&len.to_le_bytes()[..3]);
+        }
+        _ => {
+            out.push(0xFE);
+            out.extend_from_slice(&len.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(bytes);
 }
 
 fn connect_stream(config: &Config, timeout: Option<Duration>) -> io::Result<Stream> {
