@@ -295,36 +295,22 @@ fn probe_answer(mut sets: Vec<Vec<Vec<Value>>>) -> (Vec<Vec<Value>>, Option<f64>
 /// literal (only hex digits reach the SQL) with the connection's character set as its
 /// introducer, which makes it the very string a bound parameter would be (same bytes,
 /// same character set, the same coercibility in comparisons, so an indexed column keeps
-/// its collation); numbers are formatted from Rust integers and finite floats.
-fn inline(sql: &str, params: &[Value], charset: &str) -> Result<String, SessionError> {
+/// its collation); numbers are formatted from Rust integers and finite floats. The values
+/// have passed [`check_values`].
+fn inline(sql: &str, params: &[Value], charset: &str) -> String {
     let mut out = String::with_capacity(sql.len() + params.len() * 24);
-    let mut values = params.iter();
-    let mut quote = None;
-    for ch in sql.chars() {
-        match quote {
-            Some(q) if ch == q => quote = None,
-            Some(_) => {}
-            None if matches!(ch, '\'' | '"' | '`') => quote = Some(ch),
-            None if ch == '?' => {
-                let value = values.next().ok_or_else(|| placeholder_mismatch(sql, params.len()))?;
-                write_literal(&mut out, value, charset).map_err(|()| SessionError {
-                    code: None,
-                    message: format!("{value:?} cannot be written as an SQL value"),
-                    lost: false,
-                })?;
-                continue;
-            }
-            None => {}
-        }
-        out.push(ch);
+    let mut copied = 0;
+    for (at, value) in placeholders(sql).into_iter().zip(params) {
+        out.push_str(&sql[copied..at]);
+        write_literal(&mut out, value, charset);
+        copied = at + 1;
     }
-    match values.next() {
-        Some(_) => Err(placeholder_mismatch(sql, params.len())),
-        None => Ok(out),
-    }
+    out.push_str(&sql[copied..]);
+    out
 }
 
-fn write_literal(out: &mut String, value: &Value, charset: &str) -> std::result::Result<(), ()> {
+/// Writes one value; a float must be finite (see [`check_values`]).
+fn write_literal(out: &mut String, value: &Value, charset: &str) {
     let hex = |out: &mut String, bytes: &[u8]| {
         out.push_str("X'");
         for b in bytes {
@@ -341,39 +327,45 @@ fn write_literal(out: &mut String, value: &Value, charset: &str) -> std::result:
             let _ = write!(out, "{u}");
         }
         // Display never uses an exponent, which SQL would read as a DOUBLE.
-        Value::Float(f) if f.is_finite() => {
+        Value::Float(f) => {
             let _ = write!(out, "{f}");
         }
-        Value::Float(_) => return Err(()),
         Value::Text(s) => {
             let _ = write!(out, "_{charset} ");
             hex(out, s.as_bytes());
         }
         Value::Bytes(b) => hex(out, b),
     }
-    Ok(())
 }
 
-/// The `?` placeholders of `sql` outside quotes.
-fn placeholders(sql: &str) -> usize {
+/// The byte offsets of the `?` placeholders of `sql` (outside quotes).
+fn placeholders(sql: &str) -> Vec<usize> {
     let mut quote = None;
-    let mut count = 0;
-    for ch in sql.chars() {
+    let mut at = Vec::new();
+    for (i, ch) in sql.char_indices() {
         match quote {
             Some(q) if ch == q => quote = None,
             Some(_) => {}
             None if matches!(ch, '\'' | '"' | '`') => quote = Some(ch),
-            None if ch == '?' => count += 1,
+            None if ch == '?' => at.push(i),
             None => {}
         }
     }
-    count
+    at
+}
+
+/// The outcome of a single statement.
+fn first(sql: &str, mut outcomes: Vec<Outcome>) -> Result<Outcome, SessionError> {
+    match outcomes.is_empty() {
+        true => Err(SessionError { code: None, message: format!("no result for {sql:?}"), lost: false }),
+        false => Ok(outcomes.swap_remove(0)),
+    }
 }
 
 /// Refuses, before anything is sent, what either protocol would get wrong: a value count
 /// that does not match the placeholders, and floats SQL has no literal for.
 fn check_values(sql: &str, params: &[Value]) -> Result<(), SessionError> {
-    if params.len() != placeholders(sql) {
+    if params.len() != placeholders(sql).len() {
         return Err(placeholder_mismatch(sql, params.len()));
     }
     match params.iter().find(|v| matches!(v, Value::Float(f) if !f.is_finite())) {
@@ -421,23 +413,20 @@ impl Session for MysqlSession {
     /// From its second run on it is prepared once and executed: the server skips
     /// parsing, about 5 µs per statement, which a process locking in a loop notices.
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
+        if params.is_empty() {
+            return first(sql, self.link.query(sql)?);
+        }
         check_values(sql, params)?;
-        let answer = if params.is_empty() {
-            self.link.query(sql)
-        } else if self.seen.contains(sql) {
+        let answer = if self.seen.contains(sql) {
             self.execute_prepared(sql, params)
         } else {
             if self.seen.len() >= 4 * STATEMENT_CACHE {
                 self.seen.clear();
             }
             self.seen.insert(sql.to_owned());
-            self.link.query(&inline(sql, params, &self.charset)?)
+            self.link.query(&inline(sql, params, &self.charset))
         };
-        let mut outcomes = answer?;
-        if outcomes.is_empty() {
-            return Err(SessionError { code: None, message: format!("no result for {sql:?}"), lost: false });
-        }
-        Ok(outcomes.swap_remove(0))
+        first(sql, answer?)
     }
 
     fn connection_id(&self) -> u64 {
