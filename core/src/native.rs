@@ -27,6 +27,9 @@ const IDLE_SECONDS: u32 = 7 * 24 * 3600;
 /// plus the session's `wait_timeout`.
 const MARIADB_PROBE: &str = "SELECT @@version, @@wsrep_on, @@session.wait_timeout";
 
+/// ER_UNSUPPORTED_PS: "This command is not supported in the prepared statement protocol yet".
+const ER_UNSUPPORTED_PS: u16 = 1295;
+
 /// ER_UNKNOWN_SYSTEM_VARIABLE.
 const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
 
@@ -64,6 +67,8 @@ pub struct MysqlSession {
     seen: HashSet<String>,
     /// Statements prepared on the own client's session, by text.
     prepared: HashMap<String, wire::Prepared>,
+    /// Texts the server refused to prepare: always written in.
+    unpreparable: HashSet<String>,
 }
 
 /// Prepared statements kept per session; lock statements are a handful of texts per
@@ -193,6 +198,7 @@ impl MysqlSession {
             wait_timeout,
             seen: HashSet::new(),
             prepared: HashMap::new(),
+            unpreparable: HashSet::new(),
         };
         let mut topology = session.topology;
         topology::complete(|sql| session.execute(sql, &[]), &mut topology).map_err(connect_error)?;
@@ -302,6 +308,8 @@ fn inline(sql: &str, params: &[Value], charset: &str) -> String {
     let mut copied = 0;
     for (at, value) in placeholders(sql).into_iter().zip(params) {
         out.push_str(&sql[copied..at]);
+        // Set apart, so it never joins the token before it (`LIKE?`).
+        out.push(' ');
         write_literal(&mut out, value, charset);
         copied = at + 1;
     }
@@ -326,32 +334,72 @@ fn write_literal(out: &mut String, value: &Value, charset: &str) {
         Value::UInt(u) => {
             let _ = write!(out, "{u}");
         }
-        // Display never uses an exponent, which SQL would read as a DOUBLE.
+        // With an exponent, which makes SQL read it as a DOUBLE, as a bound float is
+        // (without one it would be a DECIMAL: 0.1 + 0.2 = 0.3 would hold).
         Value::Float(f) => {
-            let _ = write!(out, "{f}");
+            let _ = write!(out, "{f:e}");
         }
         Value::Text(s) => {
             let _ = write!(out, "_{charset} ");
             hex(out, s.as_bytes());
         }
-        Value::Bytes(b) => hex(out, b),
+        // A binary string, as a bound BLOB is.
+        Value::Bytes(b) => {
+            out.push_str("_binary ");
+            hex(out, b);
+        }
     }
 }
 
-/// The byte offsets of the `?` placeholders of `sql` (outside quotes).
+/// The byte offsets of the `?` placeholders of `sql` as the server counts them: not in
+/// quoted strings or identifiers (a backslash escapes the next character in a string),
+/// not in comments (`#` and `-- ` to the end of the line, `/* */`; but the server runs
+/// what `/*!` and `/*M!` hold, so those count).
 fn placeholders(sql: &str) -> Vec<usize> {
-    let mut quote = None;
+    #[derive(Clone, Copy, PartialEq)]
+    enum In {
+        Code,
+        Quote(u8),
+        Line,
+        Block,
+    }
+    let bytes = sql.as_bytes();
     let mut at = Vec::new();
-    for (i, ch) in sql.char_indices() {
-        match quote {
-            Some(q) if ch == q => quote = None,
-            Some(_) => {}
-            None if matches!(ch, '\'' | '"' | '`') => quote = Some(ch),
-            None if ch == '?' => at.push(i),
-            None => {}
+    let mut state = In::Code;
+    let mut i = 0;
+    while i < bytes.len() {
+        let (b, next) = (bytes[i], bytes.get(i + 1).copied());
+        match state {
+            In::Quote(q) if b == b'\\' && q != b'`' => i += 1,
+            In::Quote(q) if b == q => state = In::Code,
+            In::Line if b == b'\n' => state = In::Code,
+            In::Block if b == b'*' && next == Some(b'/') => {
+                state = In::Code;
+                i += 1;
+            }
+            In::Code => match b {
+                b'\'' | b'"' | b'`' => state = In::Quote(b),
+                b'?' => at.push(i),
+                b'#' => state = In::Line,
+                b'-' if next == Some(b'-') && !matches!(bytes.get(i + 2), Some(c) if !c.is_ascii_whitespace()) => {
+                    state = In::Line
+                }
+                b'/' if next == Some(b'*') && !executable_comment(&bytes[i..]) => {
+                    state = In::Block;
+                    i += 1;
+                }
+                _ => {}
+            },
+            _ => {}
         }
+        i += 1;
     }
     at
+}
+
+/// `/*!` (MySQL) and `/*M!` (MariaDB) open comments whose content the server runs.
+fn executable_comment(from: &[u8]) -> bool {
+    from.starts_with(b"/*!") || from.starts_with(b"/*M!")
 }
 
 /// The outcome of a single statement.
@@ -397,7 +445,15 @@ impl MysqlSession {
                     }
                 }
             }
-            let statement = conn.prepare(sql)?;
+            let statement = match conn.prepare(sql) {
+                Ok(statement) => statement,
+                // Not a statement the server prepares: written in every time.
+                Err(e) if e.code == Some(ER_UNSUPPORTED_PS) => {
+                    self.unpreparable.insert(sql.to_owned());
+                    return conn.query(&inline(sql, params, &self.charset));
+                }
+                Err(e) => return Err(e),
+            };
             self.prepared.insert(sql.to_owned(), statement);
         }
         match self.prepared.get(sql) {
@@ -417,7 +473,11 @@ impl Session for MysqlSession {
             return first(sql, self.link.query(sql)?);
         }
         check_values(sql, params)?;
-        let answer = if self.seen.contains(sql) {
+        // Through the mysql crate (the fallback), always prepared: its parameters are not
+        // quite what this module writes in (bytes bound as strings).
+        let written_in =
+            matches!(self.link, Link::Own(_)) && (!self.seen.contains(sql) || self.unpreparable.contains(sql));
+        let answer = if !written_in {
             self.execute_prepared(sql, params)
         } else {
             if self.seen.len() >= 4 * STATEMENT_CACHE {
@@ -588,6 +648,20 @@ mod tests {
             assert_eq!(row[5].as_f64(), Some(0.000_125), "run {run}");
             assert!(row[6].is_null(), "run {run}");
         }
+    }
+
+    #[test]
+    fn a_written_in_value_means_what_the_bound_one_means() {
+        let mut session = session();
+        // A float is a DOUBLE (as a DECIMAL, 0.1 + 0.2 would equal 0.3); bytes are a
+        // binary string (compared byte by byte, not in the connection's collation).
+        let sql = "SELECT ? + 0.2 = 0.3, ? = 'a', ? = 'A', ? LIKE 'x%'";
+        let params = [Value::Float(0.1), Value::Bytes(b"A".to_vec()), Value::Bytes(b"A".to_vec()), Value::from("xy")];
+        for run in ["written in", "bound"] {
+            let row = session.execute(sql, &params).unwrap().rows.remove(0);
+            let flags: Vec<_> = row.iter().map(Value::as_i64).collect();
+            assert_eq!(flags, [Some(0), Some(0), Some(1), Some(1)], "{run}");
+        }
         assert_eq!(session.prepared.len(), 1, "the second run prepares, the third reuses");
     }
 
@@ -623,24 +697,56 @@ mod tests {
     #[test]
     fn a_written_in_string_compares_like_a_bound_one() {
         // Coercibility: the column's collation decides, so a latin1 case-insensitive
-        // column matches another spelling, and its index is used.
+        // column matches another spelling, written in or bound, through its index.
         let mut session = session();
-        let out = session
-            .execute(
-                "SELECT CAST('Fóo' AS CHAR CHARACTER SET latin1) COLLATE latin1_swedish_ci = ?",
-                &[Value::from("FÓO")],
-            )
+        session
+            .execute("CREATE TEMPORARY TABLE spellings (n VARCHAR(10) CHARACTER SET latin1 COLLATE latin1_swedish_ci, KEY (n))", &[])
             .unwrap();
-        assert_eq!(out.first(0).as_i64(), Some(1));
-        let coercibility = session.execute("SELECT COERCIBILITY(?), 1", &[Value::from("x")]).unwrap();
-        assert_eq!(coercibility.first(0).as_i64(), Some(4), "a literal must be as coercible as a parameter");
+        session.execute("INSERT INTO spellings VALUES ('Fóo'), ('bar')", &[]).unwrap();
+        for run in ["written in", "bound"] {
+            let out = session.execute("SELECT COUNT(*) FROM spellings WHERE n = ?", &[Value::from("FÓO")]).unwrap();
+            assert_eq!(out.first(0).as_i64(), Some(1), "{run}");
+            let coercibility = session.execute("SELECT COERCIBILITY(?), 1", &[Value::from("x")]).unwrap();
+            assert_eq!(coercibility.first(0).as_i64(), Some(4), "{run}: as coercible as a parameter");
+        }
+        let plan = session.execute("EXPLAIN SELECT n FROM spellings WHERE n = ?", &[Value::from("x")]).unwrap();
+        assert!(plan.rows[0].iter().any(|v| v.as_text().as_deref() == Some("n")), "the index is used: {plan:?}");
     }
 
     #[test]
-    fn question_marks_inside_quotes_are_not_placeholders() {
+    fn question_marks_in_strings_and_comments_are_not_placeholders() {
+        let cases = [
+            ("SELECT '?', \"?\", ? AS `?`", 1),
+            ("SELECT 'it\\'s ?', ?", 1),
+            ("SELECT ? -- why?\n, ?", 2),
+            ("SELECT ? # why?\n, ?", 2),
+            ("SELECT ? /* why? */, ?", 2),
+            ("SELECT ?--1", 1),
+            ("SELECT ? /*! , ? */", 2),
+            ("SELECT ? /*M!100000 , ? */", 2),
+            ("SELECT `a\\`, ?", 1),
+        ];
+        for (sql, count) in cases {
+            assert_eq!(placeholders(sql).len(), count, "{sql}");
+        }
         let mut session = session();
-        let out = session.execute("SELECT '?', \"?\", ? AS `?`", &[Value::Int(7)]).unwrap();
-        assert_eq!(out.rows[0], vec![Value::from("?"), Value::from("?"), Value::from("7")]);
+        let sql = "SELECT 'it\\'s ?', ? /* ? */ -- ?\n";
+        for run in ["written in", "bound"] {
+            let row = session.execute(sql, &[Value::Int(7)]).unwrap().rows.remove(0);
+            assert_eq!(
+                row.iter().map(Value::as_text).collect::<Vec<_>>(),
+                [Some("it's ?".into()), Some("7".into())],
+                "{run}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_error_in_the_middle_of_the_rows_leaves_the_session_usable() {
+        let mut session = session();
+        let e = session.execute("SELECT IF(seq = 3, (SELECT 1 UNION SELECT 2), seq) FROM seq_1_to_5", &[]).unwrap_err();
+        assert_eq!((e.code, e.lost), (Some(1242), false), "{e:?}");
+        assert_eq!(session.execute("SELECT ?", &[Value::Int(5)]).unwrap().first(0).as_i64(), Some(5));
     }
 
     #[test]

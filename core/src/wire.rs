@@ -53,6 +53,7 @@ const TYPE_DATE: u8 = 0x0A;
 const TYPE_TIME: u8 = 0x0B;
 const TYPE_DATETIME: u8 = 0x0C;
 const TYPE_YEAR: u8 = 0x0D;
+const TYPE_BLOB: u8 = 0xFC;
 const TYPE_VAR_STRING: u8 = 0xFD;
 const UNSIGNED_FLAG: u16 = 0x20;
 
@@ -64,6 +65,7 @@ const CLIENT_TRANSACTIONS: u32 = 0x2000;
 const CLIENT_SECURE_CONNECTION: u32 = 0x8000;
 const CLIENT_MULTI_STATEMENTS: u32 = 0x1_0000;
 const CLIENT_MULTI_RESULTS: u32 = 0x2_0000;
+const CLIENT_PS_MULTI_RESULTS: u32 = 0x4_0000;
 const CLIENT_PLUGIN_AUTH: u32 = 0x8_0000;
 /// What this client asks for. Not CLIENT_FOUND_ROWS: the protocol reads an UPDATE's
 /// affected rows as rows changed. Not CLIENT_INTERACTIVE: an idle holder's session is
@@ -76,6 +78,7 @@ const CLIENT_WANTS: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_SECURE_CONNECTION
     | CLIENT_MULTI_STATEMENTS
     | CLIENT_MULTI_RESULTS
+    | CLIENT_PS_MULTI_RESULTS
     | CLIENT_PLUGIN_AUTH;
 
 const SERVER_MORE_RESULTS_EXISTS: u16 = 0x8;
@@ -140,19 +143,27 @@ pub(crate) struct Connection {
     /// writes go straight to the socket, each request in one `write`.
     stream: BufReader<Stream>,
     greeting: Greeting,
-    /// The sequence number of the next packet written.
+    /// The sequence number of the next packet, read or written: one count per exchange,
+    /// shared by both directions. A packet out of order means the connection is out of
+    /// step with the server, and is treated as lost.
     seq: u8,
     broken: bool,
+    /// Past the handshake: only then does closing say goodbye (COM_QUIT); during the
+    /// handshake the server would read it as an answer.
+    authenticated: bool,
 }
 
 impl Connection {
-    /// Connects and authenticates. `first` is a query sent in the same write as the
-    /// handshake response, so that its answer arrives with the server's OK: a setup
-    /// that costs no round trip of its own. It is only sent when the greeting offers
-    /// `mysql_native_password`; should the server then switch the account to another
-    /// plugin, the query would be read as the answer to that switch, so the attempt is
-    /// given up as [`OpenError::Unsupported`] (nothing ran) and the caller tries again
-    /// without it. The outcome of `first` is returned when it was sent.
+    /// Connects and authenticates with `mysql_native_password` (also when the server
+    /// greets with another default plugin, as MySQL 8 does: the scramble is the same, and
+    /// an account on another plugin is answered with a switch, reported as
+    /// [`OpenError::Unsupported`]). `first` is a query sent in the same write as the
+    /// handshake response, so that its answer arrives with the server's OK: a setup that
+    /// costs no round trip of its own. It is only sent when the greeting names
+    /// `mysql_native_password`; should the server still ask for another step, it reads
+    /// the query as that step's answer, out of sequence, and refuses it (nothing runs):
+    /// reported as [`OpenError::Switched`] or [`OpenError::Unsupported`]. The outcome of
+    /// `first` is returned when it was sent.
     pub fn open(
         config: &Config,
         io_timeout: Option<Duration>,
@@ -174,6 +185,7 @@ impl Connection {
             },
             seq: 0,
             broken: false,
+            authenticated: false,
         };
         let greeting = conn.read_greeting()?;
         if greeting.capabilities & (CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION)
@@ -181,19 +193,26 @@ impl Connection {
         {
             return Err(OpenError::Unsupported(format!("server {} lacks the 4.1 protocol", greeting.version)));
         }
-        if greeting.plugin != NATIVE_PASSWORD {
-            return Err(OpenError::Unsupported(format!("the server greets with {}", greeting.plugin)));
+        if greeting.capabilities & CLIENT_PLUGIN_AUTH == 0 {
+            return Err(OpenError::Unsupported(format!("server {} names no authentication plugin", greeting.version)));
         }
+        let first = first.filter(|_| greeting.plugin == NATIVE_PASSWORD).map(|build| build(&greeting));
         conn.greeting = greeting;
         let mut request = conn.handshake_response(config);
-        let first = first.map(|build| build(&conn.greeting));
         if let Some(sql) = &first {
-            append_command(&mut request, COM_QUERY, sql.as_bytes());
+            frame_command(&mut request, COM_QUERY, sql.as_bytes());
         }
         conn.send(&request).map_err(OpenError::Failed)?;
         conn.finish_auth(config, first.is_some())?;
-        conn.set_timeouts(io_timeout).map_err(|e| OpenError::Failed(lost(&e)))?;
-        let answer = first.map(|_| conn.read_results(false));
+        conn.authenticated = true;
+        if let Err(e) = conn.set_timeouts(io_timeout) {
+            return Err(OpenError::Failed(conn.fail(lost(&e))));
+        }
+        let answer = first.map(|_| {
+            // The query's answer is numbered from its own command's 0.
+            conn.seq = 1;
+            conn.read_results(false)
+        });
         Ok((conn, answer))
     }
 
@@ -208,9 +227,7 @@ impl Connection {
         if self.broken {
             return Err(SessionError::lost("the connection was lost earlier"));
         }
-        let mut request = Vec::with_capacity(sql.len() + 5);
-        append_command(&mut request, COM_QUERY, sql.as_bytes());
-        self.send(&request)?;
+        self.command(COM_QUERY, sql.as_bytes())?;
         self.read_results(false)
     }
 
@@ -219,9 +236,7 @@ impl Connection {
         if self.broken {
             return Err(SessionError::lost("the connection was lost earlier"));
         }
-        let mut request = Vec::with_capacity(sql.len() + 5);
-        append_command(&mut request, COM_STMT_PREPARE, sql.as_bytes());
-        self.send(&request)?;
+        self.command(COM_STMT_PREPARE, sql.as_bytes())?;
         let packet = self.read_packet()?;
         if packet.first() == Some(&0xFF) {
             return Err(server_error(&packet));
@@ -282,9 +297,10 @@ impl Connection {
                         put_lenenc_bytes(&mut values, text.as_bytes());
                         (TYPE_VAR_STRING, false)
                     }
+                    // A BLOB parameter is a binary string, as a written-in `_binary X'..'`.
                     Value::Bytes(bytes) => {
                         put_lenenc_bytes(&mut values, bytes);
-                        (TYPE_VAR_STRING, false)
+                        (TYPE_BLOB, false)
                     }
                 };
                 types.extend_from_slice(&[kind, if unsigned { 0x80 } else { 0 }]);
@@ -294,16 +310,22 @@ impl Connection {
             body.extend_from_slice(&types);
             body.extend_from_slice(&values);
         }
-        let mut request = Vec::with_capacity(body.len() + 5);
-        append_command(&mut request, COM_STMT_EXECUTE, &body);
-        self.send(&request)?;
+        self.command(COM_STMT_EXECUTE, &body)?;
         self.read_results(true)
     }
 
     /// Frees a prepared statement on the server (no answer comes).
     pub fn close(&mut self, statement: Prepared) -> Result<(), SessionError> {
-        let mut request = Vec::with_capacity(9);
-        append_command(&mut request, COM_STMT_CLOSE, &statement.id.to_le_bytes());
+        if self.broken {
+            return Err(SessionError::lost("the connection was lost earlier"));
+        }
+        self.command(COM_STMT_CLOSE, &statement.id.to_le_bytes())
+    }
+
+    /// Sends a command: a new exchange, numbered from 0.
+    fn command(&mut self, command: u8, body: &[u8]) -> Result<(), SessionError> {
+        let mut request = Vec::with_capacity(body.len() + 5);
+        self.seq = frame_command(&mut request, command, body);
         self.send(&request)
     }
 
@@ -418,10 +440,10 @@ impl Connection {
     /// their types), an EOF, the rows, an EOF with the status.
     fn read_result_set(&mut self, head: &[u8], binary: bool) -> Result<(Outcome, u16), SessionError> {
         let count = match Cursor::new(head).lenenc() {
-            Some(n) if n > 0 && n < 4096 => n as usize,
+            Some(n) if n > 0 && n <= u64::from(u16::MAX) => n as usize,
             _ => return Err(self.malformed("a column count")),
         };
-        let mut columns = Vec::with_capacity(if binary { count } else { 0 });
+        let mut columns = Vec::with_capacity(if binary { count.min(64) } else { 0 });
         for _ in 0..count {
             let definition = self.read_packet()?;
             if binary {
@@ -451,8 +473,21 @@ impl Connection {
     }
 
     fn malformed(&mut self, what: &str) -> SessionError {
+        self.fail(SessionError::lost(format!(
+            "the server sent {what} this client cannot read; the connection is closed"
+        )))
+    }
+
+    /// The connection is out of step or gone: closed at once (so the server ends the
+    /// session and its locks now, not when this object is dropped), and every later call
+    /// reports it lost.
+    fn fail(&mut self, e: SessionError) -> SessionError {
         self.broken = true;
-        SessionError::lost(format!("the server sent {what} this client cannot read; the connection is closed"))
+        let _ = match self.stream.get_ref() {
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+        e
     }
 
     /// One logical packet, reassembled from 16 MiB pieces.
@@ -462,7 +497,11 @@ impl Connection {
             let mut header = [0u8; 4];
             self.read_exact(&mut header)?;
             let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
-            self.seq = header[3].wrapping_add(1);
+            if header[3] != self.seq {
+                let message = format!("packet {} arrived where {} was due", header[3], self.seq);
+                return Err(self.fail(SessionError::lost(message)));
+            }
+            self.seq = self.seq.wrapping_add(1);
             let start = payload.len();
             payload.resize(start + len, 0);
             self.read_exact(&mut payload[start..])?;
@@ -473,17 +512,17 @@ impl Connection {
     }
 
     fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), SessionError> {
-        self.stream.read_exact(buf).map_err(|e| {
-            self.broken = true;
-            lost(&e)
-        })
+        match self.stream.read_exact(buf) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(lost(&e))),
+        }
     }
 
     fn send(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
-        self.stream.get_mut().write_all(bytes).map_err(|e| {
-            self.broken = true;
-            lost(&e)
-        })
+        match self.stream.get_mut().write_all(bytes) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(lost(&e))),
+        }
     }
 
     /// Frames `payload` as packets continuing this exchange's sequence.
@@ -493,12 +532,17 @@ impl Connection {
 }
 
 impl Drop for Connection {
-    /// Says goodbye, so the server does not count an aborted connection. Best effort:
-    /// the socket closes either way.
+    /// Says goodbye, so the server does not count an aborted connection. Best effort,
+    /// and never blocking (a full send buffer just loses the goodbye): the socket closes
+    /// either way.
     fn drop(&mut self) {
-        if !self.broken {
+        if self.authenticated && !self.broken {
             let mut quit = Vec::with_capacity(5);
-            append_command(&mut quit, COM_QUIT, &[]);
+            frame_command(&mut quit, COM_QUIT, &[]);
+            let _ = match self.stream.get_mut() {
+                Stream::Tcp(s) => s.set_nonblocking(true),
+                Stream::Unix(s) => s.set_nonblocking(true),
+            };
             let _ = self.stream.get_mut().write_all(&quit);
         }
     }
@@ -515,6 +559,8 @@ pub(crate) struct Prepared {
 struct Column {
     kind: u8,
     unsigned: bool,
+    /// Fractional digits of a temporal column (as the text protocol would show them).
+    decimals: u8,
 }
 
 /// A column definition: six length-encoded strings (catalog, schema, table, original
@@ -530,7 +576,8 @@ fn parse_column(packet: &[u8]) -> Option<Column> {
     c.u32()?; // display length
     let kind = c.u8()?;
     let flags = c.u16()?;
-    Some(Column { kind, unsigned: flags & UNSIGNED_FLAG != 0 })
+    let decimals = c.u8()?;
+    Some(Column { kind, unsigned: flags & UNSIGNED_FLAG != 0, decimals })
 }
 
 /// A binary-protocol row: a 0x00 header, a NULL bitmap offset by two bits, then each
@@ -562,12 +609,13 @@ fn parse_binary_row(packet: &[u8], columns: &[Column]) -> Option<Vec<Value>> {
             TYPE_SHORT | TYPE_YEAR => int(&mut c, 2)?,
             TYPE_LONG | TYPE_INT24 => int(&mut c, 4)?,
             TYPE_LONGLONG => int(&mut c, 8)?,
-            TYPE_FLOAT => Value::Float(f64::from(f32::from_le_bytes(c.bytes(4)?.try_into().ok()?))),
+            // Through its own shortest text, so 1.1 reads as 1.1 (as in the text protocol),
+            // not as the f32's exact value widened.
+            TYPE_FLOAT => Value::Float(f32::from_le_bytes(c.bytes(4)?.try_into().ok()?).to_string().parse().ok()?),
             TYPE_DOUBLE => Value::Float(f64::from_le_bytes(c.bytes(8)?.try_into().ok()?)),
-            TYPE_DATE | TYPE_DATETIME | TYPE_TIMESTAMP => {
-                Value::Text(binary_datetime(&mut c, column.kind == TYPE_DATE)?)
-            }
-            TYPE_TIME => Value::Text(binary_time(&mut c)?),
+            TYPE_DATE => Value::Text(binary_datetime(&mut c, None)?),
+            TYPE_DATETIME | TYPE_TIMESTAMP => Value::Text(binary_datetime(&mut c, Some(column.decimals))?),
+            TYPE_TIME => Value::Text(binary_time(&mut c, column.decimals)?),
             _ => {
                 let len = usize::try_from(c.lenenc()?).ok()?;
                 match String::from_utf8(c.bytes(len)?.to_vec()) {
@@ -580,8 +628,20 @@ fn parse_binary_row(packet: &[u8], columns: &[Column]) -> Option<Vec<Value>> {
     Some(row)
 }
 
-/// A binary DATE/DATETIME/TIMESTAMP as the text protocol would show it.
-fn binary_datetime(c: &mut Cursor, date_only: bool) -> Option<String> {
+/// Microseconds as the text protocol shows them with `decimals` fractional digits
+/// (0-6; anything else, such as an expression's "not fixed", shows all six when there is
+/// a fraction).
+fn fraction(micros: u32, decimals: u8) -> String {
+    match decimals {
+        0 => String::new(),
+        1..=6 => format!(".{micros:06}")[..=usize::from(decimals)].to_owned(),
+        _ if micros == 0 => String::new(),
+        _ => format!(".{micros:06}"),
+    }
+}
+
+/// A binary DATE (`decimals` None) or DATETIME/TIMESTAMP as the text protocol shows it.
+fn binary_datetime(c: &mut Cursor, decimals: Option<u8>) -> Option<String> {
     let len = usize::from(c.u8()?);
     let b = c.bytes(len)?;
     let (year, month, day) = match len {
@@ -589,32 +649,26 @@ fn binary_datetime(c: &mut Cursor, date_only: bool) -> Option<String> {
         _ => (u16::from_le_bytes([b[0], *b.get(1)?]), *b.get(2)?, *b.get(3)?),
     };
     let date = format!("{year:04}-{month:02}-{day:02}");
-    if date_only {
+    let Some(decimals) = decimals else {
         return Some(date);
-    }
+    };
     let (hour, minute, second) = if len >= 7 { (b[4], b[5], b[6]) } else { (0, 0, 0) };
-    let mut text = format!("{date} {hour:02}:{minute:02}:{second:02}");
-    if len >= 11 {
-        text.push_str(&format!(".{:06}", u32::from_le_bytes([b[7], b[8], b[9], b[10]])));
-    }
-    Some(text)
+    let micros = if len >= 11 { u32::from_le_bytes([b[7], b[8], b[9], b[10]]) } else { 0 };
+    Some(format!("{date} {hour:02}:{minute:02}:{second:02}{}", fraction(micros, decimals)))
 }
 
-/// A binary TIME as the text protocol would show it (hours past 24 included).
-fn binary_time(c: &mut Cursor) -> Option<String> {
+/// A binary TIME as the text protocol shows it (hours past 24 included).
+fn binary_time(c: &mut Cursor, decimals: u8) -> Option<String> {
     let len = usize::from(c.u8()?);
     let b = c.bytes(len)?;
     if len < 8 {
-        return Some("00:00:00".into());
+        return Some(format!("00:00:00{}", fraction(0, decimals)));
     }
     let days = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
     let hours = days * 24 + u32::from(b[5]);
     let sign = if b[0] == 1 { "-" } else { "" };
-    let mut text = format!("{sign}{hours:02}:{:02}:{:02}", b[6], b[7]);
-    if len >= 12 {
-        text.push_str(&format!(".{:06}", u32::from_le_bytes([b[8], b[9], b[10], b[11]])));
-    }
-    Some(text)
+    let micros = if len >= 12 { u32::from_le_bytes([b[8], b[9], b[10], b[11]]) } else { 0 };
+    Some(format!("{sign}{hours:02}:{:02}:{:02}{}", b[6], b[7], fraction(micros, decimals)))
 }
 
 fn put_lenenc_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -649,7 +703,11 @@ fn connect_stream(config: &Config, timeout: Option<Duration>) -> io::Result<Stre
             let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{} resolves to no address", config.host));
             let mut connected = None;
             for addr in (config.host.as_str(), config.port).to_socket_addrs()? {
-                match TcpStream::connect_timeout(&addr, config.connect_timeout) {
+                let attempt = match config.connect_timeout.is_zero() {
+                    true => TcpStream::connect(addr),
+                    false => TcpStream::connect_timeout(&addr, config.connect_timeout),
+                };
+                match attempt {
                     Ok(s) => {
                         connected = Some(s);
                         break;
@@ -667,12 +725,12 @@ fn connect_stream(config: &Config, timeout: Option<Duration>) -> io::Result<Stre
     Ok(stream)
 }
 
-/// A command starts a new exchange: sequence 0.
-fn append_command(out: &mut Vec<u8>, command: u8, body: &[u8]) {
+/// Appends a command: a new exchange, numbered from 0. Returns the next number.
+fn frame_command(out: &mut Vec<u8>, command: u8, body: &[u8]) -> u8 {
     let mut payload = Vec::with_capacity(body.len() + 1);
     payload.push(command);
     payload.extend_from_slice(body);
-    frame(out, &payload, 0);
+    frame(out, &payload, 0)
 }
 
 /// Appends `payload` as packets numbered from `seq`; returns the next number. A payload
@@ -912,6 +970,92 @@ mod tests {
         );
         assert_eq!(g.scramble, b"abcdefghijklmnopqrst");
         assert_eq!(g.capabilities, caps);
+    }
+
+    /// A connection past its handshake, talking to a hand-driven peer.
+    fn connected(authenticated: bool) -> (Connection, UnixStream) {
+        let (ours, peer) = UnixStream::pair().unwrap();
+        // A test that waits for the end of the connection fails instead of hanging.
+        peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let greeting = Greeting {
+            version: "test".into(),
+            connection_id: 1,
+            capabilities: 0,
+            scramble: Vec::new(),
+            plugin: String::new(),
+        };
+        let conn =
+            Connection { stream: BufReader::new(Stream::Unix(ours)), greeting, seq: 0, broken: false, authenticated };
+        (conn, peer)
+    }
+
+    #[test]
+    fn a_packet_out_of_sequence_loses_the_connection_and_closes_it() {
+        let (mut conn, mut peer) = connected(true);
+        // The answer to a query must be packet 1; this OK claims to be packet 5.
+        peer.write_all(&[7, 0, 0, 5, 0, 0, 0, 2, 0, 0, 0]).unwrap();
+        let e = conn.query("SELECT 1").unwrap_err();
+        assert!(e.lost && e.message.contains("arrived where 1 was due"), "{e:?}");
+        assert!(conn.query("SELECT 1").unwrap_err().lost);
+        // The peer sees the query, then the end of the connection (no goodbye either).
+        let mut seen = Vec::new();
+        peer.read_to_end(&mut seen).unwrap();
+        assert_eq!(&seen[..5], &[9, 0, 0, 0, COM_QUERY]);
+        assert_eq!(seen.len(), 4 + 9, "nothing after the query: {seen:?}");
+    }
+
+    #[test]
+    fn an_in_sequence_answer_is_read_and_the_goodbye_follows() {
+        let (mut conn, mut peer) = connected(true);
+        peer.write_all(&[7, 0, 0, 1, 0, 3, 9, 2, 0, 0, 0]).unwrap();
+        let outcomes = conn.query("DELETE FROM t").unwrap();
+        assert_eq!((outcomes[0].affected_rows, outcomes[0].last_insert_id), (3, 9));
+        drop(conn);
+        let mut seen = Vec::new();
+        peer.read_to_end(&mut seen).unwrap();
+        assert_eq!(&seen[seen.len() - 5..], &[1, 0, 0, 0, COM_QUIT]);
+    }
+
+    #[test]
+    fn a_connection_dropped_during_its_handshake_sends_no_goodbye() {
+        let (conn, mut peer) = connected(false);
+        drop(conn);
+        let mut seen = Vec::new();
+        peer.read_to_end(&mut seen).unwrap();
+        assert!(seen.is_empty(), "the server would read {seen:?} as a handshake answer");
+    }
+
+    #[test]
+    fn a_mysql_8_greeting_names_its_plugin_and_a_plugin_name_may_lack_its_nul() {
+        let greeting = |plugin: &[u8]| {
+            let mut p = vec![10];
+            p.extend_from_slice(b"8.0.36\0");
+            p.extend_from_slice(&9u32.to_le_bytes());
+            p.extend_from_slice(b"abcdefgh\0");
+            let caps = CLIENT_WANTS;
+            p.extend_from_slice(&(caps as u16).to_le_bytes());
+            p.push(255);
+            p.extend_from_slice(&2u16.to_le_bytes());
+            p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
+            p.push(21);
+            p.extend_from_slice(&[0; 10]);
+            p.extend_from_slice(b"ijklmnopqrst\0");
+            p.extend_from_slice(plugin);
+            parse_greeting(&p).unwrap()
+        };
+        let g = greeting(b"caching_sha2_password\0");
+        assert_eq!((g.version.as_str(), g.plugin.as_str()), ("8.0.36", "caching_sha2_password"));
+        assert_eq!(g.scramble, b"abcdefghijklmnopqrst");
+        assert_eq!(greeting(b"mysql_native_password").plugin, NATIVE_PASSWORD);
+    }
+
+    #[test]
+    fn temporal_values_show_the_columns_fractional_digits() {
+        assert_eq!(fraction(500_000, 3), ".500");
+        assert_eq!(fraction(0, 6), ".000000");
+        assert_eq!(fraction(0, 0), "");
+        assert_eq!(fraction(7, 31), ".000007");
+        assert_eq!(fraction(0, 31), "");
     }
 
     #[test]
