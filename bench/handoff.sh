@@ -89,7 +89,8 @@ for placement in "${placements[@]}"; do
     # The time split: the same hand-off with the protocol's statements sent through PDO
     # (pdo: raw floor; del: the holder releases with the protocol's DELETE ... RELEASE_LOCK,
     # the waiter sleeps in raw GET_LOCK; batch: and the waiter sends the protocol's
-    # sleep-and-claim batch; ext: the extension), all four taking turns.
+    # sleep-and-claim batch; hand: the best design keeping the table, by hand, see
+    # bench/php/handoff_user.php; ext: the extension), all five taking turns.
     "${php_ext[@]}" handoff "$rounds" "$split_n" "$hold_ms" "split-$placement" split >"$work/split.$placement"
   fi
   if [ "$only" != handoff ]; then
@@ -124,7 +125,7 @@ for placement in "${placements[@]}"; do
     echo
     echo "| hand-off variant | call → waiter returns, median (p90) | over the floor | holder's release() call, median (p90) |"
     echo "|---|---|---|---|"
-    sed 's/^| split: pdo |/| floor: raw GET_LOCK \/ RELEASE_LOCK (PDO) |/; s/^| split: del |/| holder: DELETE ... RELEASE_LOCK; waiter: raw GET_LOCK (PDO) |/; s/^| split: batch |/| holder: DELETE ... RELEASE_LOCK; waiter: the sleep-and-claim batch (PDO) |/; s/^| split: ext |/| extension: SharedLock::lock() \/ ->release() |/' "$work/split.$placement"
+    sed 's/^| split: pdo |/| floor: raw GET_LOCK \/ RELEASE_LOCK (PDO) |/; s/^| split: del |/| holder: DELETE ... RELEASE_LOCK; waiter: raw GET_LOCK (PDO) |/; s/^| split: batch |/| holder: DELETE ... RELEASE_LOCK; waiter: the sleep-and-claim batch (PDO) |/; s/^| split: hand |/| not built: the releaser hands the row to a marked waiter (UPDATE, no INSERT), by hand (PDO) |/; s/^| split: ext |/| extension: SharedLock::lock() \/ ->release() |/' "$work/split.$placement"
   fi
 done
 echo

@@ -133,9 +133,20 @@ final class Raw extends Way
 /**
  * The protocol's own statements through PDO, for the time split (`handoff ... split`):
  * the holder claims with the product's INSERT ... GET_LOCK and releases with its
- * DELETE ... RELEASE_LOCK; the waiter either sleeps in raw GET_LOCK (`$batch` false: what
- * the holder's statement alone adds) or sends the product's sleep-and-claim batch through
- * an emulating PDO (multi-statement), as the extension's native connection does.
+ * DELETE ... RELEASE_LOCK; the waiter either sleeps in raw GET_LOCK (`del`: what the
+ * holder's statement alone adds) or sends the product's sleep-and-claim batch through an
+ * emulating PDO (multi-statement), as the extension's native connection does (`batch`).
+ *
+ * `hand`: the best design found for keeping the original table (bench/RESULTS.md, issue
+ * 16), not built into the product, measured here by hand. A waiter marks itself as the
+ * next owner by taking GET_LOCK('mysqllock-next:' . name) before it sleeps on the name;
+ * the releaser hands the row to that session in the statement that releases the
+ * GET_LOCK (an UPDATE of connection_id and created instead of a DELETE: one row write,
+ * in place), or deletes it when nobody is marked; the woken waiter checks that the row
+ * names it (a read, no write, since its TTL is the same here) and lets go of the mark.
+ * The compatibility questions (an original-package waiter granted the GET_LOCK instead,
+ * a marked waiter timing out, tokens on an upgraded table) are not answered here: this is
+ * the design's best case, to know whether building it could reach the target.
  */
 final class Proto extends Way
 {
@@ -147,7 +158,8 @@ final class Proto extends Way
     private string $name = '';
     private bool $rowHeld = false;
 
-    public function __construct(private bool $batch)
+    /** @param 'del'|'batch'|'hand' $mode the waiter's way (the holder claims the same in every mode) */
+    public function __construct(private string $mode)
     {
         $this->pdo = pdo();
         $this->claim = $this->pdo->prepare('INSERT INTO shared_locks (name, connection_id, created, ttl, lock_acquired) '
@@ -156,7 +168,7 @@ final class Proto extends Way
         $this->rel = $this->pdo->prepare('DELETE FROM shared_locks WHERE name = ? AND connection_id = CONNECTION_ID() '
             . 'AND RELEASE_LOCK(CAST(name AS CHAR)) = 1');
         $this->raw = $this->pdo->prepare('SELECT RELEASE_LOCK(?)');
-        if ($batch) {
+        if ($mode !== 'del') {
             $this->pdo->setAttribute(PDO::ATTR_EMULATE_PREPARES, true);
         }
     }
@@ -172,13 +184,26 @@ final class Proto extends Way
     public function lock(string $name): void
     {
         $this->name = $name;
-        if (!$this->batch) {
+        $n = "_utf8mb4 X'" . bin2hex($name) . "'";
+        if ($this->mode === 'del') {
             $this->get->execute([$name]);
             $this->get->fetchColumn();
             $this->rowHeld = false;
             return;
         }
-        $n = "_utf8mb4 X'" . bin2hex($name) . "'";
+        if ($this->mode === 'hand') {
+            $next = "_utf8mb4 X'" . bin2hex("mysqllock-next:$name") . "'";
+            $st = $this->pdo->query("SELECT GET_LOCK($next, 0), GET_LOCK($n, 30); SELECT (SELECT COUNT(*) FROM shared_locks "
+                . "WHERE name = $n AND connection_id = CONNECTION_ID() AND lock_acquired = 1), RELEASE_LOCK($next)");
+            $st->fetchAll();
+            $st->nextRowset();
+            if ((int) $st->fetchColumn() !== 1) {
+                fail("the row of $name was not handed over to the waiter");
+            }
+            $st->closeCursor();
+            $this->rowHeld = true;
+            return;
+        }
         $st = $this->pdo->query("SELECT IS_FREE_LOCK($n), GET_LOCK($n, 30); INSERT INTO shared_locks "
             . "(name, connection_id, created, ttl, lock_acquired) VALUES ($n, CONNECTION_ID(), UNIX_TIMESTAMP(), 60, "
             . "IF(IS_USED_LOCK($n) <=> CONNECTION_ID(), 1, NULL))");
@@ -189,14 +214,28 @@ final class Proto extends Way
 
     public function release(): void
     {
-        if ($this->rowHeld) {
+        if (!$this->rowHeld) {
+            $this->raw->execute([$this->name]);
+            $this->raw->fetchColumn();
+            return;
+        }
+        if ($this->mode !== 'hand') {
             $this->rel->execute([$this->name]);
             if ($this->rel->rowCount() !== 1) {
                 fail("the protocol's release of $this->name deleted nothing");
             }
-        } else {
-            $this->raw->execute([$this->name]);
-            $this->raw->fetchColumn();
+            return;
+        }
+        // Hand the row to the marked waiter; only when nobody is marked, delete it (a
+        // second round trip: this measures the design's best case, the hand-off).
+        $n = "_utf8mb4 X'" . bin2hex($this->name) . "'";
+        $next = "_utf8mb4 X'" . bin2hex("mysqllock-next:$this->name") . "'";
+        $handed = $this->pdo->exec("UPDATE shared_locks SET connection_id = IS_USED_LOCK($next), created = UNIX_TIMESTAMP() "
+            . "WHERE name = $n AND connection_id = CONNECTION_ID() AND IS_USED_LOCK($next) IS NOT NULL "
+            . "AND RELEASE_LOCK(CAST(name AS CHAR)) = 1");
+        if ($handed === 0 && $this->pdo->exec("DELETE FROM shared_locks WHERE name = $n AND connection_id = CONNECTION_ID() "
+            . 'AND RELEASE_LOCK(CAST(name AS CHAR)) = 1') !== 1) {
+            fail("the hand-over release of $this->name neither handed nor deleted the row");
         }
     }
 
@@ -214,9 +253,10 @@ function way(string $kind, bool $holder = false): Way
     return match ($kind) {
         'ext' => new Ext(),
         'pdo' => new Raw(),
-        'del' => new Proto(false),
-        'batch' => new Proto(!$holder),
-        default => fail("unknown kind $kind (ext, pdo, del, batch)"),
+        'del' => new Proto('del'),
+        'batch' => new Proto($holder ? 'del' : 'batch'),
+        'hand' => new Proto('hand'),
+        default => fail("unknown kind $kind (ext, pdo, del, batch, hand)"),
     };
 }
 
@@ -240,7 +280,7 @@ function us(float $ns): string
 }
 
 $mode = $argv[1] ?? '';
-$kinds = ($argv[6] ?? '') === 'split' || ($argv[3] ?? '') === 'split' ? ['pdo', 'del', 'batch', 'ext'] : ['pdo', 'ext'];
+$kinds = ($argv[6] ?? '') === 'split' || ($argv[3] ?? '') === 'split' ? ['pdo', 'del', 'batch', 'hand', 'ext'] : ['pdo', 'ext'];
 
 if ($mode === 'waiter') {
     $name = $argv[2];
