@@ -1017,6 +1017,26 @@ mod tests {
     }
 
     #[test]
+    fn a_packet_of_16_mib_or_more_is_reassembled_from_its_pieces() {
+        let (mut conn, peer) = connected(true);
+        conn.seq = 1;
+        let writer = std::thread::spawn(move || {
+            let mut peer = peer;
+            let mut bytes = Vec::new();
+            let mut payload = vec![b'x'; MAX_PAYLOAD + 3];
+            payload[MAX_PAYLOAD] = b'y';
+            frame(&mut bytes, &payload, 1);
+            peer.write_all(&bytes).unwrap();
+            peer
+        });
+        let packet = conn.read_packet().unwrap();
+        assert_eq!(packet.len(), MAX_PAYLOAD + 3);
+        assert_eq!(&packet[MAX_PAYLOAD - 1..], b"xyxx");
+        assert_eq!(conn.seq, 3, "two packets were read");
+        drop(writer.join().unwrap());
+    }
+
+    #[test]
     fn a_connection_dropped_during_its_handshake_sends_no_goodbye() {
         let (conn, mut peer) = connected(false);
         drop(conn);
