@@ -948,13 +948,13 @@ mod tests {
         assert!(parse_text_row(&packet, 5).is_none(), "a short row must not read past its packet");
     }
 
-    #[test]
-    fn a_mariadb_greeting_gives_its_version_id_scramble_and_plugin() {
+    /// A protocol-10 greeting as servers send it (scramble "abcdefgh" + "ijklmnopqrst").
+    fn greeting_packet(version: &[u8], id: u32, caps: u32, plugin: &[u8]) -> Vec<u8> {
         let mut p = vec![10];
-        p.extend_from_slice(b"5.5.5-10.11.19-MariaDB\0");
-        p.extend_from_slice(&77u32.to_le_bytes());
+        p.extend_from_slice(version);
+        p.push(0);
+        p.extend_from_slice(&id.to_le_bytes());
         p.extend_from_slice(b"abcdefgh\0");
-        let caps = CLIENT_WANTS | CLIENT_CONNECT_WITH_DB;
         p.extend_from_slice(&(caps as u16).to_le_bytes());
         p.push(45);
         p.extend_from_slice(&2u16.to_le_bytes());
@@ -962,8 +962,15 @@ mod tests {
         p.push(21);
         p.extend_from_slice(&[0; 10]);
         p.extend_from_slice(b"ijklmnopqrst\0");
-        p.extend_from_slice(b"mysql_native_password\0");
-        let g = parse_greeting(&p).unwrap();
+        p.extend_from_slice(plugin);
+        p
+    }
+
+    #[test]
+    fn a_mariadb_greeting_gives_its_version_id_scramble_and_plugin() {
+        let caps = CLIENT_WANTS | CLIENT_CONNECT_WITH_DB;
+        let g =
+            parse_greeting(&greeting_packet(b"5.5.5-10.11.19-MariaDB", 77, caps, b"mysql_native_password\0")).unwrap();
         assert_eq!(
             (g.version.as_str(), g.connection_id, g.plugin.as_str()),
             ("5.5.5-10.11.19-MariaDB", 77, NATIVE_PASSWORD)
@@ -1047,22 +1054,7 @@ mod tests {
 
     #[test]
     fn a_mysql_8_greeting_names_its_plugin_and_a_plugin_name_may_lack_its_nul() {
-        let greeting = |plugin: &[u8]| {
-            let mut p = vec![10];
-            p.extend_from_slice(b"8.0.36\0");
-            p.extend_from_slice(&9u32.to_le_bytes());
-            p.extend_from_slice(b"abcdefgh\0");
-            let caps = CLIENT_WANTS;
-            p.extend_from_slice(&(caps as u16).to_le_bytes());
-            p.push(255);
-            p.extend_from_slice(&2u16.to_le_bytes());
-            p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
-            p.push(21);
-            p.extend_from_slice(&[0; 10]);
-            p.extend_from_slice(b"ijklmnopqrst\0");
-            p.extend_from_slice(plugin);
-            parse_greeting(&p).unwrap()
-        };
+        let greeting = |plugin: &[u8]| parse_greeting(&greeting_packet(b"8.0.36", 9, CLIENT_WANTS, plugin)).unwrap();
         let g = greeting(b"caching_sha2_password\0");
         assert_eq!((g.version.as_str(), g.plugin.as_str()), ("8.0.36", "caching_sha2_password"));
         assert_eq!(g.scramble, b"abcdefghijklmnopqrst");
