@@ -19,17 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 
-quick=0
-build=1
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --quick) quick=1 ;;
-    --no-build) build=0 ;;
-    -h|--help) print_help; exit 0 ;;
-    *) unknown_argument "$1" "--quick, --no-build" ;;
-  esac
-  shift
-done
+quick_and_build_options "$@"
 if [ $quick = 1 ]; then
   cycles=300 warm=50 galera_cycles=200 galera_warm=30 contend_s=5 selftest_s=2
 else

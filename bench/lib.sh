@@ -22,6 +22,22 @@ print_help() {
   sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'
 }
 
+# The options of a script that takes only --quick and --no-build: sets $quick (0/1) and
+# $build (1/0).
+quick_and_build_options() {
+  quick=0
+  build=1
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --quick) quick=1 ;;
+      --no-build) build=0 ;;
+      -h|--help) print_help; exit 0 ;;
+      *) unknown_argument "$1" "--quick, --no-build" ;;
+    esac
+    shift
+  done
+}
+
 # Each argument: a command on PATH or an existing file.
 need_tools() {
   local tool

@@ -37,9 +37,9 @@ const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
 const CLIENT_MAX_PACKET: usize = 4 * 1024 * 1024;
 
 /// Whether the setup may travel behind the handshake response. Cleared for the rest of
-/// the process the first time a server answers that response with a further
-/// authentication step (an account on another plugin), which costs that one connection
-/// attempt.
+/// the process the first time a server answers that response with a further step this
+/// client could have taken ([`OpenError::Switched`]: a fresh scramble, which only a proxy
+/// sends), which costs that one connection attempt.
 static SETUP_IN_HANDSHAKE: AtomicBool = AtomicBool::new(true);
 
 /// Targets (`Config::target`) whose account the wire client cannot authenticate, learned
@@ -87,7 +87,7 @@ impl Link {
     /// Connects; returns whether the server looks like MariaDB, and the setup's answer
     /// when the setup travelled with the handshake.
     fn open(config: &Config, io_timeout: Option<std::time::Duration>, set: &str) -> SetupStart {
-        let build = |greeting: &wire::Greeting| setup_query(looks_mariadb(&greeting.version), set);
+        let build = |greeting: &wire::Greeting| setup_query(looks_mariadb(version_of(&greeting.version)), set);
         let target = config.target();
         let why = loop {
             if CRATE_TARGETS.lock().contains(&target) {
@@ -97,7 +97,7 @@ impl Link {
             let first: Option<&dyn Fn(&wire::Greeting) -> String> = if with_setup { Some(&build) } else { None };
             match wire::Connection::open(config, io_timeout, first) {
                 Ok((conn, answer)) => {
-                    let mariadb = looks_mariadb(&conn.greeting().version);
+                    let mariadb = looks_mariadb(version_of(&conn.greeting().version));
                     return Ok((Link::Own(conn), mariadb, answer));
                 }
                 Err(OpenError::Failed(e)) => return Err(e),
@@ -127,8 +127,8 @@ impl Link {
             let e = session_error(e);
             SessionError { message: format!("{} (connecting through the mysql crate because {why})", e.message), ..e }
         })?;
-        let version = conn.server_version();
-        Ok((Link::Crate(conn), version == (5, 5, 5) || version.0 >= 10, None))
+        let mariadb = looks_mariadb(conn.server_version());
+        Ok((Link::Crate(conn), mariadb, None))
     }
 
     fn connection_id(&self) -> u64 {
@@ -205,9 +205,7 @@ impl MysqlSession {
         session.topology = topology;
         Ok(session)
     }
-}
 
-impl MysqlSession {
     /// The seconds this session may sit idle before the server ends it (its
     /// `wait_timeout`, at least a week unless the server caps it lower), as learned
     /// while connecting: no statement.
@@ -217,9 +215,14 @@ impl MysqlSession {
 }
 
 /// A server whose greeting looks like MariaDB's: `5.5.5-…` before 11.0, `1x.…` after.
-fn looks_mariadb(version: &str) -> bool {
-    let major = version.split('.').next().and_then(|m| m.parse::<u16>().ok()).unwrap_or(0);
-    version.starts_with("5.5.5-") || major >= 10
+fn looks_mariadb(version: (u16, u16, u16)) -> bool {
+    version == (5, 5, 5) || version.0 >= 10
+}
+
+/// The leading `major.minor.patch` of a greeting's version text (0 where it has none).
+fn version_of(text: &str) -> (u16, u16, u16) {
+    let mut numbers = text.split(['.', '-']).map(|part| part.parse::<u16>().unwrap_or(0));
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
 }
 
 /// The session variables. A holder sits idle while its job runs; the server's default
@@ -587,6 +590,19 @@ mod tests {
 
     fn session() -> MysqlSession {
         MysqlSession::connect(&config()).unwrap()
+    }
+
+    #[test]
+    fn greetings_of_mariadb_look_like_mariadb_and_mysqls_do_not() {
+        for (text, mariadb) in [
+            ("5.5.5-10.11.19-MariaDB-0+deb12u1", true),
+            ("11.4.2-MariaDB", true),
+            ("8.0.36", false),
+            ("5.7.44-log", false),
+        ] {
+            assert_eq!(looks_mariadb(version_of(text)), mariadb, "{text}");
+        }
+        assert_eq!(version_of("5.7.44-log"), (5, 7, 44));
     }
 
     #[test]

@@ -29,7 +29,7 @@ final class ProcessEndTest extends TestCase
     public function processEndingInsideSynchronizedReleasesTheLock(string $end, string $conn, int $status): void
     {
         $name = $this->lockName();
-        $cmd = [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'display_errors=stderr', __DIR__ . '/fixtures/sync_end.php', $end, $conn, $name];
+        $cmd = [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'display_errors=stderr', __DIR__ . '/fixtures/end_inside.php', $end, 'shared', $conn, $name];
         [$out, $err, $rc] = self::runToEnd($cmd);
         $this->assertSame("inside\n", $out, "the callback did not run as planned; stderr: $err");
         $this->assertSame($status, $rc, "stderr: $err");

@@ -173,7 +173,7 @@ final class SessionLockProcessTest extends TestCase
     public function processEndingInsideSynchronizedFreesTheLock(string $end, string $kind, int $status): void
     {
         $name = $this->lockName();
-        $cmd = [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'display_errors=stderr', __DIR__ . '/fixtures/session_end.php', $end, $kind, $name];
+        $cmd = [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'display_errors=stderr', __DIR__ . '/fixtures/end_inside.php', $end, 'session', $kind, $name];
         [$out, $err, $rc] = self::runToEnd($cmd);
         $this->assertSame("inside\n", $out, "the work did not run as planned; stderr: $err");
         $this->assertSame($status, $rc, "stderr: $err");

@@ -92,13 +92,6 @@ final class Child extends ChildProcess
     {
         $this->send($cmd);
     }
-
-    /** Sends a command and waits for its reply (null on timeout). */
-    public function call(array $cmd, float $timeout = 20.0): ?array
-    {
-        $this->send($cmd);
-        return $this->receive($timeout);
-    }
 }
 
 /** Base class: unique lock names, a fresh configuration per test, children cleaned up. */

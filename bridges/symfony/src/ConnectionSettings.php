@@ -58,17 +58,7 @@ final class ConnectionSettings
             throw new InvalidArgumentException(sprintf('Invalid mysqllock DSN "%s": expected mysqllock://user:password@host:port/database (or mysql://...), or mysqllock: for the extension\'s default connection.', self::mask($dsn)));
         }
         $options = self::query($parts['query'] ?? '', $dsn);
-        $path = trim($parts['path'] ?? '', '/');
-        return new self(
-            rawurldecode($parts['host']),
-            isset($parts['port']) ? (int) $parts['port'] : null,
-            $path === '' ? null : rawurldecode($path),
-            rawurldecode($parts['user'] ?? ''),
-            isset($parts['pass']) ? rawurldecode($parts['pass']) : null,
-            $options['charset'] ?? 'utf8mb4',
-            $options['socket'] ?? null,
-            $options,
-        );
+        return self::fromParts($parts, $options['charset'] ?? null, $options['socket'] ?? null, $options);
     }
 
     /**
@@ -89,6 +79,19 @@ final class ConnectionSettings
             throw new InvalidArgumentException('php.ini\'s mysqllock.dsn is not a mysql://user:password@host:port/database URL.');
         }
         parse_str($parts['query'] ?? '', $iniQuery);
+        $charset = isset($iniQuery['charset']) ? (string) $iniQuery['charset'] : null;
+        return self::fromParts($parts, $charset, isset($iniQuery['socket']) ? (string) $iniQuery['socket'] : null, $options);
+    }
+
+    /**
+     * From parse_url()'s parts of a mysql:// URL (user, password and database
+     * percent-decoded), the character set (utf8mb4 when null) and socket its query names.
+     *
+     * @param array<string, mixed> $parts
+     * @param array<string, string> $options
+     */
+    private static function fromParts(array $parts, ?string $charset, ?string $socket, array $options): self
+    {
         $path = trim($parts['path'] ?? '', '/');
         return new self(
             rawurldecode($parts['host']),
@@ -96,8 +99,8 @@ final class ConnectionSettings
             $path === '' ? null : rawurldecode($path),
             rawurldecode($parts['user'] ?? ''),
             isset($parts['pass']) ? rawurldecode($parts['pass']) : null,
-            (string) ($iniQuery['charset'] ?? 'utf8mb4'),
-            isset($iniQuery['socket']) ? (string) $iniQuery['socket'] : null,
+            $charset ?? 'utf8mb4',
+            $socket,
             $options,
         );
     }

@@ -12,7 +12,7 @@ final class CrossProcessTest extends TestCase
     {
         $lock = $this->cache()->lock($this->name(), 60);
         $this->assertTrue($lock->get());
-        $this->assertTrue($this->child()->call(['release', $this->name(), $lock->owner()]));
+        $this->assertTrue($this->child()->run(['release', $this->name(), $lock->owner()]));
         $this->assertNull($this->liveOwner($this->name()));
         $this->assertTrue($this->cache()->lock($this->name(), 10)->get());
     }
@@ -20,24 +20,24 @@ final class CrossProcessTest extends TestCase
     public function testRestoreLockWithAnotherOwnerDoesNotReleaseInAnotherProcess(): void
     {
         $this->assertTrue($this->cache()->lock($this->name(), 60, 'owner-a')->get());
-        $this->assertFalse($this->child()->call(['release', $this->name(), 'owner-b']));
+        $this->assertFalse($this->child()->run(['release', $this->name(), 'owner-b']));
         $this->assertSame('owner-a', $this->liveOwner($this->name()));
     }
 
     public function testALockTakenInAnotherProcessIsReleasedHereWithItsOwner(): void
     {
         $child = $this->child();
-        $this->assertTrue($child->call(['get', $this->name(), 60, 'job-owner']));
+        $this->assertTrue($child->run(['get', $this->name(), 60, 'job-owner']));
         $this->assertFalse($this->cache()->lock($this->name(), 10)->get());
         $this->assertTrue($this->cache()->restoreLock($this->name(), 'job-owner')->release());
-        $this->assertTrue($child->call(['get', $this->name(), 60, 'other-owner']));
+        $this->assertTrue($child->run(['get', $this->name(), 60, 'other-owner']));
     }
 
     public function testALockOutlivesTheProcessThatTookIt(): void
     {
         $child = $this->child();
-        $this->assertTrue($child->call(['get', $this->name(), 60, 'job-owner']));
-        $this->assertSame('bye', $child->call(['exit']));
+        $this->assertTrue($child->run(['get', $this->name(), 60, 'job-owner']));
+        $this->assertSame('bye', $child->run(['exit']));
         $this->assertTrue(self::waitUntil(fn () => !$child->isRunning(), 10), 'the child did not exit');
         $this->assertFalse($this->cache()->lock($this->name(), 10)->get());
         $this->assertSame('job-owner', $this->liveOwner($this->name()));
@@ -63,22 +63,22 @@ final class CrossProcessTest extends TestCase
     {
         $holder = $this->child();
         $waiter = $this->child();
-        $this->assertTrue($holder->call(['get', $this->name(), 60, 'owner-a']));
+        $this->assertTrue($holder->run(['get', $this->name(), 60, 'owner-a']));
         $waiter->send(['block', $this->name(), 60, 'owner-b', 30]);
         $this->assertSame('blocking', $waiter->receive(20)['result'] ?? null);
         // While the holder holds it, the waiter's tries are refused (the lock stays owner-a's).
         $this->assertNull($waiter->receive(0.5), 'the waiter returned while the lock was held');
         $this->assertSame('owner-a', $this->liveOwner($this->name()));
-        $this->assertTrue($holder->call(['release', $this->name(), 'owner-a']));
+        $this->assertTrue($holder->run(['release', $this->name(), 'owner-a']));
         $this->assertSame(['ok' => true, 'result' => true], $waiter->receive(20));
         $this->assertSame('owner-b', $this->liveOwner($this->name()));
-        $this->assertFalse($holder->call(['get', $this->name(), 60, 'owner-a']));
+        $this->assertFalse($holder->run(['get', $this->name(), 60, 'owner-a']));
     }
 
     public function testAKilledHolderKeepsItsLockUntilItsTimeIsUp(): void
     {
         $holder = $this->child();
-        $this->assertTrue($holder->call(['get', $this->name(), 3, 'owner-a']));
+        $this->assertTrue($holder->run(['get', $this->name(), 3, 'owner-a']));
         $acquired = microtime(true);
         $holder->kill();
         $this->assertTrue(self::waitUntil(fn () => !$holder->isRunning(), 10), 'the holder did not die');
@@ -94,7 +94,7 @@ final class CrossProcessTest extends TestCase
     public function testForceReleaseFreesAKilledHoldersLockAtOnce(): void
     {
         $holder = $this->child();
-        $this->assertTrue($holder->call(['get', $this->name(), 600, 'owner-a']));
+        $this->assertTrue($holder->run(['get', $this->name(), 600, 'owner-a']));
         $holder->kill();
         $this->assertTrue(self::waitUntil(fn () => !$holder->isRunning(), 10), 'the holder did not die');
         $this->cache()->lock($this->name())->forceRelease();

@@ -44,8 +44,8 @@ final class SchedulerTest extends TestCase
         $event = $this->event($this->command());
         $this->assertTrue($event->mutex->create($event));
         $other = $this->child();
-        $this->assertFalse($other->call(['eventMutex', 'create', $this->command(), 1440]));
-        $this->assertTrue($other->call(['eventMutex', 'exists', $this->command(), 1440]));
+        $this->assertFalse($other->run(['eventMutex', 'create', $this->command(), 1440]));
+        $this->assertTrue($other->run(['eventMutex', 'exists', $this->command(), 1440]));
     }
 
     public function testTheEventMutexIsForgottenFromAnotherProcess(): void
@@ -53,7 +53,7 @@ final class SchedulerTest extends TestCase
         // schedule:finish, run after a background command, forgets the mutex in a process of its own.
         $event = $this->event($this->command());
         $this->assertTrue($event->mutex->create($event));
-        $this->assertSame('done', $this->child()->call(['eventMutex', 'forget', $this->command(), 1440]));
+        $this->assertSame('done', $this->child()->run(['eventMutex', 'forget', $this->command(), 1440]));
         $this->assertFalse($event->mutex->exists($event));
         $this->assertTrue($event->mutex->create($event));
     }
@@ -75,20 +75,20 @@ final class SchedulerTest extends TestCase
         $other = $this->child();
         $seen = [];
         $event->before(function () use ($other, &$seen) {
-            $seen['another server takes it'] = $other->call(['eventMutex', 'create', $this->command(), 1440]);
-            $seen['another server sees it'] = $other->call(['eventMutex', 'exists', $this->command(), 1440]);
+            $seen['another server takes it'] = $other->run(['eventMutex', 'create', $this->command(), 1440]);
+            $seen['another server sees it'] = $other->run(['eventMutex', 'exists', $this->command(), 1440]);
         });
         $this->assertTrue($event->filtersPass($this->app));
         $event->run($this->app);
         $this->assertSame(0, $event->exitCode);
         $this->assertSame(['another server takes it' => false, 'another server sees it' => true], $seen);
-        $this->assertFalse($other->call(['eventMutex', 'exists', $this->command(), 1440]));
+        $this->assertFalse($other->run(['eventMutex', 'exists', $this->command(), 1440]));
     }
 
     public function testEventRunIsSkippedWhileAnotherServerRunsTheEvent(): void
     {
         $other = $this->child();
-        $this->assertTrue($other->call(['eventMutex', 'create', $this->command(), 1440]));
+        $this->assertTrue($other->run(['eventMutex', 'create', $this->command(), 1440]));
         $event = $this->event($this->command());
         $ran = false;
         $event->before(function () use (&$ran) {
@@ -98,7 +98,7 @@ final class SchedulerTest extends TestCase
         $event->run($this->app);
         $this->assertFalse($ran);
         $this->assertNull($event->exitCode);
-        $this->assertSame('done', $other->call(['eventMutex', 'forget', $this->command(), 1440]));
+        $this->assertSame('done', $other->run(['eventMutex', 'forget', $this->command(), 1440]));
         $this->assertTrue($event->filtersPass($this->app));
     }
 
@@ -110,9 +110,9 @@ final class SchedulerTest extends TestCase
         array_push($this->resources, 'lvt_' . $event->mutexName() . '1015', 'lvt_' . $event->mutexName() . '1016');
         $this->assertTrue($mutex->create($event, new \DateTimeImmutable($minute)));
         $other = $this->child();
-        $this->assertFalse($other->call(['schedulingMutex', 'create', $this->command(), $minute]));
-        $this->assertTrue($other->call(['schedulingMutex', 'exists', $this->command(), $minute]));
-        $this->assertTrue($other->call(['schedulingMutex', 'create', $this->command(), '2026-11-25 10:16']));
+        $this->assertFalse($other->run(['schedulingMutex', 'create', $this->command(), $minute]));
+        $this->assertTrue($other->run(['schedulingMutex', 'exists', $this->command(), $minute]));
+        $this->assertTrue($other->run(['schedulingMutex', 'create', $this->command(), '2026-11-25 10:16']));
     }
 
     public function testTheLockPathOfLaterLaravelsMeetsTheSameMutex(): void

@@ -25,7 +25,7 @@ final class UniqueJobTest extends TestCase
         $job = new ReportJob($this->name('report'));
         $this->assertTrue($this->uniqueLock()->acquire($job));
         $this->assertFalse($this->uniqueLock()->acquire(new ReportJob($this->name('report'))));
-        $this->assertFalse($this->child()->call(['uniqueAcquire', $this->name('report')]), 'another web request dispatched it again');
+        $this->assertFalse($this->child()->run(['uniqueAcquire', $this->name('report')]), 'another web request dispatched it again');
         $this->assertTrue($this->uniqueLock()->acquire(new ReportJob($this->name('other-report'))));
     }
 
@@ -33,7 +33,7 @@ final class UniqueJobTest extends TestCase
     {
         $job = new ReportJob($this->name('report'));
         $this->assertTrue($this->uniqueLock()->acquire($job));
-        $this->assertSame('done', $this->child()->call(['uniqueRelease', $this->name('report')]));
+        $this->assertSame('done', $this->child()->run(['uniqueRelease', $this->name('report')]));
         $this->assertNull($this->liveOwner($this->lockName($job)));
         $this->assertTrue($this->uniqueLock()->acquire($job));
     }

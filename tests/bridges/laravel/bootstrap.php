@@ -58,10 +58,9 @@ final class Child extends ChildProcess
     }
 
     /** Sends a command and returns its result; fails the test on an exception or no reply. */
-    public function call(array $cmd, float $timeout = 20.0): mixed
+    public function run(array $cmd, float $timeout = 20.0): mixed
     {
-        $this->send($cmd);
-        $reply = $this->receive($timeout);
+        $reply = $this->call($cmd, $timeout);
         TestCase::assertNotNull($reply, json_encode($cmd) . ': no reply within ' . $timeout . ' s');
         TestCase::assertTrue($reply['ok'] ?? false, json_encode($cmd) . ' failed in the child: ' . json_encode($reply));
         return $reply['result'];

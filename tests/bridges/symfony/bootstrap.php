@@ -41,13 +41,6 @@ final class Child extends ChildProcess
             'sft-child-',
         );
     }
-
-    /** Sends a command and waits for its reply (null on timeout). */
-    public function call(array $cmd, float $timeout = 20.0): ?array
-    {
-        $this->send($cmd);
-        return $this->receive($timeout);
-    }
 }
 
 /** Base class: unique resources per test, both modes, children and locks cleaned up. */

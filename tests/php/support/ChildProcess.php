@@ -76,6 +76,13 @@ abstract class ChildProcess
         fflush($this->stdin);
     }
 
+    /** Sends a command and waits for its reply (null on timeout). */
+    public function call(array $cmd, float $timeout = 20.0): ?array
+    {
+        $this->send($cmd);
+        return $this->receive($timeout);
+    }
+
     /**
      * The next reply, or null if none arrived within $timeout seconds (0: only one already
      * there). A child that ended replies ChildDied (with its stderr), a line that is not
