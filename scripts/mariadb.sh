@@ -11,7 +11,8 @@
 #
 # DIR/env holds shell assignments: MYSQLLOCK_TEST_DSN (a mysql:// URL of an ordinary
 # user with a password), MYSQLLOCK_TEST_ED25519_DSN (the same on the ed25519 plugin),
-# MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET.
+# MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET, MYSQLLOCK_TEST_DIR, MYSQLLOCK_TEST_SERVER=mariadb
+# and MYSQLLOCK_SERVER_SCRIPT (this script; scripts/mysql.sh writes the same for MySQL).
 set -euo pipefail
 
 cmd=${1:?usage: mariadb.sh start|stop|restart DIR}
@@ -96,6 +97,8 @@ MYSQLLOCK_TEST_ED25519_DSN=mysql://locker_ed:l0ck-s3cret@127.0.0.1:$port/mysqllo
 MYSQLLOCK_TEST_PORT=$port
 MYSQLLOCK_TEST_SOCKET=$dir/mysqld.sock
 MYSQLLOCK_TEST_DIR=$dir
+MYSQLLOCK_TEST_SERVER=mariadb
+MYSQLLOCK_SERVER_SCRIPT=$(cd "$(dirname "$0")" && pwd)/mariadb.sh
 ENV
     ;;
   stop)

@@ -229,9 +229,10 @@ fn version_of(text: &str) -> (u16, u16, u16) {
 /// wait_timeout (8 h) would end the session, and with it the lock, under a long job.
 /// SET NAMES although the handshake named a character set: a server started with
 /// skip-character-set-client-handshake ignores that, and string literals must mean what
-/// bound parameters would.
+/// bound parameters would. The CAST: MySQL refuses GREATEST's result for an integer
+/// variable (error 1232, "Incorrect argument type"), MariaDB takes either.
 fn session_settings(charset: &str) -> String {
-    format!("SET NAMES {charset}, SESSION wait_timeout = GREATEST(@@session.wait_timeout, {IDLE_SECONDS})")
+    format!("SET NAMES {charset}, SESSION wait_timeout = CAST(GREATEST(@@session.wait_timeout, {IDLE_SECONDS}) AS UNSIGNED)")
 }
 
 /// The setup: the session variables, and what the server is (the topology probe's rows)

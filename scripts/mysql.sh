@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# A throwaway Oracle MySQL 9.7 for tests and demos, with the same commands and the same
+# DIR/env as scripts/mariadb.sh, so every suite can run against either server.
+#
+#   scripts/mysql.sh start DIR     # creates DIR, starts the server, writes DIR/env
+#   scripts/mysql.sh stop DIR      # clean shutdown; the datadir stays until the next start
+#   scripts/mysql.sh restart DIR   # same port and data, new process (fault tests)
+#   scripts/mysql.sh crash-table DIR DB TABLE   # as in mariadb.sh
+#   scripts/mysql.sh root          # prepares the chroot (below) and prints its path
+#   scripts/mysql.sh sql DIR [ARGS...]  # the chroot's mysql client as root on DIR's server
+#
+# Debian 12 has no MySQL package, and sid's (Oracle's MySQL 9.7 LTS) needs a newer glibc
+# than the host's, so the server runs in a Debian sid chroot made by debootstrap once
+# (about 2 minutes) and kept under /var/cache/mysqllock (MYSQLLOCK_MYSQL_ROOT overrides),
+# so later runs pay nothing. The chroot shares the host's network: host programs reach
+# the server on 127.0.0.1:PORT. Its files live inside the chroot, under
+# ROOT/srv/mysqllock/ID (ID derived from DIR); DIR/server is a symlink to them, and
+# DIR/mysqld.sock to its socket, so a host client takes --socket=DIR/mysqld.sock.
+#
+# DIR/env holds what mariadb.sh's does, for accounts on MySQL's plugins:
+#   MYSQLLOCK_TEST_DSN            caching_sha2_password (MySQL's default, the only one new
+#                                 accounts get on 9.x: there is no mysql_native_password)
+#   MYSQLLOCK_TEST_ED25519_DSN    sha256_password: another plugin than the wire client's
+#                                 (the name is mariadb.sh's, where it is ed25519)
+#   MYSQLLOCK_TEST_SHA256_DSN     the same account, named for what it is
+# plus MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET, MYSQLLOCK_TEST_DIR,
+# MYSQLLOCK_TEST_SERVER=mysql and MYSQLLOCK_SERVER_SCRIPT (this script).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+chroot_root=${MYSQLLOCK_MYSQL_ROOT:-/var/cache/mysqllock/sid-mysql}
+mirror=${MYSQLLOCK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+die() {
+  echo "mysql.sh: $*" >&2
+  exit 1
+}
+
+# The chroot with mysqld, made once. Several suites may start servers at the same time:
+# the first one builds it under a lock, the others wait for it.
+ensure_root() {
+  if [ -x "$chroot_root/usr/sbin/mysqld" ]; then
+    mount_proc
+    return 0
+  fi
+  [ "$(id -u)" -eq 0 ] || die "building the MySQL chroot needs root (debootstrap, chroot)"
+  mkdir -p "$(dirname "$chroot_root")"
+  exec 9>"$chroot_root.lock"
+  flock 9
+  if [ ! -x "$chroot_root/usr/sbin/mysqld" ]; then
+    command -v debootstrap >/dev/null 2>&1 || {
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    } || die "debootstrap is missing and could not be installed"
+    local tmp=$chroot_root.tmp
+    umount "$tmp/proc" 2>/dev/null || true
+    rm -rf "$tmp"
+    echo "mysql.sh: building the MySQL 9.7 chroot in $chroot_root (debootstrap sid, about 2 minutes, once)" >&2
+    debootstrap --variant=minbase sid "$tmp" "$mirror" >"$tmp.log" 2>&1 \
+      || { tail -20 "$tmp.log" >&2; die "debootstrap sid failed (log: $tmp.log)"; }
+    cp /etc/resolv.conf "$tmp/etc/resolv.conf"
+    mount -t proc proc "$tmp/proc"
+    # The registry's sid Release file can be past its Valid-Until date.
+    chroot "$tmp" apt-get -o Acquire::Check-Valid-Until=false update -qq >>"$tmp.log" 2>&1 \
+      || { tail -20 "$tmp.log" >&2; die "apt-get update in the chroot failed"; }
+    DEBIAN_FRONTEND=noninteractive chroot "$tmp" apt-get install -y -qq --no-install-recommends \
+      mysql-server-core mysql-client >>"$tmp.log" 2>&1 \
+      || { tail -20 "$tmp.log" >&2; die "installing mysql-server-core in the chroot failed"; }
+    umount "$tmp/proc"
+    mv "$tmp" "$chroot_root"
+  fi
+  flock -u 9
+  mount_proc
+}
+
+# mysqld reads /proc (CPU count, its own limits); one mount serves every server.
+mount_proc() {
+  [ -e "$chroot_root/proc/self" ] && return 0
+  mount -t proc proc "$chroot_root/proc" 2>/dev/null || [ -e "$chroot_root/proc/self" ] \
+    || die "cannot mount /proc in $chroot_root"
+}
+
+free_port() {
+  python3 - <<'PY'
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()
+PY
+}
+
+# The server's own directory inside the chroot, for the host directory $dir.
+instance_paths() {
+  id=$(printf '%s' "$dir" | md5sum | cut -c1-16)
+  inner=/srv/mysqllock/$id
+  outer=$chroot_root$inner
+}
+
+# Datadirs of earlier runs whose host directory is gone (removed at their end) and whose
+# server is not running: removed, so the cache does not grow run after run.
+sweep() {
+  local d owner
+  for d in "$chroot_root"/srv/mysqllock/*/; do
+    [ -f "$d/owner" ] || continue
+    owner=$(cat "$d/owner")
+    [ -d "$owner" ] && continue
+    [ -f "$d/mysqld.pid" ] && kill -0 "$(cat "$d/mysqld.pid")" 2>/dev/null && continue
+    rm -rf "$d"
+  done
+}
+
+root_sql() {
+  chroot "$chroot_root" mysql --no-defaults -uroot --socket="$inner/mysqld.sock" "$@"
+}
+
+launch() {
+  local port=$1
+  rm -f "$outer/mysqld.sock" "$outer/mysqld.sock.lock"
+  # --no-defaults: never read a my.cnf; everything we rely on is here. setsid + nohup:
+  # started from a shell that exits right away, mysqld would die with it.
+  # --user=root: the chroot is ours alone, and its datadir lives only inside it.
+  setsid nohup chroot "$chroot_root" /usr/sbin/mysqld --no-defaults --user=root \
+    --datadir="$inner/data" --socket="$inner/mysqld.sock" --pid-file="$inner/mysqld.pid" \
+    --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --tmpdir="$inner/tmp" \
+    --log-error="$inner/error.log" --max-connections=500 --mysqlx=OFF --secure-file-priv= \
+    --innodb-buffer-pool-size=32M --innodb-redo-log-capacity=16M --skip-log-bin \
+    --performance-schema-instrument='wait/lock/metadata/sql/mdl=ON' \
+    --myisam-recover-options=OFF >/dev/null 2>&1 </dev/null &
+  # myisam-recover-options=OFF: a crashed lock table is reported to the client, so the
+  # library's own repair is what the tests see (as with mariadb.sh).
+  local i
+  for i in $(seq 1 600); do
+    if root_sql -e 'SELECT 1' >/dev/null 2>&1; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "mysql.sh: server did not become ready; log follows" >&2
+  tail -20 "$outer/error.log" >&2
+  return 1
+}
+
+stop_server() {
+  [ -f "$outer/mysqld.pid" ] || return 0
+  local pid
+  pid=$(cat "$outer/mysqld.pid")
+  root_sql -e 'SHUTDOWN' >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
+  local i
+  for i in $(seq 1 300); do
+    kill -0 "$pid" 2>/dev/null || { rm -f "$outer/mysqld.pid"; return 0; }
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$outer/mysqld.pid"
+}
+
+cmd=${1:?usage: mysql.sh start|stop|restart|crash-table|sql DIR | mysql.sh root}
+if [ "$cmd" = root ]; then
+  ensure_root
+  echo "$chroot_root"
+  exit 0
+fi
+dir=${2:?usage: mysql.sh start|stop|restart|crash-table|sql DIR}
+
+case "$cmd" in
+  start)
+    ensure_root
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    instance_paths
+    sweep
+    mkdir -p "$outer/tmp"
+    echo "$dir" >"$outer/owner"
+    ln -sfn "$outer" "$dir/server"
+    if [ ! -d "$outer/data/mysql" ]; then
+      chroot "$chroot_root" /usr/sbin/mysqld --no-defaults --initialize-insecure --user=root \
+        --datadir="$inner/data" --tmpdir="$inner/tmp" >"$dir/install.log" 2>&1 \
+        || { cat "$dir/install.log" >&2; exit 1; }
+    fi
+    port=$(free_port)
+    launch "$port"
+    ln -sfn "$outer/mysqld.sock" "$dir/mysqld.sock"
+    root_sql <<'SQL'
+CREATE DATABASE IF NOT EXISTS mysqllock_test;
+CREATE USER IF NOT EXISTS 'locker'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret';
+GRANT ALL ON mysqllock_test.* TO 'locker'@'127.0.0.1';
+GRANT PROCESS, RELOAD ON *.* TO 'locker'@'127.0.0.1';
+-- KILL of another account's session; status --session reads performance_schema.
+GRANT CONNECTION_ADMIN ON *.* TO 'locker'@'127.0.0.1';
+GRANT SELECT ON performance_schema.* TO 'locker'@'127.0.0.1';
+CREATE USER IF NOT EXISTS 'locker_sha'@'127.0.0.1' IDENTIFIED WITH sha256_password BY 'l0ck-s3cret';
+GRANT ALL ON mysqllock_test.* TO 'locker_sha'@'127.0.0.1';
+SQL
+    cat >"$dir/env" <<ENV
+MYSQLLOCK_TEST_DSN=mysql://locker:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
+MYSQLLOCK_TEST_ED25519_DSN=mysql://locker_sha:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
+MYSQLLOCK_TEST_SHA256_DSN=mysql://locker_sha:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
+MYSQLLOCK_TEST_PORT=$port
+MYSQLLOCK_TEST_SOCKET=$dir/mysqld.sock
+MYSQLLOCK_TEST_DIR=$dir
+MYSQLLOCK_TEST_SERVER=mysql
+MYSQLLOCK_SERVER_SCRIPT=$here/mysql.sh
+ENV
+    ;;
+  stop)
+    dir=$(cd "$dir" && pwd)
+    instance_paths
+    stop_server
+    ;;
+  restart)
+    dir=$(cd "$dir" && pwd)
+    instance_paths
+    port=$(sed -n 's/^MYSQLLOCK_TEST_PORT=//p' "$dir/env")
+    stop_server
+    launch "$port"
+    ;;
+  sql)
+    dir=$(cd "$dir" && pwd)
+    instance_paths
+    shift 2
+    root_sql "$@"
+    ;;
+  crash-table)
+    db=${3:?usage: mysql.sh crash-table DIR DB TABLE}
+    table=${4:?usage: mysql.sh crash-table DIR DB TABLE}
+    dir=$(cd "$dir" && pwd)
+    instance_paths
+    myi="$outer/data/$db/$table.MYI"
+    [ -f "$myi" ] || die "$myi does not exist (not a MyISAM table?)"
+    root_sql -e "FLUSH TABLES \`$db\`.\`$table\`"
+    # MyISAM's state header, as in mariadb.sh: bit 1 of the byte at offset 26 is
+    # STATE_CRASHED.
+    python3 - "$myi" <<'PY'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(26)
+    flags = f.read(1)[0]
+    f.seek(26)
+    f.write(bytes([flags | 2]))
+PY
+    ;;
+  *)
+    echo "usage: mysql.sh start|stop|restart|crash-table|sql DIR | mysql.sh root" >&2
+    exit 2
+    ;;
+esac
