@@ -722,7 +722,7 @@ fn run_repairs_a_crashed_lock_table_and_runs_the_command() {
     let table = ScratchTable::created("crashed", &["init"]);
     let config = Config::from_url(&table.dsn).expect("test DSN parses");
     let database = config.database.expect("the test DSN names a database");
-    common::mariadb_sh(&["crash-table", &common::test_env("MYSQLLOCK_TEST_DIR"), &database, &table.name]);
+    common::server_sh(&["crash-table", &common::test_env("MYSQLLOCK_TEST_DIR"), &database, &table.name]);
     let count = format!("SELECT COUNT(*) FROM `{}`", table.name);
     let crashed = test_session().execute(&count, &[]).expect_err("the table is not marked as crashed");
     assert_eq!(crashed.code, Some(145), "{crashed}");

@@ -631,7 +631,7 @@ fn parse_binary_row(packet: &[u8], columns: &[Column]) -> Option<Vec<Value>> {
 /// Microseconds as the text protocol shows them with `decimals` fractional digits
 /// (0-6; anything else, such as an expression's "not fixed", shows all six when there is
 /// a fraction).
-fn fraction(micros: u32, decimals: u8) -> String {
+pub(crate) fn fraction(micros: u32, decimals: u8) -> String {
     match decimals {
         0 => String::new(),
         1..=6 => format!(".{micros:06}")[..=usize::from(decimals)].to_owned(),

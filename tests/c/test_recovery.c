@@ -161,9 +161,9 @@ static void test_a_session_killed_between_two_acquisitions_is_replaced(void)
 
 static void test_a_crashed_table_is_repaired(void)
 {
-    const char *dir = getenv("MYSQLLOCK_TEST_DIR"), *root = getenv("MYSQLLOCK_ROOT");
-    if (!check(dir != NULL && root != NULL,
-               "MYSQLLOCK_TEST_DIR and MYSQLLOCK_ROOT are set (the crashed-table test needs them)")) {
+    const char *dir = getenv("MYSQLLOCK_TEST_DIR"), *script = getenv("MYSQLLOCK_SERVER_SCRIPT");
+    if (!check(dir != NULL && script != NULL,
+               "MYSQLLOCK_TEST_DIR and MYSQLLOCK_SERVER_SCRIPT are set (the crashed-table test needs them)")) {
         return;
     }
     char table[64], url[768], cmd[1024], sql[512];
@@ -181,7 +181,7 @@ static void test_a_crashed_table_is_repaired(void)
     mysqllock_release(a, name);
     mysqllock_client_free(a);
 
-    snprintf(cmd, sizeof cmd, "bash %s/scripts/mariadb.sh crash-table %s %s %s", root, dir,
+    snprintf(cmd, sizeof cmd, "bash %s crash-table %s %s %s", script, dir,
              srv.database, table);
     check(system(cmd) == 0, "mark the table crashed");
     snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s", table);

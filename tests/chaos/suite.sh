@@ -1,7 +1,9 @@
 # shellcheck shell=bash
 # What the chaos suites (tests/suites/60-chaos.sh, 61-chaos-selftest.sh, 70-galera.sh)
 # share, sourced once they have set root (the repository, also the working directory),
-# bin (target/release) and fail MESSAGE.
+# bin (target/release) and fail MESSAGE. server_script is the test server's own script
+# (from its env file), so a suite's own server is of the same kind.
+server_script=${MYSQLLOCK_SERVER_SCRIPT:-}
 
 # chaos_need TOOL...: every tool is installed and the artefacts the workers run are
 # built. Missing tools are failures, never skips: a green suite must mean "tested".
@@ -16,10 +18,12 @@ chaos_need() {
   done
 }
 
-# chaos_server DIR: starts the suite's own MariaDB in DIR (scripts/mariadb.sh) and
-# creates an upgraded lock table; sets dsn.
+# chaos_server DIR: starts the suite's own server in DIR, of the test server's kind
+# ($MYSQLLOCK_SERVER_SCRIPT: scripts/mariadb.sh or scripts/mysql.sh), and creates an
+# upgraded lock table; sets dsn.
 chaos_server() {
-  bash scripts/mariadb.sh start "$1" >/dev/null || fail "the suite's MariaDB did not start in $1"
+  [ -n "$server_script" ] || fail "MYSQLLOCK_SERVER_SCRIPT is not set (export the test server's DIR/env)"
+  bash "$server_script" start "$1" >/dev/null || fail "the suite's server did not start in $1 ($server_script)"
   dsn=$(sed -n 's/^MYSQLLOCK_TEST_DSN=//p' "$1/env")
   MYSQLLOCK_DSN=$dsn "$bin/mysqllock" init --upgrade >/dev/null || fail "mysqllock init --upgrade failed"
 }

@@ -91,14 +91,16 @@ final class RecoveryTest extends TestCase
         return $this->crashTable;
     }
 
-    /** Marks $table crashed as a server crash mid-write would (scripts/mariadb.sh crash-table). */
+    /** Marks $table crashed as a server crash mid-write would (the test server's script: crash-table). */
     private static function crash(string $table): void
     {
         $root = getenv('MYSQLLOCK_ROOT');
         $dir = getenv('MYSQLLOCK_TEST_DIR');
+        $script = getenv('MYSQLLOCK_SERVER_SCRIPT');
+        self::assertNotEmpty($script, 'MYSQLLOCK_SERVER_SCRIPT is not set (scripts/mariadb.sh or scripts/mysql.sh, from the test server\'s env file)');
         self::assertNotEmpty($root, 'MYSQLLOCK_ROOT is not set (the repository root)');
         self::assertNotEmpty($dir, 'MYSQLLOCK_TEST_DIR is not set (the test server\'s directory, written to its env file by scripts/mariadb.sh)');
-        $cmd = ['bash', "$root/scripts/mariadb.sh", 'crash-table', $dir, server()['db'], $table];
+        $cmd = ['bash', $script, 'crash-table', $dir, server()['db'], $table];
         [$out, $err, $rc] = self::runToEnd($cmd);
         self::assertSame(0, $rc, "crash-table failed: $out$err");
         // The checker: the server itself now refuses the table.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# server: none (no database)
 # No import cycle between the modules of any crate, formatting, clippy with warnings as
 # errors, and rustdoc with warnings as errors.
 set -euo pipefail

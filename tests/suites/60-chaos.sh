@@ -54,7 +54,7 @@ run=$work/run
 finish() {
   local rc=$?
   touch "$run/stop" 2>/dev/null # any worker still looping ends its loop
-  bash scripts/mariadb.sh stop "$work/db" >/dev/null 2>&1
+  bash "$server_script" stop "$work/db" >/dev/null 2>&1
   if [ "$rc" = 0 ] && [ "${CHAOS_KEEP:-0}" != 1 ]; then
     rm -rf "$work"
   else
@@ -71,7 +71,7 @@ cli=(bash "$root/tests/chaos/worker-cli.sh" "$bin/mysqllock")
 php=(php -d "extension=$so" "$root/tests/chaos/worker.php")
 echo "60-chaos: seed $seed (CHAOS_SEED=$seed replays it), $seconds s of chaos, $restarts server restarts"
 start=$SECONDS
-"$bin/chaos" drive --dir "$run" --db-dir "$work/db" --mariadb-script "$root/scripts/mariadb.sh" --dsn "$dsn" \
+"$bin/chaos" drive --dir "$run" --db-dir "$work/db" --mariadb-script "$server_script" --dsn "$dsn" \
   --seconds "$seconds" --seed "$seed" --restarts "$restarts" --fault-gap "$fault_gap" \
   --worker "cli chaos-a keep-alive ${cli[*]}" \
   --worker "php chaos-a plain ${php[*]}" \

@@ -37,7 +37,7 @@ chaos_need gcc php mariadb mariadbd python3
 work=$(mktemp -d /tmp/mysqllock-selftest.XXXXXX)
 finish() {
   local rc=$?
-  bash scripts/mariadb.sh stop "$work/db" >/dev/null 2>&1
+  bash "$server_script" stop "$work/db" >/dev/null 2>&1
   if [ "$rc" = 0 ] && [ "${CHAOS_KEEP:-0}" != 1 ]; then
     rm -rf "$work"
   else
@@ -82,7 +82,7 @@ for broken in exclusion ignore-loss; do
         specs+=(--worker "$kind $name $mode $program")
       fi
     done
-    "$bin/chaos" drive --dir "$work/$name" --db-dir "$work/db" --mariadb-script "$root/scripts/mariadb.sh" \
+    "$bin/chaos" drive --dir "$work/$name" --db-dir "$work/db" --mariadb-script "$server_script" \
       --dsn "$dsn" --restarts 0 --seed "$RANDOM" --victims "$surface" "${faults[@]}" "${specs[@]}" \
       >"$work/$name.drive" 2>&1 &
     pids+=($!)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# server: own (a Galera cluster of its own)
 # The cluster proof (issue 12): on a real 3-node MariaDB Galera cluster of its own
 # (scripts/galera.sh), the lease mode keeps mutual exclusion while nodes die and are cut
 # off and holders are killed and frozen, and the GET_LOCK-based locks refuse a cluster

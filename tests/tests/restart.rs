@@ -11,6 +11,13 @@ use mysqllock_tests::{unique, Holder};
 
 const LOCKCTL: &str = env!("CARGO_BIN_EXE_lockctl");
 
+/// The test server's own script (scripts/mariadb.sh or scripts/mysql.sh): a server of the
+/// test's own is of the same kind.
+fn script() -> String {
+    std::env::var("MYSQLLOCK_SERVER_SCRIPT")
+        .expect("MYSQLLOCK_SERVER_SCRIPT is not set: export the test server's DIR/env")
+}
+
 struct OwnServer {
     dir: PathBuf,
     dsn: String,
@@ -18,11 +25,10 @@ struct OwnServer {
 
 impl OwnServer {
     fn start() -> OwnServer {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
         let dir = std::env::temp_dir().join(unique("mysqllock-restart"));
-        let script = root.join("scripts/mariadb.sh");
-        let status = Command::new("bash").arg(&script).arg("start").arg(&dir).status().expect("running mariadb.sh");
-        assert!(status.success(), "scripts/mariadb.sh start failed");
+        let status =
+            Command::new("bash").arg(script()).arg("start").arg(&dir).status().expect("running the server script");
+        assert!(status.success(), "{} start failed", script());
         let env = std::fs::read_to_string(dir.join("env")).expect("reading the server's env file");
         let dsn = env
             .lines()
@@ -33,10 +39,8 @@ impl OwnServer {
     }
 
     fn script(&self, cmd: &str) {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-        let status =
-            Command::new("bash").arg(root.join("scripts/mariadb.sh")).arg(cmd).arg(&self.dir).status().unwrap();
-        assert!(status.success(), "mariadb.sh {cmd} failed");
+        let status = Command::new("bash").arg(script()).arg(cmd).arg(&self.dir).status().unwrap();
+        assert!(status.success(), "{} {cmd} failed", script());
     }
 }
 

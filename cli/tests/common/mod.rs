@@ -138,19 +138,20 @@ pub fn test_env(var: &str) -> String {
     })
 }
 
-/// `bash scripts/mariadb.sh ARGS`; panics with its output if it fails.
-pub fn mariadb_sh(args: &[&str]) {
-    let out: Ran = Command::new("bash")
-        .arg(repo_root().join("scripts/mariadb.sh"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("bash runs")
-        .into();
-    assert_eq!(out.code, Some(0), "scripts/mariadb.sh {args:?} failed: {}{}", out.stdout, out.stderr);
+/// The test server's own script (scripts/mariadb.sh or scripts/mysql.sh, from its env
+/// file): a server of a test's own is of the same kind.
+pub fn server_script() -> String {
+    test_env("MYSQLLOCK_SERVER_SCRIPT")
 }
 
-/// A MariaDB server of the test's own (scripts/mariadb.sh), for a test that needs one
+/// `bash SERVER_SCRIPT ARGS`; panics with its output if it fails.
+pub fn server_sh(args: &[&str]) {
+    let out: Ran =
+        Command::new("bash").arg(server_script()).args(args).stdin(Stdio::null()).output().expect("bash runs").into();
+    assert_eq!(out.code, Some(0), "{} {args:?} failed: {}{}", server_script(), out.stdout, out.stderr);
+}
+
+/// A server of the test's own (of the test server's kind), for a test that needs one
 /// in a known state whatever other tests do to the shared one. Stopped and removed at
 /// the end.
 pub struct OwnServer {
@@ -165,7 +166,7 @@ impl OwnServer {
         let path = dir.to_str().expect("utf-8 temp dir").to_owned();
         // Stopped by Drop from here on, even if starting fails halfway.
         let mut server = OwnServer { dir, dsn: String::new() };
-        mariadb_sh(&["start", &path]);
+        server_sh(&["start", &path]);
         let env = std::fs::read_to_string(server.dir.join("env")).expect("the server's env file");
         server.dsn = env
             .lines()
@@ -179,7 +180,7 @@ impl OwnServer {
 impl Drop for OwnServer {
     fn drop(&mut self) {
         if let Some(path) = self.dir.to_str() {
-            let _ = Command::new("bash").arg(repo_root().join("scripts/mariadb.sh")).args(["stop", path]).status();
+            let _ = Command::new("bash").arg(server_script()).args(["stop", path]).status();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }

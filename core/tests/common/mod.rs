@@ -101,16 +101,23 @@ pub fn fenced_locker() -> NativeLocker {
     l
 }
 
+/// The script that started the test server (scripts/mariadb.sh or scripts/mysql.sh, named
+/// in the server's env file): tests that crash tables or start servers use the same kind.
+pub fn server_script() -> String {
+    std::env::var("MYSQLLOCK_SERVER_SCRIPT")
+        .expect("MYSQLLOCK_SERVER_SCRIPT is not set: export the variables from the test server's DIR/env")
+}
+
 /// Marks the MyISAM table `table` of the test database as crashed, through the test
 /// server's own script (it needs the server's datadir, which `MYSQLLOCK_TEST_DIR` names).
 pub fn crash_table(table: &str) {
     let dir = std::env::var("MYSQLLOCK_TEST_DIR")
         .expect("MYSQLLOCK_TEST_DIR is not set: the crashed-table tests need the test server's datadir");
     let database = config().database.clone().expect("the test DSN names a database");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/mariadb.sh");
+    let script = server_script();
     let status = std::process::Command::new("bash")
-        .args([script, "crash-table", &dir, &database, table])
+        .args([&script, "crash-table", &dir, &database, table])
         .status()
-        .expect("running scripts/mariadb.sh");
-    assert!(status.success(), "scripts/mariadb.sh crash-table {table} failed");
+        .expect("running the server script");
+    assert!(status.success(), "{script} crash-table {table} failed");
 }
