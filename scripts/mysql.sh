@@ -15,7 +15,8 @@
 # so later runs pay nothing. The chroot shares the host's network: host programs reach
 # the server on 127.0.0.1:PORT. Its files live inside the chroot, under
 # ROOT/srv/mysqllock/ID (ID derived from DIR); DIR/server is a symlink to them, and
-# DIR/mysqld.sock to its socket, so a host client takes --socket=DIR/mysqld.sock.
+# DIR/mysqld.sock and DIR/mysqld.pid to its socket and pid file (the chroot shares the
+# host's process ids), so a host client takes --socket=DIR/mysqld.sock.
 #
 # DIR/env holds what mariadb.sh's does, for accounts on MySQL's plugins:
 #   MYSQLLOCK_TEST_DSN            caching_sha2_password (MySQL's default, the only one new
@@ -124,7 +125,6 @@ launch() {
     --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --tmpdir="$inner/tmp" \
     --log-error="$inner/error.log" --max-connections=500 --mysqlx=OFF --secure-file-priv= \
     --innodb-buffer-pool-size=32M --innodb-redo-log-capacity=16M --skip-log-bin \
-    --performance-schema-instrument='wait/lock/metadata/sql/mdl=ON' \
     --myisam-recover-options=OFF >/dev/null 2>&1 </dev/null &
   # myisam-recover-options=OFF: a crashed lock table is reported to the client, so the
   # library's own repair is what the tests see (as with mariadb.sh).
@@ -180,6 +180,7 @@ case "$cmd" in
     port=$(free_port)
     launch "$port"
     ln -sfn "$outer/mysqld.sock" "$dir/mysqld.sock"
+    ln -sfn "$outer/mysqld.pid" "$dir/mysqld.pid"
     root_sql <<'SQL'
 CREATE DATABASE IF NOT EXISTS mysqllock_test;
 CREATE USER IF NOT EXISTS 'locker'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret';

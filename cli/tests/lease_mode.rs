@@ -64,7 +64,8 @@ impl LeaseTable {
 }
 
 /// The id of the statement the server session of process `pid` runs or ran last
-/// (information_schema.PROCESSLIST.QUERY_ID), if it has one. The session is found by the
+/// (MariaDB: information_schema.PROCESSLIST.QUERY_ID; MySQL, which has no such column:
+/// the statement event's EVENT_ID in performance_schema), if it has one. The session is found by the
 /// client ports of the process's TCP sockets: the server shows its client as
 /// `HOST:PORT`.
 fn last_statement_of(admin: &mut MysqlSession, pid: u32) -> Option<i64> {
@@ -91,13 +92,17 @@ fn last_statement_of(admin: &mut MysqlSession, pid: u32) -> Option<i64> {
                 .collect::<Vec<_>>()
         })
         .collect();
+    let sql = match common::on_mysql() {
+        false => "SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE SUBSTRING_INDEX(HOST, ':', -1) = ?",
+        true => {
+            "SELECT e.EVENT_ID FROM performance_schema.processlist p \
+             JOIN performance_schema.threads t ON t.PROCESSLIST_ID = p.ID \
+             JOIN performance_schema.events_statements_current e ON e.THREAD_ID = t.THREAD_ID \
+             WHERE SUBSTRING_INDEX(p.HOST, ':', -1) = ?"
+        }
+    };
     ports.iter().find_map(|port| {
-        let out = admin
-            .execute(
-                "SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE SUBSTRING_INDEX(HOST, ':', -1) = ?",
-                &[port.as_str().into()],
-            )
-            .expect("reads the process list");
+        let out = admin.execute(sql, &[port.as_str().into()]).expect("reads the process list");
         out.rows.first().and_then(|row| row[0].as_i64())
     })
 }

@@ -25,6 +25,7 @@ use crate::value::{Outcome, Value};
 /// How long one session other than the row owner may keep the GET_LOCK before the owner
 /// treats it as a stale holder and KILLs it. Waiters hold it for a statement or two
 /// (well under a millisecond); only a holder that lost its row keeps it this long.
+/// On MySQL a whole second ([`Waits::grace`]).
 const WAITER_GRACE: Duration = Duration::from_millis(500);
 /// After a KILL the server releases the victim's locks as soon as its thread notices;
 /// wait that long for it even past the caller's deadline, so a takeover that has begun
@@ -38,11 +39,58 @@ const POLL_MAX: Duration = Duration::from_millis(100);
 /// and "timeout 0" must still take over a dead holder's lock in its one try.
 const CLAIMS_PAST_DEADLINE: u32 = 2;
 
+/// How long a client naps after a GET_LOCK that answered before its wait was over,
+/// before its loop asks again: short, since the lock may be released meanwhile.
+const EARLY_ANSWER_NAP: Duration = Duration::from_millis(20);
+
+/// An answer this much before the wait was over is on time (timer and clock noise).
+const EARLY_NOISE: Duration = Duration::from_millis(5);
+
+/// How a server takes GET_LOCK's timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Waits {
+    /// MariaDB sleeps fractions of a second.
+    Fractional,
+    /// MySQL rounds the timeout to whole seconds (0.4 is no wait at all, 0.5 a whole
+    /// second): it is asked for whole seconds only, and the client polls out the rest.
+    WholeSeconds,
+}
+
+impl Waits {
+    pub fn of(topology: &crate::topology::Topology) -> Waits {
+        if topology.mariadb {
+            Waits::Fractional
+        } else {
+            Waits::WholeSeconds
+        }
+    }
+
+    /// [`WAITER_GRACE`], where the server can sleep it; a whole second where it sleeps
+    /// whole seconds only, so a queued waiter still sleeps in the server (and is woken
+    /// by the release) instead of polling.
+    pub fn grace(self) -> Duration {
+        match self {
+            Waits::Fractional => WAITER_GRACE,
+            Waits::WholeSeconds => Duration::from_secs(1),
+        }
+    }
+
+    /// The part of `wait` to ask the server to sleep in GET_LOCK: never more than
+    /// `wait`, so no acquisition outlives its timeout.
+    pub fn server_part(self, wait: Duration) -> Duration {
+        match self {
+            Waits::Fractional => wait,
+            Waits::WholeSeconds => Duration::from_secs(wait.as_secs()),
+        }
+    }
+}
+
 /// The statements of one protocol step on one session, with error classification.
 pub(crate) struct Db<'a, S: Session + ?Sized> {
     pub session: &'a mut S,
     pub sql: &'a Sql,
     pub table: &'a Table,
+    pub waits: Waits,
 }
 
 impl<S: Session + ?Sized> Db<'_, S> {
@@ -52,6 +100,24 @@ impl<S: Session + ?Sized> Db<'_, S> {
 
     fn flag(&mut self, name: &str, sql: &str, params: &[Value]) -> Result<bool> {
         Ok(self.run(name, sql, params)?.first(0).as_i64() == Some(1))
+    }
+
+    /// `GET_LOCK` of a session lock (its key in hexadecimal) for up to `timeout`: one
+    /// statement, unless the server sleeps whole seconds only ([`Waits`]); then it sleeps
+    /// those, and the rest is polled at [`EARLY_ANSWER_NAP`]. Returns the last answer.
+    pub fn session_get_lock(&mut self, name: &str, key_hex: &str, timeout: Duration) -> Result<Outcome> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let start = Instant::now();
+            let left = deadline.saturating_duration_since(start);
+            let wait = self.waits.server_part(left).as_secs_f64();
+            let out = self.run(name, crate::sql::SESSION_GET_LOCK, &[key_hex.into(), wait.into()])?;
+            // Granted, or NULL (killed): the caller tells. Timed out with little left: done.
+            if out.first(0).as_i64() != Some(0) || deadline.saturating_duration_since(Instant::now()) <= EARLY_NOISE {
+                return Ok(out);
+            }
+            sleep_out_early_answer(start, left);
+        }
     }
 
     pub fn release_get_lock(&mut self, name: &str) -> Result<bool> {
@@ -105,12 +171,14 @@ enum Queued {
     GaveUp,
 }
 
-/// A `GET_LOCK(name, wait)` that said no before `wait` was over (MySQL rounds fractional
-/// timeouts down): sleeping out the rest keeps every caller's loop from spinning.
+/// A `GET_LOCK(name, wait)` that said no before `wait` was over (on MySQL the server
+/// sleeps only the whole seconds of it, see [`Waits`]): a nap of at most
+/// [`EARLY_ANSWER_NAP`] keeps every caller's loop from spinning while a release is still
+/// seen within milliseconds.
 fn sleep_out_early_answer(start: Instant, wait: Duration) {
     let early = wait.saturating_sub(start.elapsed());
-    if early > Duration::from_millis(5) {
-        std::thread::sleep(early);
+    if early > EARLY_NOISE {
+        std::thread::sleep(early.min(EARLY_ANSWER_NAP));
     }
 }
 
@@ -333,8 +401,8 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     }
 
     /// Runs a `GET_LOCK(spelling, wait)` statement (`with_holder`: it also returns
-    /// `IS_USED_LOCK`). A server that rounds fractional timeouts down (MySQL) may answer
-    /// early; sleeping out the rest keeps every caller's loop from spinning.
+    /// `IS_USED_LOCK`). A server that only sleeps whole seconds (MySQL, see [`Waits`])
+    /// answers early; a short nap keeps every caller's loop from spinning.
     fn get_lock(
         &mut self,
         sql: &str,
@@ -343,7 +411,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         with_holder: bool,
     ) -> Result<(bool, Option<u64>)> {
         let start = Instant::now();
-        let mut params: Vec<Value> = vec![spelling.into(), wait.as_secs_f64().into()];
+        let mut params: Vec<Value> = vec![spelling.into(), self.db.waits.server_part(wait).as_secs_f64().into()];
         if with_holder {
             params.push(spelling.into());
         }
@@ -357,13 +425,13 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
 
     /// GET_LOCK is busy: most likely the owner holds it, or a waiter it woke is about
     /// to claim the row. Queue for it on the server (GET_LOCK waiters are served in
-    /// order) instead of claiming the row ahead of that waiter. After `WAITER_GRACE` of
+    /// order) instead of claiming the row ahead of that waiter. After [`Waits::grace`] of
     /// waiting with no luck, gives up: the caller claims the row and inspects (the
     /// holder may be stale, or own the row under a TTL that ends sooner).
     fn queue_for_get_lock(&mut self, busy_since: &mut Option<Instant>) -> Result<Queued> {
         let now = Instant::now();
         let since = *busy_since.get_or_insert(now);
-        let wait = WAITER_GRACE.saturating_sub(now - since).min(self.deadline.saturating_duration_since(now));
+        let wait = self.db.waits.grace().saturating_sub(now - since).min(self.deadline.saturating_duration_since(now));
         if wait.is_zero() {
             *busy_since = None;
             return Ok(Queued::GaveUp);
@@ -385,7 +453,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             let out = self.db.run(
                 self.name,
                 &sql.queue_get_lock,
-                &[self.name.into(), self.name.into(), wait.as_secs_f64().into()],
+                &[self.name.into(), self.name.into(), self.db.waits.server_part(wait).as_secs_f64().into()],
             )?;
             self.contended |= out.first(0).as_i64() != Some(1);
             if out.first(1).as_i64() == Some(1) {
@@ -395,7 +463,8 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             sleep_out_early_answer(start, wait);
             return Ok(Wake::TimedOut);
         }
-        let batch = self.db.sql.wait_and_claim(self.name, wait, self.ttl, (holder_host(), std::process::id()));
+        let server_wait = self.db.waits.server_part(wait);
+        let batch = self.db.sql.wait_and_claim(self.name, server_wait, self.ttl, (holder_host(), std::process::id()));
         match self.db.session.execute_batch(&batch) {
             Ok(outcomes) => {
                 self.contended |= outcomes.first().map(|o| o.first(0).as_i64()) != Some(Some(1));
@@ -553,7 +622,8 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         // a stale holder (two grace periods), even past the caller's deadline: giving up
         // sooner would leave a hung holder blocking every short try for as long as it
         // lives.
-        let deadline = self.deadline.max(Instant::now() + 2 * WAITER_GRACE + POLL_MAX);
+        let grace = self.db.waits.grace();
+        let deadline = self.deadline.max(Instant::now() + 2 * grace + POLL_MAX);
         // The session currently seen holding the GET_LOCK, and since when.
         let mut seen: Option<(u64, Instant)> = None;
         let mut killed: Option<(u64, Instant)> = None;
@@ -564,10 +634,10 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             let wait = match (killed, seen) {
                 (Some((_, at)), _) => KILL_SETTLE.saturating_sub(now - at),
                 (None, Some((h, _))) if self.is_reclaimed(h) => Duration::ZERO,
-                (None, Some((_, since))) => left.min(WAITER_GRACE.saturating_sub(now - since)),
+                (None, Some((_, since))) => left.min(grace.saturating_sub(now - since)),
                 // Whose row we just reclaimed is likely who keeps the GET_LOCK: look first.
                 (None, None) if !self.reclaimed.is_empty() => Duration::ZERO,
-                (None, None) => left.min(WAITER_GRACE),
+                (None, None) => left.min(grace),
             };
             let (got, holder) = self.get_lock(&sql.get_lock_or_holder, self.name, wait, true)?;
             if got {
@@ -605,7 +675,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             let since = seen.map_or(now, |(_, s)| s);
             // Past the deadline only the first KILL may still happen (then its settling).
             let may_kill = now < deadline || kills == 0;
-            if may_kill && (self.is_reclaimed(h) || now - since >= WAITER_GRACE) {
+            if may_kill && (self.is_reclaimed(h) || now - since >= grace) {
                 match self.stale_holder_check(h)? {
                     StaleCheck::Kill => {
                         self.kill(h)?;

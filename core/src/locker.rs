@@ -4,7 +4,7 @@
 use crate::config::Table;
 use crate::error::{Error, Loss, Result};
 use crate::keepalive::{self, KeepAlive};
-use crate::lease::{self, Db};
+use crate::lease::{self, Db, Waits};
 use crate::limits;
 use crate::name::{self, Charset};
 use crate::session::{classify, Connector, Session};
@@ -131,11 +131,27 @@ impl LockStatus {
 struct Slot<S> {
     session: Option<S>,
     leases: usize,
+    /// How the session's server takes GET_LOCK timeouts, learned when it was opened.
+    waits: Waits,
 }
 
 impl<S> Slot<S> {
     fn vacant() -> Slot<S> {
-        Slot { session: None, leases: 0 }
+        Slot { session: None, leases: 0, waits: Waits::Fractional }
+    }
+
+    /// The session (connected now if it is not) and how its server takes GET_LOCK waits.
+    fn connected<C: Connector<Session = S>>(&mut self, connector: &mut C) -> Result<(&mut S, Waits)> {
+        if self.session.is_none() {
+            let (session, waits) = open(connector)?;
+            self.waits = waits;
+            self.session = Some(session);
+        }
+        let waits = self.waits;
+        match self.session.as_mut() {
+            Some(session) => Ok((session, waits)),
+            None => Err(Error::invalid("session", "not connected")),
+        }
     }
 }
 
@@ -248,11 +264,7 @@ impl<C: Connector> Locker<C> {
 
     fn session_of(&mut self, slot: usize) -> Result<&mut C::Session> {
         let Locker { slots, connector, .. } = self;
-        let slot = &mut slots[slot];
-        if slot.session.is_none() {
-            slot.session = Some(open(connector)?);
-        }
-        slot.session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))
+        Ok(slots[slot].connected(connector)?.0)
     }
 
     /// Whether the first session is open (no statement is run to check).
@@ -407,12 +419,8 @@ impl<C: Connector> Locker<C> {
         f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>,
     ) -> Result<T> {
         let Locker { slots, connector, sql, table, leases, .. } = self;
-        let place = &mut slots[slot];
-        let session = match &mut place.session {
-            Some(session) => session,
-            None => place.session.insert(open(connector)?),
-        };
-        let result = f(&mut Db { session, sql, table }, leases);
+        let (session, waits) = slots[slot].connected(connector)?;
+        let result = f(&mut Db { session, sql, table, waits }, leases);
         if matches!(result, Err(Error::ConnectionLost { .. })) {
             self.lose_slot(slot);
         }
@@ -811,8 +819,7 @@ impl<C: Connector> Locker<C> {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: held_as.to_owned() });
         }
         let got = self.recovering(timeout, |locker, timeout| {
-            let params = [sql::hex(&key).into(), timeout.as_secs_f64().into()];
-            locker.with_db(|db, _| db.run(name, sql::SESSION_GET_LOCK, &params))
+            locker.with_db(|db, _| db.session_get_lock(name, &sql::hex(&key), timeout))
         })?;
         match got.first(0).as_i64() {
             Some(1) => {
@@ -1010,23 +1017,17 @@ impl<C: Connector> Locker<C> {
 /// Every session a locker uses comes from here. GET_LOCK and KILL act on one node of a
 /// replicated cluster: such a server is refused for the GET_LOCK-based locks unless the
 /// deployment says all lock traffic goes to one node. Native sessions learned the answer
-/// in their setup round trip; others are asked once.
-fn open<C: Connector>(connector: &mut C) -> Result<C::Session> {
+/// in their setup round trip; others are asked once. The answer also says how the server
+/// takes GET_LOCK timeouts ([`Waits`]).
+fn open<C: Connector>(connector: &mut C) -> Result<(C::Session, Waits)> {
     let mut session = connector.connect()?;
-    if !connector.allows_cluster() {
-        refuse_cluster_node(&mut session)?;
-    }
-    Ok(session)
-}
-
-fn refuse_cluster_node<S: Session>(session: &mut S) -> Result<()> {
     let topology = match session.topology() {
         Some(known) => known,
         None => crate::topology::probe(|sql| session.execute(sql, &[]))
             .map_err(|e| classify(e, None, &crate::Table::default()))?,
     };
-    if topology.is_cluster() {
+    if topology.is_cluster() && !connector.allows_cluster() {
         return Err(Error::ClusterNode { name: None, what: topology.describe() });
     }
-    Ok(())
+    Ok((session, Waits::of(&topology)))
 }

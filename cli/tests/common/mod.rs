@@ -138,6 +138,15 @@ pub fn test_env(var: &str) -> String {
     })
 }
 
+/// Whether the test server is MySQL rather than MariaDB (its env file says which).
+pub fn on_mysql() -> bool {
+    match test_env("MYSQLLOCK_TEST_SERVER").as_str() {
+        "mysql" => true,
+        "mariadb" => false,
+        other => panic!("MYSQLLOCK_TEST_SERVER is {other:?}, neither mariadb nor mysql"),
+    }
+}
+
 /// The test server's own script (scripts/mariadb.sh or scripts/mysql.sh, from its env
 /// file): a server of a test's own is of the same kind.
 pub fn server_script() -> String {
@@ -158,6 +167,28 @@ pub struct OwnServer {
     dir: PathBuf,
     /// The DSN of its ordinary test user.
     pub dsn: String,
+}
+
+impl OwnServer {
+    /// Runs SQL as root on this server (scripts/mysql.sh's `sql` command; MariaDB's root
+    /// is reached through its socket with the mariadb client).
+    pub fn root_sql(&self, sql: &str) {
+        let dir = self.dir.to_str().expect("utf-8 temp dir");
+        let mut command = match on_mysql() {
+            true => {
+                let mut c = Command::new("bash");
+                c.args([&server_script(), "sql", dir, "-e", sql]);
+                c
+            }
+            false => {
+                let mut c = Command::new("mariadb");
+                c.args(["--no-defaults", "-uroot", &format!("--socket={dir}/mysqld.sock"), "-e", sql]);
+                c
+            }
+        };
+        let out: Ran = command.stdin(Stdio::null()).output().expect("the SQL client runs").into();
+        assert_eq!(out.code, Some(0), "{sql} as root failed: {}", out.stderr);
+    }
 }
 
 impl OwnServer {

@@ -101,6 +101,17 @@ pub fn fenced_locker() -> NativeLocker {
     l
 }
 
+/// Whether the test server is MySQL rather than MariaDB (its env file says which).
+pub fn on_mysql() -> bool {
+    match std::env::var("MYSQLLOCK_TEST_SERVER").as_deref() {
+        Ok("mysql") => true,
+        Ok("mariadb") => false,
+        other => {
+            panic!("MYSQLLOCK_TEST_SERVER is {other:?}, neither mariadb nor mysql: export the test server's DIR/env")
+        }
+    }
+}
+
 /// The script that started the test server (scripts/mariadb.sh or scripts/mysql.sh, named
 /// in the server's env file): tests that crash tables or start servers use the same kind.
 pub fn server_script() -> String {
