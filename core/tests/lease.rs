@@ -45,6 +45,27 @@ fn fractional_timeout_is_honoured() {
 }
 
 #[test]
+fn a_fraction_of_a_second_is_not_rounded_up_to_a_whole_one() {
+    // MySQL rounds GET_LOCK's timeout to whole seconds: asked for 0.6 s it would sleep 1 s.
+    let name = unique("fraction-up");
+    let (mut a, mut b) = (locker(), locker());
+    a.acquire(&name, 0.0, 30.0).unwrap();
+    a.lock_session(&format!("{name}-s"), 0.0).unwrap();
+    for kind in ["lease", "session lock"] {
+        let start = Instant::now();
+        let err = match kind {
+            "lease" => b.acquire(&name, 0.6, 30.0).unwrap_err(),
+            _ => b.lock_session(&format!("{name}-s"), 0.6).unwrap_err(),
+        };
+        let waited = start.elapsed();
+        assert!(err.is_timeout(), "{kind}: {err}");
+        assert!(waited >= Duration::from_millis(590), "{kind}: gave up early: {waited:?}");
+        // Generous, but short of the whole second a rounded timeout would take.
+        assert!(waited < Duration::from_millis(950), "{kind}: overshot: {waited:?}");
+    }
+}
+
+#[test]
 fn waiter_gets_the_lock_within_milliseconds_of_release() {
     let name = unique("handoff");
     let mut a = locker();
