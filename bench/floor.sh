@@ -6,7 +6,8 @@
 #                     floor, the C ABI), CLI start-up against `mariadb -e` and flock
 #   bench/cold.sh     cold start (PHP extension vs PDO minus `php -r ''`, C ABI, CLI) and
 #                     statements per connect
-# Each starts and stops its own MariaDB; the build runs once, here.
+# Each starts and stops its own server, MariaDB and then MySQL 9.7 (MYSQLLOCK_BENCH_SERVERS=
+# "mariadb" or "mysql" runs one); the build runs once, here.
 #
 #   bash bench/floor.sh            # about 5 minutes after the build
 #   bash bench/floor.sh --quick    # about a minute: fewer samples, same tables
@@ -29,9 +30,11 @@ cargo build --release --locked -p mysqllock-php -p mysqllock-ffi -p mysqllock-cl
 SECONDS=0
 echo "# bench/floor.sh$([ ${#quick[@]} = 1 ] && echo ' --quick'): commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core ffi cli php-ext || echo ' + uncommitted changes'), $(date -u +%Y-%m-%d), $(nproc) CPUs"
 status=0
+# Each bench on MariaDB, then on MySQL 9.7 (MYSQLLOCK_BENCH_SERVER; scripts/mysql.sh).
+for server in ${MYSQLLOCK_BENCH_SERVERS:-mariadb mysql}; do
 for bench in handoff session cold; do
   echo
-  echo "## bench/$bench.sh"
+  echo "## bench/$bench.sh on $server"
   if [ "$bench" = cold ]; then
     # cold.sh has no --quick; 30 rounds is its minimum for a median and p90.
     args=(--no-build)
@@ -39,7 +42,8 @@ for bench in handoff session cold; do
   else
     args=(--no-build "${quick[@]}")
   fi
-  bash "bench/$bench.sh" "${args[@]}" || { echo "bench/$bench.sh failed" >&2; status=1; }
+  MYSQLLOCK_BENCH_SERVER=$server bash "bench/$bench.sh" "${args[@]}" || { echo "bench/$bench.sh on $server failed" >&2; status=1; }
+done
 done
 echo
 echo "total $SECONDS s after the build"

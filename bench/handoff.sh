@@ -60,7 +60,7 @@ export MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN
 php_ext=("${pinned[@]}" php -d "extension=$MYSQLLOCK_BENCH_EXT" -d display_errors=stderr bench/php/handoff_user.php)
 
 load=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "# hand-off and contention, the user's way: $(machine), MariaDB $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core php-ext), $(date -u +%F), load average before: $load"
+echo "# hand-off and contention, the user's way: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core php-ext), $(date -u +%F), load average before: $load"
 
 # Contention: one run of KIND, WORKERS processes, SECONDS; prints handoff_user.php's summary line.
 contend() {

@@ -53,7 +53,7 @@ php_ext() {
 }
 
 laravel_version=$(sed -n "s/.*const VERSION = '\([^']*\)'.*/\1/p" $laravel)
-echo "# Laravel Cache::lock() benchmark: $(machine), MariaDB $(server_version), PHP $(php -r 'echo PHP_VERSION;'), Laravel $laravel_version, $(commit_line core php-ext bridges/laravel), $(date -u +%F)"
+echo "# Laravel Cache::lock() benchmark: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), Laravel $laravel_version, $(commit_line core php-ext bridges/laravel), $(date -u +%F)"
 echo
 php_ext bench/php/laravel_handoff.php setup
 echo "## 1. Hand-off: the holder's release() call -> the blocked waiter's block() returns"

@@ -52,7 +52,7 @@ php_on() {
 
 # ---- standalone ------------------------------------------------------------------------
 start_server
-echo "# lease mode benchmark: $(machine), MariaDB $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core php-ext), $(date -u +%F)"
+echo "# lease mode benchmark: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core php-ext), $(date -u +%F)"
 echo
 echo "## 1. Standalone MariaDB on 127.0.0.1: lease acquire + release (one connection per implementation; rounds rotate the order)"
 echo
@@ -68,7 +68,7 @@ echo
 selftest=$(php_on "$dsn" bench/php/lease_contend.php drive broken "$procs" "$selftest_s" "$work/runs")
 echo "$selftest"
 require_overlaps "$selftest" "a lock that excludes nothing"
-bash scripts/mariadb.sh stop "$work/db" >&2
+bash "$server_script" stop "$work/db" >&2
 
 # ---- Galera ----------------------------------------------------------------------------
 echo

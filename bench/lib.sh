@@ -5,6 +5,14 @@
 
 me=bench/$(basename "$0")
 root=$PWD
+# The server the bench starts: MYSQLLOCK_BENCH_SERVER=mariadb (the default) or mysql
+# (Oracle's MySQL 9.7, scripts/mysql.sh).
+bench_server=${MYSQLLOCK_BENCH_SERVER:-mariadb}
+case "$bench_server" in
+  mariadb|mysql) ;;
+  *) echo "$me: MYSQLLOCK_BENCH_SERVER is $bench_server, not mariadb or mysql" >&2; exit 2 ;;
+esac
+server_script=$root/scripts/$bench_server.sh
 
 die() {
   echo "$me: $*" >&2
@@ -82,7 +90,7 @@ make_work() {
   trap 'exit 130' INT TERM
 }
 cleanup() {
-  bash "$root/scripts/mariadb.sh" stop "$work/db" >/dev/null 2>&1 || true
+  bash "$server_script" stop "$work/db" >/dev/null 2>&1 || true
   if [ -f "$work/galera/cluster" ]; then
     bash "$root/scripts/galera.sh" stop "$work/galera" >/dev/null 2>&1 || true
   fi
@@ -92,16 +100,19 @@ cleanup() {
 # Starts the server in $work/db (the arguments, e.g. taskset -c 0, before the command) and
 # exports its env (MYSQLLOCK_TEST_DSN, _PORT, _SOCKET); $dsn is its DSN.
 start_server() {
-  "$@" bash scripts/mariadb.sh start "$work/db" >&2
+  "$@" bash "$server_script" start "$work/db" >&2
   set -a
   . "$work/db/env"
   set +a
   dsn=$MYSQLLOCK_TEST_DSN
 }
 
-# The server's version, asked over its socket.
+# The server's name and version, asked over its socket.
 server_version() {
-  mariadb --no-defaults -uroot --socket="$MYSQLLOCK_TEST_SOCKET" -N -e 'SELECT VERSION()'
+  case "$bench_server" in
+    mariadb) echo "MariaDB $(mariadb --no-defaults -uroot --socket="$MYSQLLOCK_TEST_SOCKET" -N -e 'SELECT VERSION()')" ;;
+    mysql) echo "MySQL $(bash "$server_script" sql "$work/db" -N -e 'SELECT VERSION()')" ;;
+  esac
 }
 
 # "N CPUs (model)" of this machine.

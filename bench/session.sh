@@ -71,7 +71,7 @@ export MYSQLLOCK_BENCH_SOCKET=$MYSQLLOCK_TEST_SOCKET
 export MYSQLLOCK_BENCH_VARS=Questions,Com_stmt_prepare
 php_ext=("${pinned[@]}" php -d "extension=$so" -d "mysqllock.dsn=$MYSQLLOCK_TEST_DSN")
 
-machine="$(machine), MariaDB $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core ffi php-ext cli), $(date -u +%F)"
+machine="$(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core ffi php-ext cli), $(date -u +%F)"
 
 # Each part writes table rows ("| ...") and notes; a part that could not run entirely
 # leaves its message on stderr and a non-zero status, and the others still run.
