@@ -39,7 +39,9 @@ const CLIENT_MAX_PACKET: usize = 4 * 1024 * 1024;
 /// Whether the setup may travel behind the handshake response. Cleared for the rest of
 /// the process the first time a server answers that response with a further step this
 /// client could have taken ([`OpenError::Switched`]: a fresh scramble, which only a proxy
-/// sends), which costs that one connection attempt.
+/// sends, or a switch to `caching_sha2_password`, which a MySQL 8 greeting with
+/// `mysql_native_password` sends for an account on it), which costs that one connection
+/// attempt, and on MySQL counts as a failed login of the account.
 static SETUP_IN_HANDSHAKE: AtomicBool = AtomicBool::new(true);
 
 /// Targets (`Config::target`) whose account the wire client cannot authenticate, learned

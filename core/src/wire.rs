@@ -123,7 +123,8 @@ pub(crate) enum OpenError {
     /// caller connects another way.
     Unsupported(String),
     /// The query sent behind the handshake response met a further authentication step
-    /// this client could take (a fresh scramble): nothing ran; connect again without it.
+    /// this client could take (a switch to `mysql_native_password` with a fresh scramble,
+    /// or to `caching_sha2_password`): nothing ran; connect again without it.
     Switched,
     /// Connecting failed (refused, timed out, access denied, too many connections).
     Failed(SessionError),
