@@ -8,10 +8,13 @@
 #   scripts/mariadb.sh crash-table DIR DB TABLE
 #                                  # marks a MyISAM table as crashed, as a server crash
 #                                  # mid-write leaves it (tests of the automatic repair)
+#   scripts/mariadb.sh sql DIR [ARGS...]  # the mariadb client as root on DIR's server
 #
 # DIR/env holds shell assignments: MYSQLLOCK_TEST_DSN (a mysql:// URL of an ordinary
 # user with a password), MYSQLLOCK_TEST_ED25519_DSN (the same on the ed25519 plugin),
-# MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET, MYSQLLOCK_TEST_DIR, MYSQLLOCK_TEST_SERVER=mariadb
+# MYSQLLOCK_TEST_NO_PASSWORD_DSN (an account without a password), MYSQLLOCK_TEST_PORT,
+# MYSQLLOCK_TEST_SOCKET (where the account locker@localhost logs in too), MYSQLLOCK_TEST_DIR,
+# MYSQLLOCK_TEST_SERVER=mariadb
 # and MYSQLLOCK_SERVER_SCRIPT (this script; scripts/mysql.sh writes the same for MySQL).
 set -euo pipefail
 
@@ -85,6 +88,11 @@ case "$cmd" in
 CREATE DATABASE IF NOT EXISTS mysqllock_test;
 CREATE USER IF NOT EXISTS 'locker'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret';
 GRANT ALL ON mysqllock_test.* TO 'locker'@'127.0.0.1';
+-- The same account over the Unix socket, where the server sees the client as 'localhost'.
+CREATE USER IF NOT EXISTS 'locker'@'localhost' IDENTIFIED BY 'l0ck-s3cret';
+GRANT ALL ON mysqllock_test.* TO 'locker'@'localhost';
+-- An account without a password (it may only log in).
+CREATE USER IF NOT EXISTS 'locker_nopw'@'127.0.0.1';
 GRANT PROCESS, CONNECTION ADMIN, RELOAD ON *.* TO 'locker'@'127.0.0.1';
 -- An account on another authentication plugin than mysql_native_password: the
 -- connection falls back from the project's own wire client to the mysql crate.
@@ -94,6 +102,7 @@ SQL
     cat >"$dir/env" <<ENV
 MYSQLLOCK_TEST_DSN=mysql://locker:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
 MYSQLLOCK_TEST_ED25519_DSN=mysql://locker_ed:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
+MYSQLLOCK_TEST_NO_PASSWORD_DSN=mysql://locker_nopw@127.0.0.1:$port
 MYSQLLOCK_TEST_PORT=$port
 MYSQLLOCK_TEST_SOCKET=$dir/mysqld.sock
 MYSQLLOCK_TEST_DIR=$dir
@@ -108,6 +117,10 @@ ENV
     port=$(sed -n 's/^MYSQLLOCK_TEST_PORT=//p' "$dir/env")
     stop_server
     launch "$port"
+    ;;
+  sql)
+    shift 2
+    mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" "$@"
     ;;
   crash-table)
     db=${3:?usage: mariadb.sh crash-table DIR DB TABLE}
@@ -131,7 +144,7 @@ with open(path, "r+b") as f:
 PY
     ;;
   *)
-    echo "usage: mariadb.sh start|stop|restart|crash-table DIR" >&2
+    echo "usage: mariadb.sh start|stop|restart|crash-table|sql DIR" >&2
     exit 2
     ;;
 esac

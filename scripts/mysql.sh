@@ -24,7 +24,8 @@
 #   MYSQLLOCK_TEST_ED25519_DSN    sha256_password: another plugin than the wire client's
 #                                 (the name is mariadb.sh's, where it is ed25519)
 #   MYSQLLOCK_TEST_SHA256_DSN     the same account, named for what it is
-# plus MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET, MYSQLLOCK_TEST_DIR,
+#   MYSQLLOCK_TEST_NO_PASSWORD_DSN  an account without a password (caching_sha2_password)
+# plus MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET (where locker@localhost logs in), MYSQLLOCK_TEST_DIR,
 # MYSQLLOCK_TEST_SERVER=mysql and MYSQLLOCK_SERVER_SCRIPT (this script).
 set -euo pipefail
 
@@ -185,6 +186,11 @@ case "$cmd" in
 CREATE DATABASE IF NOT EXISTS mysqllock_test;
 CREATE USER IF NOT EXISTS 'locker'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret';
 GRANT ALL ON mysqllock_test.* TO 'locker'@'127.0.0.1';
+-- The same account over the Unix socket, where the server sees the client as 'localhost'.
+CREATE USER IF NOT EXISTS 'locker'@'localhost' IDENTIFIED BY 'l0ck-s3cret';
+GRANT ALL ON mysqllock_test.* TO 'locker'@'localhost';
+-- An account without a password (it may only log in).
+CREATE USER IF NOT EXISTS 'locker_nopw'@'127.0.0.1';
 GRANT PROCESS, RELOAD ON *.* TO 'locker'@'127.0.0.1';
 -- KILL of another account's session; status --session reads performance_schema.
 GRANT CONNECTION_ADMIN ON *.* TO 'locker'@'127.0.0.1';
@@ -196,6 +202,7 @@ SQL
 MYSQLLOCK_TEST_DSN=mysql://locker:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
 MYSQLLOCK_TEST_ED25519_DSN=mysql://locker_sha:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
 MYSQLLOCK_TEST_SHA256_DSN=mysql://locker_sha:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
+MYSQLLOCK_TEST_NO_PASSWORD_DSN=mysql://locker_nopw@127.0.0.1:$port
 MYSQLLOCK_TEST_PORT=$port
 MYSQLLOCK_TEST_SOCKET=$dir/mysqld.sock
 MYSQLLOCK_TEST_DIR=$dir

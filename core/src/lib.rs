@@ -43,7 +43,7 @@ pub use distributed::{
 };
 pub use error::{Error, Loss, Result, SessionError};
 pub use locker::{AcquireOptions, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS};
-pub use native::MysqlSession;
+pub use native::{Authentication, MysqlSession};
 pub use session::{Connector, Session};
 pub use topology::Topology;
 pub use value::{Outcome, Value};

@@ -39,13 +39,36 @@ const CLIENT_MAX_PACKET: usize = 4 * 1024 * 1024;
 /// Whether the setup may travel behind the handshake response. Cleared for the rest of
 /// the process the first time a server answers that response with a further step this
 /// client could have taken ([`OpenError::Switched`]: a fresh scramble, which only a proxy
-/// sends), which costs that one connection attempt.
+/// sends, or a switch to `caching_sha2_password`, which a MySQL 8 greeting with
+/// `mysql_native_password` sends for an account on it), which costs that one connection
+/// attempt, and on MySQL counts as a failed login of the account.
 static SETUP_IN_HANDSHAKE: AtomicBool = AtomicBool::new(true);
 
 /// Targets (`Config::target`) whose account the wire client cannot authenticate, learned
 /// in this process: later connections go to the `mysql` crate at once instead of paying
 /// a refused handshake each time.
 static CRATE_TARGETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// How a session's connection logged in: which client, and what travelled. For
+/// diagnostics (a slow first connection) and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Authentication {
+    /// The project's own client, `mysql_native_password` (MariaDB, older MySQL): one
+    /// scramble.
+    NativePassword,
+    /// The own client, `caching_sha2_password` (MySQL's default) on its fast path: one
+    /// scramble the server's cache accepted (or an account without a password).
+    Sha2Fast,
+    /// The own client, `caching_sha2_password`'s full authentication: the server's cache
+    /// did not know the account (first login after a start, a `FLUSH PRIVILEGES` or a
+    /// password change), so the password travelled, RSA-encrypted over TCP (a round
+    /// trip more, to fetch the key) or in clear over a Unix socket. It fills the cache:
+    /// the account's next login takes the fast path.
+    Sha2Full,
+    /// The `mysql` crate: an account on a plugin the own client does not speak.
+    Crate,
+}
 
 /// A native MySQL session. Never reconnects by itself: a new connection is a new
 /// session, and the locks of the old one are gone.
@@ -215,6 +238,18 @@ impl MysqlSession {
     /// while connecting: no statement.
     pub fn wait_timeout(&self) -> Option<f64> {
         self.wait_timeout
+    }
+
+    /// How this session's connection logged in.
+    pub fn authentication(&self) -> Authentication {
+        match &self.link {
+            Link::Own(conn) => match conn.login() {
+                wire::Login::Native => Authentication::NativePassword,
+                wire::Login::Sha2Fast => Authentication::Sha2Fast,
+                wire::Login::Sha2Full => Authentication::Sha2Full,
+            },
+            Link::Crate(_) => Authentication::Crate,
+        }
     }
 }
 
@@ -606,7 +641,7 @@ mod tests {
 
     fn config() -> Config {
         let dsn = std::env::var("MYSQLLOCK_TEST_DSN")
-            .expect("MYSQLLOCK_TEST_DSN is not set: start a server with scripts/mariadb.sh");
+            .expect("MYSQLLOCK_TEST_DSN is not set: start a server with scripts/mariadb.sh or scripts/mysql.sh");
         Config::from_url(&dsn).unwrap()
     }
 
@@ -638,8 +673,12 @@ mod tests {
     }
 
     #[test]
-    fn a_mariadb_session_runs_on_the_projects_own_client() {
-        assert!(matches!(session().link, Link::Own(_)));
+    fn a_session_runs_on_the_projects_own_client() {
+        // mysql_native_password on MariaDB, caching_sha2_password on MySQL.
+        let session = session();
+        assert!(matches!(session.link, Link::Own(_)));
+        let native = session.authentication() == Authentication::NativePassword;
+        assert_eq!(native, on_mariadb(), "{:?}", session.authentication());
     }
 
     #[test]
@@ -864,9 +903,18 @@ mod tests {
 
     #[test]
     fn an_account_on_another_plugin_connects_through_the_mysql_crate() {
-        let dsn = std::env::var("MYSQLLOCK_TEST_ED25519_DSN")
-            .expect("MYSQLLOCK_TEST_ED25519_DSN is not set: start the server with scripts/mariadb.sh");
-        let mut session = MysqlSession::connect(&Config::from_url(&dsn).unwrap()).unwrap();
+        let dsn = std::env::var("MYSQLLOCK_TEST_ED25519_DSN").expect(
+            "MYSQLLOCK_TEST_ED25519_DSN is not set: start the server with scripts/mariadb.sh or scripts/mysql.sh",
+        );
+        let connected = MysqlSession::connect(&Config::from_url(&dsn).unwrap());
+        if !on_mariadb() {
+            // MySQL's account is on sha256_password, which the crate does not speak either.
+            let e = connected.err().expect("the mysql crate does not speak sha256_password").to_string();
+            assert!(e.contains("`sha256_password` (connecting through the mysql crate because"), "{e}");
+            assert!(matches!(super::tests::session().link, Link::Own(_)));
+            return;
+        }
+        let mut session = connected.unwrap();
         assert!(matches!(session.link, Link::Crate(_)));
         let user = session.execute("SELECT CURRENT_USER(), ?", &[Value::from("ü'?")]).unwrap();
         assert_eq!(user.rows[0], vec![Value::from("locker_ed@127.0.0.1"), Value::from("ü'?")]);

@@ -1,6 +1,8 @@
 //! The core's own client for the MySQL wire protocol, for the one case that matters for
 //! speed: a plain connection (TCP or Unix socket, no TLS) authenticated with
-//! `mysql_native_password`, running text-protocol queries.
+//! `mysql_native_password` (MariaDB, older MySQL) or `caching_sha2_password` (MySQL's
+//! default since 8.0, and on MySQL 9 the only built-in choice besides the deprecated
+//! `sha256_password`), running text-protocol queries.
 //!
 //! Why not the `mysql` crate for everything: it parses the server's greeting with two
 //! regular expressions, compiled on the first connection of every process (about 0.6 ms
@@ -10,6 +12,26 @@
 //! a server without the 4.1 protocol) it reports as [`OpenError::Unsupported`], and
 //! the caller connects through the `mysql` crate instead: nothing a user could connect
 //! with before is refused now.
+//!
+//! `caching_sha2_password`'s full authentication (the server's cache does not know the
+//! account: the first login after a start, a `FLUSH PRIVILEGES` or a password change)
+//! sends the password itself: in clear over a Unix socket, which the server counts as
+//! secure, and over TCP encrypted with the server's RSA key (OAEP), the one place this
+//! client uses RSA. Three ways to get there were weighed:
+//! - handing such a connection to the `mysql` crate (which can do it): refused, because
+//!   the connection abandoned at the server's request for the password counts as a failed
+//!   login (measured on MySQL 9.7.4: an account with `FAILED_LOGIN_ATTEMPTS 1` is blocked
+//!   by one such hang-up, error 3955), and it would cost every first login a second
+//!   connection;
+//! - the `rsa` crate (0.9; 0.10 needs Rust 1.87): 18 more crates (num-bigint-dig, rand
+//!   0.8, a second getrandom, pkcs1/pkcs8/spki/der, zerocopy...) for one encryption. A
+//!   clean `cargo build --release -p mysqllock-core` took 126 s of CPU with it against
+//!   102 s without (user + sys, medians of three builds each, 2 cores shared with other
+//!   builds, so wall times were not comparable), about a quarter more;
+//! - the RSA code the `mysql` crate's own full authentication calls, in `mysql_common`
+//!   (the crate it is built on, so already compiled: nothing added). It panics on a key
+//!   it cannot parse and on a message too long for the key; the length is checked first
+//!   and the call is caught ([`rsa_encrypt`]). Taken.
 
 use std::io::{self, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -17,6 +39,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use sha1::{Digest, Sha1};
+use sha2::Sha256;
 
 use crate::config::Config;
 use crate::error::SessionError;
@@ -31,6 +54,13 @@ const CLIENT_MAX_PACKET: u32 = 16 * 1024 * 1024;
 /// it carries. The session's own character set is set by `SET NAMES` afterwards.
 const HANDSHAKE_COLLATION: u8 = 45;
 const NATIVE_PASSWORD: &str = "mysql_native_password";
+const CACHING_SHA2: &str = "caching_sha2_password";
+
+/// `caching_sha2_password`'s steps after the scramble (AuthMoreData, 0x01, then one byte).
+const SHA2_FAST_AUTH_SUCCESS: u8 = 0x03;
+const SHA2_PERFORM_FULL_AUTH: u8 = 0x04;
+/// The client's request for the server's RSA public key during full authentication.
+const SHA2_REQUEST_PUBLIC_KEY: u8 = 0x02;
 
 const COM_QUIT: u8 = 0x01;
 const COM_QUERY: u8 = 0x03;
@@ -93,10 +123,24 @@ pub(crate) enum OpenError {
     /// caller connects another way.
     Unsupported(String),
     /// The query sent behind the handshake response met a further authentication step
-    /// this client could take (a fresh scramble): nothing ran; connect again without it.
+    /// this client could take (a switch to `mysql_native_password` with a fresh scramble,
+    /// or to `caching_sha2_password`): nothing ran; connect again without it.
     Switched,
     /// Connecting failed (refused, timed out, access denied, too many connections).
     Failed(SessionError),
+}
+
+/// How the handshake went beyond the handshake response: what [`Connection::open`]
+/// reports, for [`crate::native::Authentication`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Login {
+    /// `mysql_native_password`: a scramble.
+    Native,
+    /// `caching_sha2_password`, a scramble the server's cache accepted (or an account
+    /// without a password).
+    Sha2Fast,
+    /// `caching_sha2_password`'s full authentication: the password itself travelled.
+    Sha2Full,
 }
 
 /// What the server said about itself in its greeting.
@@ -151,19 +195,32 @@ pub(crate) struct Connection {
     /// Past the handshake: only then does closing say goodbye (COM_QUIT); during the
     /// handshake the server would read it as an answer.
     authenticated: bool,
+    login: Login,
 }
 
 impl Connection {
-    /// Connects and authenticates with `mysql_native_password` (also when the server
-    /// greets with another default plugin, as MySQL 8 does: the scramble is the same, and
-    /// an account on another plugin is answered with a switch, reported as
-    /// [`OpenError::Unsupported`]). `first` is a query sent in the same write as the
-    /// handshake response, so that its answer arrives with the server's OK: a setup that
-    /// costs no round trip of its own. It is only sent when the greeting names
-    /// `mysql_native_password`; should the server still ask for another step, it reads
-    /// the query as that step's answer, out of sequence, and refuses it (nothing runs):
-    /// reported as [`OpenError::Switched`] or [`OpenError::Unsupported`]. The outcome of
-    /// `first` is returned when it was sent.
+    /// Connects and authenticates with `caching_sha2_password` when the greeting names
+    /// it (MySQL 8 and later), with `mysql_native_password` otherwise; a switch to either
+    /// is followed, a switch to any other plugin is reported as
+    /// [`OpenError::Unsupported`].
+    ///
+    /// `first` is a query sent in the same write as the handshake response, so that its
+    /// answer arrives with the server's OK: a setup that costs no round trip of its own.
+    /// It is only sent when the greeting names `mysql_native_password`, whose accounts
+    /// take no further step. Should the server still ask for one (an account on another
+    /// plugin), it reads the query as that step's answer, out of sequence, and refuses it
+    /// (nothing runs): reported as [`OpenError::Switched`] or [`OpenError::Unsupported`].
+    ///
+    /// Never behind a `caching_sha2_password` response: whether the server then asks for
+    /// the full authentication depends on its cache, which the client cannot see and
+    /// which any `FLUSH PRIVILEGES`, restart or password change empties. The server would
+    /// read the query as the password ("Got packets out of order"), and that is a failed
+    /// login: on MySQL 9.7.4 an account with `FAILED_LOGIN_ATTEMPTS 1` is then blocked
+    /// (error 3955; measured with a raw client). Remembering
+    /// a fast login per target would not make it safe (the cache may be emptied since),
+    /// and would not help the short-lived processes the pipelining is for: a process's
+    /// first connection has nothing to remember. On MySQL the setup costs its own round
+    /// trip. The outcome of `first` is returned when it was sent.
     pub fn open(
         config: &Config,
         io_timeout: Option<Duration>,
@@ -186,6 +243,7 @@ impl Connection {
             seq: 0,
             broken: false,
             authenticated: false,
+            login: Login::Native,
         };
         let greeting = conn.read_greeting()?;
         if greeting.capabilities & (CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION)
@@ -197,13 +255,14 @@ impl Connection {
             return Err(OpenError::Unsupported(format!("server {} names no authentication plugin", greeting.version)));
         }
         let first = first.filter(|_| greeting.plugin == NATIVE_PASSWORD).map(|build| build(&greeting));
+        let plugin = if greeting.plugin == CACHING_SHA2 { CACHING_SHA2 } else { NATIVE_PASSWORD };
         conn.greeting = greeting;
-        let mut request = conn.handshake_response(config);
+        let mut request = conn.handshake_response(config, plugin);
         if let Some(sql) = &first {
             frame_command(&mut request, COM_QUERY, sql.as_bytes());
         }
         conn.send(&request).map_err(OpenError::Failed)?;
-        conn.finish_auth(config, first.is_some())?;
+        conn.login = conn.finish_auth(config, plugin, first.is_some())?;
         conn.authenticated = true;
         if let Err(e) = conn.set_timeouts(io_timeout) {
             return Err(OpenError::Failed(conn.fail(lost(&e))));
@@ -218,6 +277,10 @@ impl Connection {
 
     pub fn greeting(&self) -> &Greeting {
         &self.greeting
+    }
+
+    pub fn login(&self) -> Login {
+        self.login
     }
 
     /// Runs a text-protocol query (several `;`-separated statements allowed) and
@@ -344,7 +407,8 @@ impl Connection {
         parse_greeting(&packet).ok_or_else(|| OpenError::Unsupported("a greeting this client cannot read".into()))
     }
 
-    fn handshake_response(&mut self, config: &Config) -> Vec<u8> {
+    /// The handshake response, answering the greeting's nonce for `plugin`.
+    fn handshake_response(&mut self, config: &Config, plugin: &str) -> Vec<u8> {
         let g = &self.greeting;
         let mut caps = CLIENT_WANTS & (g.capabilities | CLIENT_LONG_PASSWORD);
         if config.database.is_some() {
@@ -357,15 +421,15 @@ impl Connection {
         body.extend_from_slice(&[0; 23]);
         body.extend_from_slice(config.user.as_bytes());
         body.push(0);
-        let auth = native_password(config.password.as_deref().unwrap_or(""), &g.scramble);
-        body.push(auth.len() as u8); // 0 or 20
+        let auth = scramble(plugin, config.password.as_deref().unwrap_or(""), &g.scramble);
+        body.push(auth.len() as u8); // 0, 20 or 32
         body.extend_from_slice(&auth);
         if caps & CLIENT_CONNECT_WITH_DB != 0 {
             body.extend_from_slice(config.database.as_deref().unwrap_or("").as_bytes());
             body.push(0);
         }
         if caps & CLIENT_PLUGIN_AUTH != 0 {
-            body.extend_from_slice(NATIVE_PASSWORD.as_bytes());
+            body.extend_from_slice(plugin.as_bytes());
             body.push(0);
         }
         let mut request = Vec::with_capacity(body.len() + 4);
@@ -373,30 +437,43 @@ impl Connection {
         request
     }
 
-    /// Reads the server's verdict on the handshake response. Only a switch to
-    /// `mysql_native_password` itself (with a fresh scramble) is answered here.
-    fn finish_auth(&mut self, config: &Config, pipelined: bool) -> Result<(), OpenError> {
+    /// Reads the server's verdict on the handshake response, taking the steps it asks
+    /// for: a switch to `mysql_native_password` or `caching_sha2_password` (answered for
+    /// the switch's fresh nonce), and `caching_sha2_password`'s full authentication.
+    fn finish_auth(&mut self, config: &Config, mut plugin: &'static str, pipelined: bool) -> Result<Login, OpenError> {
+        let password = config.password.as_deref().unwrap_or("");
+        let mut nonce = self.greeting.scramble.clone();
+        let mut login = if plugin == CACHING_SHA2 { Login::Sha2Fast } else { Login::Native };
         loop {
             let packet = self.read_packet().map_err(OpenError::Failed)?;
             match packet.first() {
-                Some(0x00) => return Ok(()),
+                Some(0x00) => return Ok(login),
                 Some(0xFF) => return Err(OpenError::Failed(server_error(&packet))),
                 Some(0xFE) if packet.len() > 1 => {
                     let mut c = Cursor::new(&packet[1..]);
-                    let plugin = c.nul_str().unwrap_or_default();
-                    if plugin != NATIVE_PASSWORD {
-                        return Err(OpenError::Unsupported(format!("the account uses {plugin}")));
-                    }
+                    let name = c.nul_str().unwrap_or_default();
+                    (plugin, login) = match name.as_str() {
+                        NATIVE_PASSWORD => (NATIVE_PASSWORD, Login::Native),
+                        CACHING_SHA2 => (CACHING_SHA2, Login::Sha2Fast),
+                        _ => return Err(OpenError::Unsupported(format!("the account uses {name}"))),
+                    };
                     if pipelined {
                         return Err(OpenError::Switched);
                     }
                     let data = c.rest();
-                    let scramble = data.strip_suffix(&[0]).unwrap_or(data);
-                    let auth = native_password(config.password.as_deref().unwrap_or(""), scramble);
-                    let mut reply = Vec::with_capacity(24);
-                    self.append_packets(&mut reply, &auth);
-                    self.send(&reply).map_err(OpenError::Failed)?;
+                    nonce = data.strip_suffix(&[0]).unwrap_or(data).to_vec();
+                    self.send_auth(&scramble(plugin, password, &nonce))?;
                 }
+                // AuthMoreData, the verdict on the scramble: fast success (the OK follows)
+                // or the full authentication.
+                Some(0x01) if plugin == CACHING_SHA2 => match packet[1..] {
+                    [SHA2_FAST_AUTH_SUCCESS] => {}
+                    [SHA2_PERFORM_FULL_AUTH] => {
+                        self.full_auth(password, &nonce)?;
+                        login = Login::Sha2Full;
+                    }
+                    _ => return Err(OpenError::Failed(self.malformed("a caching_sha2_password step"))),
+                },
                 _ if pipelined => return Err(OpenError::Switched),
                 _ => {
                     return Err(OpenError::Unsupported(
@@ -405,6 +482,41 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// `caching_sha2_password`'s full authentication: the password and a NUL, in clear
+    /// over a Unix socket (which the server counts as a secure transport), over TCP XORed
+    /// with the nonce and encrypted with the server's RSA public key, asked for first (a
+    /// round trip more; the key is not kept, as full authentications are rare: one per
+    /// account after a server start or a `FLUSH PRIVILEGES`).
+    fn full_auth(&mut self, password: &str, nonce: &[u8]) -> Result<(), OpenError> {
+        let mut clear = Vec::with_capacity(password.len() + 1);
+        clear.extend_from_slice(password.as_bytes());
+        clear.push(0);
+        if let Stream::Unix(_) = self.stream.get_ref() {
+            return self.send_auth(&clear);
+        }
+        self.send_auth(&[SHA2_REQUEST_PUBLIC_KEY])?;
+        let packet = self.read_packet().map_err(OpenError::Failed)?;
+        let key = match packet.split_first() {
+            Some((0x01, key)) => key,
+            Some((0xFF, _)) => return Err(OpenError::Failed(server_error(&packet))),
+            _ => return Err(OpenError::Failed(self.malformed("a public key"))),
+        };
+        for (byte, n) in clear.iter_mut().zip(nonce.iter().cycle()) {
+            *byte ^= n;
+        }
+        match rsa_encrypt(key, &clear) {
+            Ok(sealed) => self.send_auth(&sealed),
+            Err(why) => Err(OpenError::Failed(self.fail(SessionError::lost(why)))),
+        }
+    }
+
+    /// Sends one answer of the authentication exchange, continuing its sequence.
+    fn send_auth(&mut self, payload: &[u8]) -> Result<(), OpenError> {
+        let mut packet = Vec::with_capacity(payload.len() + 4);
+        self.append_packets(&mut packet, payload);
+        self.send(&packet).map_err(OpenError::Failed)
     }
 
     /// Reads every result of one query; `binary`: of a prepared statement.
@@ -778,6 +890,55 @@ fn parse_greeting(packet: &[u8]) -> Option<Greeting> {
     Some(Greeting { version, connection_id, capabilities, scramble, plugin })
 }
 
+/// The answer to the server's nonce for `plugin`, one of the two this client speaks.
+fn scramble(plugin: &str, password: &str, nonce: &[u8]) -> Vec<u8> {
+    match plugin {
+        CACHING_SHA2 => sha2_password(password, nonce),
+        _ => native_password(password, nonce),
+    }
+}
+
+/// `caching_sha2_password`'s scramble: SHA256(password) XOR
+/// SHA256(SHA256(SHA256(password)) + nonce), the stored hash before the nonce (as
+/// mysql_common has it; MariaDB's protocol page writes the nonce first, and MySQL 9.7.4
+/// does not take that: its cache misses and it asks for the full authentication, tried).
+/// The password never travels; an empty one is sent as nothing.
+fn sha2_password(password: &str, nonce: &[u8]) -> Vec<u8> {
+    if password.is_empty() {
+        return Vec::new();
+    }
+    let once = Sha256::digest(password.as_bytes());
+    let twice = Sha256::digest(once);
+    let mut salted = Sha256::new();
+    salted.update(twice);
+    salted.update(nonce.get(..20).unwrap_or(nonce));
+    once.iter().zip(salted.finalize()).map(|(a, b)| a ^ b).collect()
+}
+
+/// RSA encryption (OAEP, SHA-1) of `message` with the PEM public key the server sent,
+/// through the RSA code the `mysql` crate's own full authentication uses (see the module
+/// documentation). It panics where this returns an error: on a message too long for the
+/// key, checked here first, and on a key it cannot parse, caught here (the panic hook
+/// still prints its message: only a broken server or proxy gets there).
+fn rsa_encrypt(pem: &[u8], message: &[u8]) -> Result<Vec<u8>, String> {
+    use mysql_common::crypto::rsa::{GetRandom, Pkcs1OaepPadding, PublicKey};
+    std::panic::catch_unwind(|| {
+        let key = PublicKey::from_pem(pem);
+        // OAEP with SHA-1 carries at most k - 2 * 20 - 2 bytes for a k-byte modulus.
+        let room = key.num_octets().saturating_sub(42);
+        if message.len() > room {
+            return Err(format!(
+                "a password of {} bytes is too long for the server's {}-bit RSA key (at most {})",
+                message.len().saturating_sub(1),
+                key.modulus().bits(),
+                room.saturating_sub(1)
+            ));
+        }
+        Ok(key.encrypt_block(message, Pkcs1OaepPadding::new(GetRandom)))
+    })
+    .unwrap_or_else(|_| Err("the server sent an RSA public key this client cannot read".to_owned()))
+}
+
 /// `mysql_native_password`: SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password))).
 /// The password never travels; an empty one is sent as nothing.
 fn native_password(password: &str, scramble: &[u8]) -> Vec<u8> {
@@ -919,6 +1080,41 @@ mod tests {
     }
 
     #[test]
+    fn sha2_password_matches_an_independent_computation() {
+        // python3 -c "import hashlib; h = lambda b: hashlib.sha256(b).digest(); x = h(b'secret');
+        //   print(bytes(a ^ b for a, b in zip(x, h(h(x) + b'abcdefghij0123456789'))).hex())"
+        let response = sha2_password("secret", b"abcdefghij0123456789");
+        let hex: String = response.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, "bd7d89fc1c297010da753d08822e9e48d3eafbb6e68e1f9b403be12dc5687a40");
+        assert!(sha2_password("", b"abcdefghij0123456789").is_empty());
+    }
+
+    /// A 2048-bit RSA public key (`openssl genrsa 2048 | openssl rsa -pubout`), as MySQL
+    /// sends its own.
+    const PUBLIC_KEY: &[u8] = b"-----BEGIN PUBLIC KEY-----\n\
+MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA8rxrlQ4Sm+e+DBXggPRE\n\
+oASF8q1A9/AcCIE2PNR+WkecQ3RsN9EJTzMb3pFjLIvo70guAEygRHNgjX9QTGrj\n\
+WCdcBw71aVCUoHCjjbnoudeOScFIB7iZ56XWwodFmf47v1d11P7p9swWw+fCp5Ng\n\
+C2sxYYuimhSyW+bJ+zrWhLs8u7d62G/X6P55GDIKX1ih4uX1CIizt5dOsANBF2c5\n\
+rwbu0nHplGWeG3IICIjFIpDZ5Ms6T+Csn/ugMT5jKU/OHGXLGfPED2l9RNBrNJpk\n\
+27wRWbMYZVDYxi/F/nfPH8lyFofUcStwpXz/cRedeTSqyUoTIPEoRRruhCu+FIHQ\n\
+eQIDAQAB\n\
+-----END PUBLIC KEY-----";
+
+    #[test]
+    fn rsa_encryption_fits_the_key_or_says_why_not() {
+        let sealed = rsa_encrypt(PUBLIC_KEY, b"secret\0").unwrap();
+        assert_eq!(sealed.len(), 256, "one block of the modulus' size");
+        assert_ne!(rsa_encrypt(PUBLIC_KEY, b"secret\0").unwrap(), sealed, "OAEP draws a fresh seed each time");
+        // OAEP with SHA-1 carries 256 - 42 bytes in a 2048-bit block.
+        assert!(rsa_encrypt(PUBLIC_KEY, &[b'x'; 214]).is_ok());
+        let e = rsa_encrypt(PUBLIC_KEY, &[b'x'; 215]).unwrap_err();
+        assert!(e.contains("214 bytes is too long for the server's 2048-bit RSA key (at most 213)"), "{e}");
+        let e = rsa_encrypt(b"-----BEGIN PUBLIC KEY-----\n!!\n-----END PUBLIC KEY-----", b"x\0").unwrap_err();
+        assert!(e.contains("cannot read"), "{e}");
+    }
+
+    #[test]
     fn a_payload_filling_a_packet_is_followed_by_an_empty_one() {
         let mut out = Vec::new();
         let next = frame(&mut out, &vec![7u8; MAX_PAYLOAD], 3);
@@ -991,8 +1187,14 @@ mod tests {
             scramble: Vec::new(),
             plugin: String::new(),
         };
-        let conn =
-            Connection { stream: BufReader::new(Stream::Unix(ours)), greeting, seq: 0, broken: false, authenticated };
+        let conn = Connection {
+            stream: BufReader::new(Stream::Unix(ours)),
+            greeting,
+            seq: 0,
+            broken: false,
+            authenticated,
+            login: Login::Native,
+        };
         (conn, peer)
     }
 

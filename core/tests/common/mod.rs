@@ -1,16 +1,37 @@
-//! Shared setup for tests against the real MariaDB named by `MYSQLLOCK_TEST_DSN`.
+//! Shared setup for tests against the real server named by `MYSQLLOCK_TEST_DSN` (MariaDB or
+//! MySQL, as `MYSQLLOCK_TEST_SERVER` says).
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 use mysqllock_core::{Config, MysqlSession, NativeLocker, Session, Value};
+use parking_lot::Mutex;
 
 pub fn dsn() -> String {
     std::env::var("MYSQLLOCK_TEST_DSN").expect(
         "MYSQLLOCK_TEST_DSN is not set: run the tests through scripts/test.sh, or start a server with \
          scripts/mariadb.sh start DIR and export the variables from DIR/env",
     )
+}
+
+/// Which server the tests run against, as the server script's env file says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    MariaDb,
+    MySql,
+}
+
+pub fn server() -> Server {
+    match std::env::var("MYSQLLOCK_TEST_SERVER").as_deref() {
+        Ok("mariadb") => Server::MariaDb,
+        Ok("mysql") => Server::MySql,
+        other => panic!(
+            "MYSQLLOCK_TEST_SERVER is {other:?}, not mariadb or mysql: export the variables of the env file \
+             scripts/mariadb.sh or scripts/mysql.sh wrote"
+        ),
+    }
 }
 
 pub fn config() -> Config {
@@ -131,4 +152,96 @@ pub fn crash_table(table: &str) {
         .status()
         .expect("running the server script");
     assert!(status.success(), "{script} crash-table {table} failed");
+}
+
+/// A TCP relay between a client and the test server that counts what a wire capture
+/// would show: connections, and the client's turns to speak (a turn starts when the
+/// client sends after the server has). A round trip the client waits for is one turn.
+/// It also keeps what the server sent, per connection.
+pub struct Relay {
+    port: u16,
+    pub connections: Arc<Mutex<u32>>,
+    pub client_turns: Arc<Mutex<u32>>,
+    /// The bytes the server sent, one entry per connection, in the order accepted.
+    pub from_server: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Relay {
+    pub fn to(server: (String, u16)) -> Relay {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = Arc::new(Mutex::new(0));
+        let client_turns = Arc::new(Mutex::new(0));
+        let from_server: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+        let (count, turns, captured) = (connections.clone(), client_turns.clone(), from_server.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                *count.lock() += 1;
+                let index = {
+                    let mut captured = captured.lock();
+                    captured.push(Vec::new());
+                    captured.len() - 1
+                };
+                let server = std::net::TcpStream::connect((server.0.as_str(), server.1)).unwrap();
+                // Who spoke last on this connection: the server greets first.
+                let server_spoke_last = Arc::new(Mutex::new(true));
+                for (mut from, mut to, from_client) in
+                    [(client.try_clone().unwrap(), server.try_clone().unwrap(), true), (server, client, false)]
+                {
+                    let (last, turns, captured) = (server_spoke_last.clone(), turns.clone(), captured.clone());
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 16384];
+                        loop {
+                            let n = match from.read(&mut buf) {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => n,
+                            };
+                            {
+                                let mut last = last.lock();
+                                if from_client && *last {
+                                    *turns.lock() += 1;
+                                }
+                                *last = !from_client;
+                                if !from_client {
+                                    captured.lock()[index].extend_from_slice(&buf[..n]);
+                                }
+                            }
+                            if to.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Relay { port, connections, client_turns, from_server }
+    }
+
+    /// `config` pointed at the relay (over TCP).
+    pub fn config(&self, mut config: Config) -> Config {
+        config.host = "127.0.0.1".into();
+        config.port = self.port;
+        config.socket = None;
+        config
+    }
+}
+
+/// The TCP address `config` names.
+pub fn server_of(config: &Config) -> (String, u16) {
+    (config.host.clone(), config.port)
+}
+
+/// The payloads of the packets in `bytes`, a capture of one direction of a connection.
+pub fn packets(mut bytes: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    while bytes.len() >= 4 {
+        let len = usize::from(bytes[0]) | usize::from(bytes[1]) << 8 | usize::from(bytes[2]) << 16;
+        let end = (4 + len).min(bytes.len());
+        out.push(&bytes[4..end]);
+        bytes = &bytes[end..];
+    }
+    out
 }

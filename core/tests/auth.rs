@@ -1,0 +1,181 @@
+//! Logging in with the own wire client, against the real server: MySQL's
+//! caching_sha2_password (its fast path and its full authentication, over TCP and over
+//! the Unix socket), MariaDB's mysql_native_password, wrong and empty passwords.
+//!
+//! `FLUSH PRIVILEGES` empties MySQL's caching_sha2_password cache, so the account's next
+//! login is a full authentication. The tests of this file run one at a time (`SERIAL`),
+//! so that one's flush does not turn another's fast login into a full one; other test
+//! files run in other processes, one after the other.
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+
+mod common;
+
+use common::*;
+use mysqllock_core::{Authentication, Config, Error, MysqlSession, Session};
+use parking_lot::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// caching_sha2_password's AuthMoreData packets: the server's cache accepted the
+/// scramble, or the client must send the password itself.
+const FAST_AUTH_SUCCESS: &[u8] = &[0x01, 0x03];
+const PERFORM_FULL_AUTH: &[u8] = &[0x01, 0x04];
+
+/// Empties MySQL's authentication cache (on MariaDB it only reloads the grant tables),
+/// as root through the server's script: not through the client under test.
+fn empty_the_cache() {
+    let dir = std::env::var("MYSQLLOCK_TEST_DIR").expect("MYSQLLOCK_TEST_DIR is not set: export the server's env file");
+    let status = std::process::Command::new("bash")
+        .args([&server_script(), "sql", &dir, "-e", "FLUSH PRIVILEGES"])
+        .status()
+        .expect("running the server script");
+    assert!(status.success(), "FLUSH PRIVILEGES through {} failed", server_script());
+}
+
+/// The test account over the Unix socket (as `locker@localhost`).
+fn socket_config() -> Config {
+    let mut config = config();
+    config.socket = Some(
+        std::env::var("MYSQLLOCK_TEST_SOCKET")
+            .expect("MYSQLLOCK_TEST_SOCKET is not set: export the variables of the server script's env file"),
+    );
+    config
+}
+
+/// Logs in through a relay over TCP: the session's own account of its login, and the
+/// AuthMoreData packets the server sent during it.
+fn login_over_tcp(config: Config) -> (MysqlSession, Vec<Vec<u8>>) {
+    let relay = Relay::to(server_of(&config));
+    let session = MysqlSession::connect(&relay.config(config)).unwrap();
+    assert_eq!(*relay.connections.lock(), 1, "one connection: nothing handed over to the mysql crate");
+    let steps = auth_steps(&relay.from_server.lock()[0]);
+    (session, steps)
+}
+
+/// The AuthMoreData packets (0x01 ...) among what the server sent between its greeting
+/// and its verdict on the login (OK or ERR).
+fn auth_steps(from_server: &[u8]) -> Vec<Vec<u8>> {
+    packets(from_server)
+        .into_iter()
+        .skip(1)
+        .take_while(|p| !matches!(p.first(), Some(0x00 | 0xFF)))
+        .filter(|p| p.first() == Some(&0x01))
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// Steps as a failure message shows them: the first two bytes and the length (a public
+/// key is long).
+fn shown(steps: &[Vec<u8>]) -> Vec<String> {
+    steps.iter().map(|s| format!("{:02x?} ({} bytes)", &s[..s.len().min(2)], s.len())).collect()
+}
+
+fn current_user(session: &mut MysqlSession) -> String {
+    session.execute("SELECT CURRENT_USER()", &[]).unwrap().first(0).as_text().unwrap()
+}
+
+#[test]
+fn over_tcp_the_first_login_after_a_flush_is_a_full_authentication_and_the_next_a_fast_one() {
+    let _serial = SERIAL.lock();
+    empty_the_cache();
+    let (mut first, first_steps) = login_over_tcp(config());
+    let (mut second, second_steps) = login_over_tcp(config());
+    for session in [&mut first, &mut second] {
+        assert_eq!(current_user(session), "locker@127.0.0.1");
+    }
+    match server() {
+        Server::MySql => {
+            // Full: asked for the password, which went RSA-encrypted with the server's key.
+            let (first_shown, second_shown) = (shown(&first_steps), shown(&second_steps));
+            assert_eq!(first_steps[0], PERFORM_FULL_AUTH, "the flush emptied the cache: {first_shown:?}");
+            assert!(first_steps.iter().any(|p| p.starts_with(b"\x01-----BEGIN PUBLIC KEY")), "{first_shown:?}");
+            assert_eq!(first.authentication(), Authentication::Sha2Full);
+            assert_eq!(second_steps, [FAST_AUTH_SUCCESS], "the full login filled the cache: {second_shown:?}");
+            assert_eq!(second.authentication(), Authentication::Sha2Fast);
+        }
+        Server::MariaDb => {
+            assert!(
+                first_steps.is_empty() && second_steps.is_empty(),
+                "{:?} {:?}",
+                shown(&first_steps),
+                shown(&second_steps)
+            );
+            assert_eq!(first.authentication(), Authentication::NativePassword);
+            assert_eq!(second.authentication(), Authentication::NativePassword);
+        }
+    }
+}
+
+#[test]
+fn over_the_unix_socket_the_first_login_after_a_flush_is_a_full_authentication_and_the_next_a_fast_one() {
+    let _serial = SERIAL.lock();
+    empty_the_cache();
+    let mut first = MysqlSession::connect(&socket_config()).unwrap();
+    let mut second = MysqlSession::connect(&socket_config()).unwrap();
+    for session in [&mut first, &mut second] {
+        assert_eq!(current_user(session), "locker@localhost");
+    }
+    let expected = match server() {
+        // The password went in clear: the server counts the socket as secure.
+        Server::MySql => [Authentication::Sha2Full, Authentication::Sha2Fast],
+        Server::MariaDb => [Authentication::NativePassword; 2],
+    };
+    assert_eq!([first.authentication(), second.authentication()], expected);
+}
+
+#[test]
+fn a_wrong_password_is_refused_with_access_denied_on_every_path() {
+    let _serial = SERIAL.lock();
+    let wrong = |mut config: Config| {
+        config.password = Some("certainly-not-the-password".into());
+        config
+    };
+    let refused = |result: mysqllock_core::Result<MysqlSession>, path: &str| match result {
+        Err(Error::Connect { source, .. }) => {
+            assert_eq!(source.code, Some(1045), "{path}: {source:?}");
+            assert!(source.message.starts_with("Access denied for user 'locker'@"), "{path}: {source:?}");
+        }
+        other => panic!("{path}: expected access denied, got {:?}", other.err()),
+    };
+    for cached in [false, true] {
+        if cached {
+            // A login that fills the cache: the wrong scramble then misses it all the same.
+            raw();
+            MysqlSession::connect(&socket_config()).unwrap();
+        } else {
+            empty_the_cache();
+        }
+        let relay = Relay::to(server_of(&config()));
+        refused(MysqlSession::connect(&relay.config(wrong(config()))), &format!("TCP, cached {cached}"));
+        assert_eq!(*relay.connections.lock(), 1, "not handed over to the mysql crate");
+        if server() == Server::MySql {
+            // Refused after the RSA-encrypted password, not on the scramble alone.
+            let steps = auth_steps(&relay.from_server.lock()[0]);
+            assert_eq!(
+                steps.first().map(Vec::as_slice),
+                Some(PERFORM_FULL_AUTH),
+                "cached {cached}: {:?}",
+                shown(&steps)
+            );
+        }
+        refused(MysqlSession::connect(&wrong(socket_config())), &format!("Unix socket, cached {cached}"));
+    }
+}
+
+#[test]
+fn an_account_without_a_password_logs_in_with_an_empty_answer() {
+    let _serial = SERIAL.lock();
+    let dsn = std::env::var("MYSQLLOCK_TEST_NO_PASSWORD_DSN").expect(
+        "MYSQLLOCK_TEST_NO_PASSWORD_DSN is not set: restart the server with scripts/mariadb.sh or scripts/mysql.sh",
+    );
+    empty_the_cache();
+    let (mut session, steps) = login_over_tcp(Config::from_url(&dsn).unwrap());
+    assert_eq!(current_user(&mut session), "locker_nopw@127.0.0.1");
+    assert!(steps.is_empty(), "no password, nothing to ask for even with an empty cache: {:?}", shown(&steps));
+    let expected = match server() {
+        Server::MySql => Authentication::Sha2Fast,
+        Server::MariaDb => Authentication::NativePassword,
+    };
+    assert_eq!(session.authentication(), expected);
+}
