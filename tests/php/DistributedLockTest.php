@@ -39,7 +39,9 @@ acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
         $db = connect();
         $db->exec('DROP TABLE IF EXISTS ' . self::TABLE . ', ' . self::MYISAM);
         $db->exec(self::ddl(self::TABLE) . ' ENGINE=InnoDB');
-        $db->exec(self::ddl(self::MYISAM) . ' ENGINE=MyISAM');
+        // latin1: MyISAM keys hold 1000 bytes, less than VARCHAR(255) in utf8mb4 (MySQL's
+        // default character set; the test server's MariaDB database is latin1).
+        $db->exec(self::ddl(self::MYISAM) . ' ENGINE=MyISAM DEFAULT CHARSET=latin1');
     }
 
     protected function setUp(): void
