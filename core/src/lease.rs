@@ -38,11 +38,18 @@ const POLL_MAX: Duration = Duration::from_millis(100);
 /// and "timeout 0" must still take over a dead holder's lock in its one try.
 const CLAIMS_PAST_DEADLINE: u32 = 2;
 
+/// While a server that takes whole seconds only has a fraction of a second of a wait
+/// left, a GET_LOCK with timeout 0 is tried this often: how late a waiter may notice a
+/// release in that fraction.
+const FRACTION_POLL: Duration = Duration::from_millis(5);
+
 /// The statements of one protocol step on one session, with error classification.
 pub(crate) struct Db<'a, S: Session + ?Sized> {
     pub session: &'a mut S,
     pub sql: &'a Sql,
     pub table: &'a Table,
+    /// The server waits in GET_LOCK for fractions of a second (see [`waiting`]).
+    pub get_lock_fractions: bool,
 }
 
 impl<S: Session + ?Sized> Db<'_, S> {
@@ -105,12 +112,31 @@ enum Queued {
     GaveUp,
 }
 
-/// A `GET_LOCK(name, wait)` that said no before `wait` was over (MySQL rounds fractional
-/// timeouts down): sleeping out the rest keeps every caller's loop from spinning.
-fn sleep_out_early_answer(start: Instant, wait: Duration) {
-    let early = wait.saturating_sub(start.elapsed());
-    if early > Duration::from_millis(5) {
-        std::thread::sleep(early);
+/// Waits in GET_LOCK for up to `wait`: `once(timeout)` runs the statement with the
+/// timeout to give the server and returns `Some` when the wait is over (granted, or
+/// whatever else ends it) or `None` for "not granted". A server that takes whole seconds
+/// only (`fractions` false: MySQL rounds 0.4 to 0 and 0.6 to 1) is given the whole
+/// seconds left, and the fraction after them is polled for with timeout 0 every
+/// [`FRACTION_POLL`]: the waiter neither gives up early nor waits past `wait`, and a
+/// release during that fraction still reaches it. An answer that comes early for
+/// another reason (the wait was killed) is followed up the same way.
+pub(crate) fn waiting<T>(
+    fractions: bool,
+    wait: Duration,
+    mut once: impl FnMut(Duration) -> Result<Option<T>>,
+) -> Result<Option<T>> {
+    let start = Instant::now();
+    loop {
+        let left = wait.saturating_sub(start.elapsed());
+        let timeout = if fractions { left } else { Duration::from_secs(left.as_secs()) };
+        if let Some(done) = once(timeout)? {
+            return Ok(Some(done));
+        }
+        let left = wait.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        std::thread::sleep(left.min(FRACTION_POLL));
     }
 }
 
@@ -333,8 +359,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     }
 
     /// Runs a `GET_LOCK(spelling, wait)` statement (`with_holder`: it also returns
-    /// `IS_USED_LOCK`). A server that rounds fractional timeouts down (MySQL) may answer
-    /// early; sleeping out the rest keeps every caller's loop from spinning.
+    /// `IS_USED_LOCK`, as the last try saw it) until granted or `wait` is over.
     fn get_lock(
         &mut self,
         sql: &str,
@@ -342,17 +367,17 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         wait: Duration,
         with_holder: bool,
     ) -> Result<(bool, Option<u64>)> {
-        let start = Instant::now();
-        let mut params: Vec<Value> = vec![spelling.into(), wait.as_secs_f64().into()];
-        if with_holder {
-            params.push(spelling.into());
-        }
-        let out = self.db.run(self.name, sql, &params)?;
-        let got = out.first(0).as_i64() == Some(1);
-        if !got {
-            sleep_out_early_answer(start, wait);
-        }
-        Ok((got, out.first(1).as_u64()))
+        let (name, db, mut holder) = (self.name, &mut *self.db, None);
+        let got = waiting(db.get_lock_fractions, wait, |timeout| {
+            let mut params: Vec<Value> = vec![spelling.into(), timeout.as_secs_f64().into()];
+            if with_holder {
+                params.push(spelling.into());
+            }
+            let out = db.run(name, sql, &params)?;
+            holder = out.first(1).as_u64();
+            Ok((out.first(0).as_i64() == Some(1)).then_some(()))
+        })?;
+        Ok((got.is_some(), holder))
     }
 
     /// GET_LOCK is busy: most likely the owner holds it, or a waiter it woke is about
@@ -379,44 +404,50 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     /// batch, the claim rides along: the server writes the row as soon as the GET_LOCK
     /// is granted, one round trip in all. Notes whether the name was contended.
     fn wait_for_get_lock(&mut self, wait: Duration) -> Result<Wake> {
-        let start = Instant::now();
+        let fractions = self.db.get_lock_fractions;
+        Ok(waiting(fractions, wait, |timeout| self.wait_for_get_lock_once(timeout))?.unwrap_or(Wake::TimedOut))
+    }
+
+    /// One statement (or batch) of [`wait_for_get_lock`](Self::wait_for_get_lock) with
+    /// the server's `timeout`; `None` when it timed out.
+    fn wait_for_get_lock_once(&mut self, timeout: Duration) -> Result<Option<Wake>> {
         if !self.db.session.batches() {
             let sql = self.db.sql;
             let out = self.db.run(
                 self.name,
                 &sql.queue_get_lock,
-                &[self.name.into(), self.name.into(), wait.as_secs_f64().into()],
+                &[self.name.into(), self.name.into(), timeout.as_secs_f64().into()],
             )?;
             self.contended |= out.first(0).as_i64() != Some(1);
             if out.first(1).as_i64() == Some(1) {
                 self.holding_get_lock = true;
-                return Ok(Wake::Granted);
+                return Ok(Some(Wake::Granted));
             }
-            sleep_out_early_answer(start, wait);
-            return Ok(Wake::TimedOut);
+            return Ok(None);
         }
-        let batch = self.db.sql.wait_and_claim(self.name, wait, self.ttl, (holder_host(), std::process::id()));
+        let batch = self.db.sql.wait_and_claim(self.name, timeout, self.ttl, (holder_host(), std::process::id()));
         match self.db.session.execute_batch(&batch) {
             Ok(outcomes) => {
                 self.contended |= outcomes.first().map(|o| o.first(0).as_i64()) != Some(Some(1));
                 self.holding_get_lock = true;
                 self.token = outcomes.get(1).map_or(0, |o| o.last_insert_id);
-                Ok(Wake::Acquired)
+                Ok(Some(Wake::Acquired))
             }
             // GET_LOCK timed out: the claim found NULL and wrote nothing.
             Err(SessionError { code: Some(1048), .. }) => {
                 self.contended = true;
-                sleep_out_early_answer(start, wait);
-                Ok(Wake::TimedOut)
+                Ok(None)
             }
             // Granted, but the row exists: the GET_LOCK is ours.
             Err(SessionError { code: Some(1062), .. }) => {
                 self.holding_get_lock = true;
-                Ok(Wake::RowTaken)
+                Ok(Some(Wake::RowTaken))
             }
             // Multi-statements refused on the way (nothing ran): the session no longer
             // batches, so this goes statement by statement.
-            Err(SessionError { code: Some(1064), .. }) if !self.db.session.batches() => self.wait_for_get_lock(wait),
+            Err(SessionError { code: Some(1064), .. }) if !self.db.session.batches() => {
+                self.wait_for_get_lock_once(timeout)
+            }
             Err(e) => {
                 self.get_lock_unknown = true;
                 Err(classify(e, Some(self.name), self.db.table))

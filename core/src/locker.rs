@@ -131,11 +131,25 @@ impl LockStatus {
 struct Slot<S> {
     session: Option<S>,
     leases: usize,
+    /// The session's server waits in GET_LOCK for fractions of a second.
+    get_lock_fractions: bool,
 }
 
 impl<S> Slot<S> {
     fn vacant() -> Slot<S> {
-        Slot { session: None, leases: 0 }
+        Slot { session: None, leases: 0, get_lock_fractions: false }
+    }
+
+    /// The session, opened if there is none, and whether its server waits in GET_LOCK
+    /// for fractions of a second.
+    fn open<C: Connector<Session = S>>(&mut self, connector: &mut C) -> Result<(&mut S, bool)> {
+        if self.session.is_none() {
+            let (session, fractions) = open(connector)?;
+            self.get_lock_fractions = fractions;
+            self.session = Some(session);
+        }
+        let session = self.session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))?;
+        Ok((session, self.get_lock_fractions))
     }
 }
 
@@ -248,11 +262,7 @@ impl<C: Connector> Locker<C> {
 
     fn session_of(&mut self, slot: usize) -> Result<&mut C::Session> {
         let Locker { slots, connector, .. } = self;
-        let slot = &mut slots[slot];
-        if slot.session.is_none() {
-            slot.session = Some(open(connector)?);
-        }
-        slot.session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))
+        Ok(slots[slot].open(connector)?.0)
     }
 
     /// Whether the first session is open (no statement is run to check).
@@ -407,12 +417,8 @@ impl<C: Connector> Locker<C> {
         f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>,
     ) -> Result<T> {
         let Locker { slots, connector, sql, table, leases, .. } = self;
-        let place = &mut slots[slot];
-        let session = match &mut place.session {
-            Some(session) => session,
-            None => place.session.insert(open(connector)?),
-        };
-        let result = f(&mut Db { session, sql, table }, leases);
+        let (session, get_lock_fractions) = slots[slot].open(connector)?;
+        let result = f(&mut Db { session, sql, table, get_lock_fractions }, leases);
         if matches!(result, Err(Error::ConnectionLost { .. })) {
             self.lose_slot(slot);
         }
@@ -810,19 +816,26 @@ impl<C: Connector> Locker<C> {
         if let Some(held_as) = self.session_lock_as(name).or_else(|| self.leases.contains_key(name).then_some(name)) {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: held_as.to_owned() });
         }
+        let hex = sql::hex(&key);
+        // GET_LOCK's answer: 1 granted, 0 timed out (waited on), NULL killed or failed.
         let got = self.recovering(timeout, |locker, timeout| {
-            let params = [sql::hex(&key).into(), timeout.as_secs_f64().into()];
-            locker.with_db(|db, _| db.run(name, sql::SESSION_GET_LOCK, &params))
+            locker.with_db(|db, _| {
+                lease::waiting(db.get_lock_fractions, timeout, |wait| {
+                    let params = [hex.as_str().into(), wait.as_secs_f64().into()];
+                    let answer = db.run(name, sql::SESSION_GET_LOCK, &params)?.first(0).as_i64();
+                    Ok((answer != Some(0)).then_some(answer))
+                })
+            })
         })?;
-        match got.first(0).as_i64() {
-            Some(1) => {
+        match got {
+            Some(Some(1)) => {
                 self.lost.remove(name);
                 self.session_locks.insert(key, name.to_owned());
                 Ok(())
             }
-            Some(_) => Err(Error::Timeout { name: name.to_owned(), timeout: timeout.as_secs_f64() }),
+            Some(Some(_)) | None => Err(Error::Timeout { name: name.to_owned(), timeout: timeout.as_secs_f64() }),
             // MariaDB answers NULL when the wait was killed (KILL QUERY) or failed.
-            None => Err(Error::Database {
+            Some(None) => Err(Error::Database {
                 name: Some(name.to_owned()),
                 source: crate::SessionError { code: None, message: "GET_LOCK returned NULL".into(), lost: false },
             }),
@@ -1007,26 +1020,25 @@ impl<C: Connector> Locker<C> {
     }
 }
 
-/// Every session a locker uses comes from here. GET_LOCK and KILL act on one node of a
+/// Every session a locker uses comes from here, with whether its server waits in
+/// GET_LOCK for fractions of a second. GET_LOCK and KILL act on one node of a
 /// replicated cluster: such a server is refused for the GET_LOCK-based locks unless the
-/// deployment says all lock traffic goes to one node. Native sessions learned the answer
-/// in their setup round trip; others are asked once.
-fn open<C: Connector>(connector: &mut C) -> Result<C::Session> {
+/// deployment says all lock traffic goes to one node. Native sessions learned what the
+/// server is in their setup round trip; others are asked once, unless a cluster is
+/// allowed: then they are taken to wait whole seconds only, which is right on every
+/// server (only less exact where fractions would do).
+fn open<C: Connector>(connector: &mut C) -> Result<(C::Session, bool)> {
     let mut session = connector.connect()?;
-    if !connector.allows_cluster() {
-        refuse_cluster_node(&mut session)?;
-    }
-    Ok(session)
-}
-
-fn refuse_cluster_node<S: Session>(session: &mut S) -> Result<()> {
     let topology = match session.topology() {
-        Some(known) => known,
-        None => crate::topology::probe(|sql| session.execute(sql, &[]))
-            .map_err(|e| classify(e, None, &crate::Table::default()))?,
+        Some(known) => Some(known),
+        None if connector.allows_cluster() => None,
+        None => Some(
+            crate::topology::probe(|sql| session.execute(sql, &[]))
+                .map_err(|e| classify(e, None, &crate::Table::default()))?,
+        ),
     };
-    if topology.is_cluster() {
+    if let Some(topology) = topology.filter(|t| t.is_cluster() && !connector.allows_cluster()) {
         return Err(Error::ClusterNode { name: None, what: topology.describe() });
     }
-    Ok(())
+    Ok((session, topology.is_some_and(|t| t.get_lock_waits_fractions())))
 }

@@ -1,6 +1,8 @@
 <?php
-// What an acquirer meets between two of its statements (SPEC §4): the owner's row
-// vanishing right before the acquirer looks at it.
+// What an acquirer meets between two of its statements and in the last fraction of a
+// second of its wait (SPEC §4): the owner's row vanishing right before the acquirer
+// looks at it, and a release while less than a second of the wait is left (MySQL rounds
+// GET_LOCK's timeout to whole seconds, MariaDB waits the fraction).
 declare(strict_types=1);
 
 namespace MySqlLockTest;
@@ -67,5 +69,27 @@ final class WaitWindowTest extends TestCase
         $this->assertSame([], HookedStatement::$before, 'the acquisition never looked at the row');
         $this->assertInstanceOf(SharedLockTimeoutException::class, $e, json_encode(describe($e)));
         $this->assertSame([], self::rows($name), 'the try left a row behind');
+    }
+
+    /**
+     * A waiter with less than a second to wait (0.49 s) is handed a lock released while
+     * it waits at once, as a waiter with whole seconds is: not only at the end of its
+     * wait, which would be about 0.4 s after this release.
+     *
+     * @test
+     */
+    public function aWaiterWithASubSecondTimeoutIsHandedALockReleasedWhileItWaitsAtOnce(): void
+    {
+        $name = $this->lockName();
+        $holder = $this->startHolder($name);
+        $waiter = $this->startChild();
+        // The waiter's connection is open before it starts waiting.
+        $this->assertReply('locked', $waiter->call(['lock', $this->lockName('warm-up'), 0, 10]));
+        $waiter->command(['lock', $name, 0.49, 10]);
+        $this->assertNull($waiter->receive(0.1), 'the waiter got the lock while another process held it');
+        $this->assertReply('released', $holder->call(['release', $name]));
+        $releasedAt = microtime(true);
+        $this->assertReply('locked', $waiter->receive(5.0));
+        $this->assertLessThan(0.2, microtime(true) - $releasedAt, 'the waiter was not woken by the release');
     }
 }
