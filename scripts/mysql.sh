@@ -14,9 +14,10 @@
 # (about 2 minutes) and kept under /var/cache/mysqllock (MYSQLLOCK_MYSQL_ROOT overrides),
 # so later runs pay nothing. The chroot shares the host's network: host programs reach
 # the server on 127.0.0.1:PORT. Its files live inside the chroot, under
-# ROOT/srv/mysqllock/ID (ID derived from DIR); DIR/server is a symlink to them, and
-# DIR/mysqld.sock and DIR/mysqld.pid to its socket and pid file (the chroot shares the
-# host's process ids), so a host client takes --socket=DIR/mysqld.sock.
+# ROOT/srv/mysqllock/ID (ID derived from DIR); DIR/server is a symlink to them, DIR/mysqld.sock
+# to its socket, so a host client takes --socket=DIR/mysqld.sock, and DIR/mysqld.pid to its
+# pid file (the pid is the host's: the chroot shares the process table), where
+# mariadb.sh keeps it, so a test that crashes the server finds it on either.
 #
 # DIR/env holds what mariadb.sh's does, for accounts on MySQL's plugins:
 #   MYSQLLOCK_TEST_DSN            caching_sha2_password (MySQL's default, the only one new
@@ -111,8 +112,10 @@ sweep() {
   done
 }
 
+# The caller's MYSQL_PWD (a test's, for its own account) would be tried for root, which
+# has none: the server refuses it.
 root_sql() {
-  chroot "$chroot_root" mysql --no-defaults -uroot --socket="$inner/mysqld.sock" "$@"
+  env -u MYSQL_PWD chroot "$chroot_root" mysql --no-defaults -uroot --socket="$inner/mysqld.sock" "$@"
 }
 
 launch() {

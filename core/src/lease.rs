@@ -25,8 +25,19 @@ use crate::value::{Outcome, Value};
 /// How long one session other than the row owner may keep the GET_LOCK before the owner
 /// treats it as a stale holder and KILLs it. Waiters hold it for a statement or two
 /// (well under a millisecond); only a holder that lost its row keeps it this long.
-/// On MySQL a whole second ([`Waits::grace`]).
+/// On a server that waits whole seconds only, a whole second ([`waiter_grace`]).
 const WAITER_GRACE: Duration = Duration::from_millis(500);
+
+/// [`WAITER_GRACE`] where the server sleeps fractions; a whole second where it sleeps
+/// whole seconds only (MySQL), so that a queued waiter still sleeps in the server and is
+/// woken by the release instead of polling the fraction (see [`waiting`]).
+fn waiter_grace(fractions: bool) -> Duration {
+    if fractions {
+        WAITER_GRACE
+    } else {
+        Duration::from_secs(1)
+    }
+}
 /// After a KILL the server releases the victim's locks as soon as its thread notices;
 /// wait that long for it even past the caller's deadline, so a takeover that has begun
 /// is finished rather than left half done.
@@ -39,58 +50,18 @@ const POLL_MAX: Duration = Duration::from_millis(100);
 /// and "timeout 0" must still take over a dead holder's lock in its one try.
 const CLAIMS_PAST_DEADLINE: u32 = 2;
 
-/// How long a client naps after a GET_LOCK that answered before its wait was over,
-/// before its loop asks again: short, since the lock may be released meanwhile.
-const EARLY_ANSWER_NAP: Duration = Duration::from_millis(20);
-
-/// An answer this much before the wait was over is on time (timer and clock noise).
-const EARLY_NOISE: Duration = Duration::from_millis(5);
-
-/// How a server takes GET_LOCK's timeout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Waits {
-    /// MariaDB sleeps fractions of a second.
-    Fractional,
-    /// MySQL rounds the timeout to whole seconds (0.4 is no wait at all, 0.5 a whole
-    /// second): it is asked for whole seconds only, and the client polls out the rest.
-    WholeSeconds,
-}
-
-impl Waits {
-    pub fn of(topology: &crate::topology::Topology) -> Waits {
-        if topology.mariadb {
-            Waits::Fractional
-        } else {
-            Waits::WholeSeconds
-        }
-    }
-
-    /// [`WAITER_GRACE`], where the server can sleep it; a whole second where it sleeps
-    /// whole seconds only, so a queued waiter still sleeps in the server (and is woken
-    /// by the release) instead of polling.
-    pub fn grace(self) -> Duration {
-        match self {
-            Waits::Fractional => WAITER_GRACE,
-            Waits::WholeSeconds => Duration::from_secs(1),
-        }
-    }
-
-    /// The part of `wait` to ask the server to sleep in GET_LOCK: never more than
-    /// `wait`, so no acquisition outlives its timeout.
-    pub fn server_part(self, wait: Duration) -> Duration {
-        match self {
-            Waits::Fractional => wait,
-            Waits::WholeSeconds => Duration::from_secs(wait.as_secs()),
-        }
-    }
-}
+/// While a server that takes whole seconds only has a fraction of a second of a wait
+/// left, a GET_LOCK with timeout 0 is tried this often: how late a waiter may notice a
+/// release in that fraction.
+const FRACTION_POLL: Duration = Duration::from_millis(5);
 
 /// The statements of one protocol step on one session, with error classification.
 pub(crate) struct Db<'a, S: Session + ?Sized> {
     pub session: &'a mut S,
     pub sql: &'a Sql,
     pub table: &'a Table,
-    pub waits: Waits,
+    /// The server waits in GET_LOCK for fractions of a second (see [`waiting`]).
+    pub get_lock_fractions: bool,
 }
 
 impl<S: Session + ?Sized> Db<'_, S> {
@@ -100,24 +71,6 @@ impl<S: Session + ?Sized> Db<'_, S> {
 
     fn flag(&mut self, name: &str, sql: &str, params: &[Value]) -> Result<bool> {
         Ok(self.run(name, sql, params)?.first(0).as_i64() == Some(1))
-    }
-
-    /// `GET_LOCK` of a session lock (its key in hexadecimal) for up to `timeout`: one
-    /// statement, unless the server sleeps whole seconds only ([`Waits`]); then it sleeps
-    /// those, and the rest is polled at [`EARLY_ANSWER_NAP`]. Returns the last answer.
-    pub fn session_get_lock(&mut self, name: &str, key_hex: &str, timeout: Duration) -> Result<Outcome> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let start = Instant::now();
-            let left = deadline.saturating_duration_since(start);
-            let wait = self.waits.server_part(left).as_secs_f64();
-            let out = self.run(name, crate::sql::SESSION_GET_LOCK, &[key_hex.into(), wait.into()])?;
-            // Granted, or NULL (killed): the caller tells. Timed out with little left: done.
-            if out.first(0).as_i64() != Some(0) || deadline.saturating_duration_since(Instant::now()) <= EARLY_NOISE {
-                return Ok(out);
-            }
-            sleep_out_early_answer(start, left);
-        }
     }
 
     pub fn release_get_lock(&mut self, name: &str) -> Result<bool> {
@@ -171,14 +124,33 @@ enum Queued {
     GaveUp,
 }
 
-/// A `GET_LOCK(name, wait)` that said no before `wait` was over (on MySQL the server
-/// sleeps only the whole seconds of it, see [`Waits`]): a nap of at most
-/// [`EARLY_ANSWER_NAP`] keeps every caller's loop from spinning while a release is still
-/// seen within milliseconds.
-fn sleep_out_early_answer(start: Instant, wait: Duration) {
-    let early = wait.saturating_sub(start.elapsed());
-    if early > EARLY_NOISE {
-        std::thread::sleep(early.min(EARLY_ANSWER_NAP));
+/// Waits in GET_LOCK for up to `wait`: `once(timeout)` runs the statement with the
+/// timeout to give the server and returns `Some` when the wait is over (granted, or
+/// whatever else ends it) or `None` for "not granted". A server that takes whole seconds
+/// only (`fractions` false: MySQL rounds 0.4 to 0 and 0.6 to 1) is given the whole
+/// seconds left, and the fraction after them is polled for with timeout 0 every
+/// [`FRACTION_POLL`]: the waiter neither gives up early nor waits past `wait`, and a
+/// release during that fraction still reaches it. An answer that comes early for
+/// another reason (the wait was killed) is followed up the same way.
+pub(crate) fn waiting<T>(
+    fractions: bool,
+    wait: Duration,
+    mut once: impl FnMut(Duration) -> Result<Option<T>>,
+) -> Result<Option<T>> {
+    let start = Instant::now();
+    loop {
+        let left = wait.saturating_sub(start.elapsed());
+        // Whole seconds: rounded up only when that overshoots by less than one poll (a
+        // grace of one second, computed a moment ago, is a whole second, not 0.9999 s).
+        let timeout = if fractions { left } else { Duration::from_secs((left + FRACTION_POLL).as_secs()) };
+        if let Some(done) = once(timeout)? {
+            return Ok(Some(done));
+        }
+        let left = wait.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        std::thread::sleep(left.min(FRACTION_POLL));
     }
 }
 
@@ -401,8 +373,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     }
 
     /// Runs a `GET_LOCK(spelling, wait)` statement (`with_holder`: it also returns
-    /// `IS_USED_LOCK`). A server that only sleeps whole seconds (MySQL, see [`Waits`])
-    /// answers early; a short nap keeps every caller's loop from spinning.
+    /// `IS_USED_LOCK`, as the last try saw it) until granted or `wait` is over.
     fn get_lock(
         &mut self,
         sql: &str,
@@ -410,28 +381,29 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         wait: Duration,
         with_holder: bool,
     ) -> Result<(bool, Option<u64>)> {
-        let start = Instant::now();
-        let mut params: Vec<Value> = vec![spelling.into(), self.db.waits.server_part(wait).as_secs_f64().into()];
-        if with_holder {
-            params.push(spelling.into());
-        }
-        let out = self.db.run(self.name, sql, &params)?;
-        let got = out.first(0).as_i64() == Some(1);
-        if !got {
-            sleep_out_early_answer(start, wait);
-        }
-        Ok((got, out.first(1).as_u64()))
+        let (name, db, mut holder) = (self.name, &mut *self.db, None);
+        let got = waiting(db.get_lock_fractions, wait, |timeout| {
+            let mut params: Vec<Value> = vec![spelling.into(), timeout.as_secs_f64().into()];
+            if with_holder {
+                params.push(spelling.into());
+            }
+            let out = db.run(name, sql, &params)?;
+            holder = out.first(1).as_u64();
+            Ok((out.first(0).as_i64() == Some(1)).then_some(()))
+        })?;
+        Ok((got.is_some(), holder))
     }
 
     /// GET_LOCK is busy: most likely the owner holds it, or a waiter it woke is about
     /// to claim the row. Queue for it on the server (GET_LOCK waiters are served in
-    /// order) instead of claiming the row ahead of that waiter. After [`Waits::grace`] of
+    /// order) instead of claiming the row ahead of that waiter. After [`waiter_grace`] of
     /// waiting with no luck, gives up: the caller claims the row and inspects (the
     /// holder may be stale, or own the row under a TTL that ends sooner).
     fn queue_for_get_lock(&mut self, busy_since: &mut Option<Instant>) -> Result<Queued> {
         let now = Instant::now();
         let since = *busy_since.get_or_insert(now);
-        let wait = self.db.waits.grace().saturating_sub(now - since).min(self.deadline.saturating_duration_since(now));
+        let grace = waiter_grace(self.db.get_lock_fractions);
+        let wait = grace.saturating_sub(now - since).min(self.deadline.saturating_duration_since(now));
         if wait.is_zero() {
             *busy_since = None;
             return Ok(Queued::GaveUp);
@@ -447,45 +419,50 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     /// batch, the claim rides along: the server writes the row as soon as the GET_LOCK
     /// is granted, one round trip in all. Notes whether the name was contended.
     fn wait_for_get_lock(&mut self, wait: Duration) -> Result<Wake> {
-        let start = Instant::now();
+        let fractions = self.db.get_lock_fractions;
+        Ok(waiting(fractions, wait, |timeout| self.wait_for_get_lock_once(timeout))?.unwrap_or(Wake::TimedOut))
+    }
+
+    /// One statement (or batch) of [`wait_for_get_lock`](Self::wait_for_get_lock) with
+    /// the server's `timeout`; `None` when it timed out.
+    fn wait_for_get_lock_once(&mut self, timeout: Duration) -> Result<Option<Wake>> {
         if !self.db.session.batches() {
             let sql = self.db.sql;
             let out = self.db.run(
                 self.name,
                 &sql.queue_get_lock,
-                &[self.name.into(), self.name.into(), self.db.waits.server_part(wait).as_secs_f64().into()],
+                &[self.name.into(), self.name.into(), timeout.as_secs_f64().into()],
             )?;
             self.contended |= out.first(0).as_i64() != Some(1);
             if out.first(1).as_i64() == Some(1) {
                 self.holding_get_lock = true;
-                return Ok(Wake::Granted);
+                return Ok(Some(Wake::Granted));
             }
-            sleep_out_early_answer(start, wait);
-            return Ok(Wake::TimedOut);
+            return Ok(None);
         }
-        let server_wait = self.db.waits.server_part(wait);
-        let batch = self.db.sql.wait_and_claim(self.name, server_wait, self.ttl, (holder_host(), std::process::id()));
+        let batch = self.db.sql.wait_and_claim(self.name, timeout, self.ttl, (holder_host(), std::process::id()));
         match self.db.session.execute_batch(&batch) {
             Ok(outcomes) => {
                 self.contended |= outcomes.first().map(|o| o.first(0).as_i64()) != Some(Some(1));
                 self.holding_get_lock = true;
                 self.token = outcomes.get(1).map_or(0, |o| o.last_insert_id);
-                Ok(Wake::Acquired)
+                Ok(Some(Wake::Acquired))
             }
             // GET_LOCK timed out: the claim found NULL and wrote nothing.
             Err(SessionError { code: Some(1048), .. }) => {
                 self.contended = true;
-                sleep_out_early_answer(start, wait);
-                Ok(Wake::TimedOut)
+                Ok(None)
             }
             // Granted, but the row exists: the GET_LOCK is ours.
             Err(SessionError { code: Some(1062), .. }) => {
                 self.holding_get_lock = true;
-                Ok(Wake::RowTaken)
+                Ok(Some(Wake::RowTaken))
             }
             // Multi-statements refused on the way (nothing ran): the session no longer
             // batches, so this goes statement by statement.
-            Err(SessionError { code: Some(1064), .. }) if !self.db.session.batches() => self.wait_for_get_lock(wait),
+            Err(SessionError { code: Some(1064), .. }) if !self.db.session.batches() => {
+                self.wait_for_get_lock_once(timeout)
+            }
             Err(e) => {
                 self.get_lock_unknown = true;
                 Err(classify(e, Some(self.name), self.db.table))
@@ -622,7 +599,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         // a stale holder (two grace periods), even past the caller's deadline: giving up
         // sooner would leave a hung holder blocking every short try for as long as it
         // lives.
-        let grace = self.db.waits.grace();
+        let grace = waiter_grace(self.db.get_lock_fractions);
         let deadline = self.deadline.max(Instant::now() + 2 * grace + POLL_MAX);
         // The session currently seen holding the GET_LOCK, and since when.
         let mut seen: Option<(u64, Instant)> = None;
@@ -807,4 +784,51 @@ enum StaleCheck {
     RowLost,
     /// The GET_LOCK changed hands meanwhile: look again.
     Moved,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The timeouts `waiting` gives the server for a wait of `wait` that is never granted,
+    /// and how long it took.
+    fn never_granted(fractions: bool, wait: Duration) -> (Vec<Duration>, Duration) {
+        let (start, mut given) = (Instant::now(), Vec::new());
+        let got: Option<()> = waiting(fractions, wait, |timeout| {
+            given.push(timeout);
+            std::thread::sleep(timeout);
+            Ok(None)
+        })
+        .unwrap();
+        assert!(got.is_none());
+        (given, start.elapsed())
+    }
+
+    #[test]
+    fn a_server_that_waits_fractions_gets_the_whole_wait_at_once() {
+        let (given, took) = never_granted(true, Duration::from_millis(40));
+        assert_eq!(given.len(), 1, "{given:?}");
+        assert!(given[0] > Duration::from_millis(35), "{given:?}");
+        assert!(took >= Duration::from_millis(40), "{took:?}");
+    }
+
+    #[test]
+    fn a_server_that_waits_whole_seconds_gets_them_and_the_fraction_is_polled() {
+        let (given, took) = never_granted(false, Duration::from_millis(1040));
+        assert_eq!(given[0], Duration::from_secs(1), "{given:?}");
+        assert!(given[1..].iter().all(Duration::is_zero), "{given:?}");
+        assert!(given.len() >= 4, "the last 40 ms were not polled: {given:?}");
+        assert!(took >= Duration::from_millis(1040) && took < Duration::from_millis(1500), "{took:?}");
+    }
+
+    #[test]
+    fn a_grant_ends_the_wait() {
+        let mut tries = 0;
+        let got = waiting(false, Duration::from_millis(200), |_| {
+            tries += 1;
+            Ok((tries == 3).then_some("granted"))
+        })
+        .unwrap();
+        assert_eq!((got, tries), (Some("granted"), 3));
+    }
 }

@@ -4,7 +4,7 @@
 use crate::config::Table;
 use crate::error::{Error, Loss, Result};
 use crate::keepalive::{self, KeepAlive};
-use crate::lease::{self, Db, Waits};
+use crate::lease::{self, Db};
 use crate::limits;
 use crate::name::{self, Charset};
 use crate::session::{classify, Connector, Session};
@@ -131,27 +131,25 @@ impl LockStatus {
 struct Slot<S> {
     session: Option<S>,
     leases: usize,
-    /// How the session's server takes GET_LOCK timeouts, learned when it was opened.
-    waits: Waits,
+    /// The session's server waits in GET_LOCK for fractions of a second.
+    get_lock_fractions: bool,
 }
 
 impl<S> Slot<S> {
     fn vacant() -> Slot<S> {
-        Slot { session: None, leases: 0, waits: Waits::Fractional }
+        Slot { session: None, leases: 0, get_lock_fractions: false }
     }
 
-    /// The session (connected now if it is not) and how its server takes GET_LOCK waits.
-    fn connected<C: Connector<Session = S>>(&mut self, connector: &mut C) -> Result<(&mut S, Waits)> {
+    /// The session, opened if there is none, and whether its server waits in GET_LOCK
+    /// for fractions of a second.
+    fn open<C: Connector<Session = S>>(&mut self, connector: &mut C) -> Result<(&mut S, bool)> {
         if self.session.is_none() {
-            let (session, waits) = open(connector)?;
-            self.waits = waits;
+            let (session, fractions) = open(connector)?;
+            self.get_lock_fractions = fractions;
             self.session = Some(session);
         }
-        let waits = self.waits;
-        match self.session.as_mut() {
-            Some(session) => Ok((session, waits)),
-            None => Err(Error::invalid("session", "not connected")),
-        }
+        let session = self.session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))?;
+        Ok((session, self.get_lock_fractions))
     }
 }
 
@@ -264,7 +262,7 @@ impl<C: Connector> Locker<C> {
 
     fn session_of(&mut self, slot: usize) -> Result<&mut C::Session> {
         let Locker { slots, connector, .. } = self;
-        Ok(slots[slot].connected(connector)?.0)
+        Ok(slots[slot].open(connector)?.0)
     }
 
     /// Whether the first session is open (no statement is run to check).
@@ -419,8 +417,8 @@ impl<C: Connector> Locker<C> {
         f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>,
     ) -> Result<T> {
         let Locker { slots, connector, sql, table, leases, .. } = self;
-        let (session, waits) = slots[slot].connected(connector)?;
-        let result = f(&mut Db { session, sql, table, waits }, leases);
+        let (session, get_lock_fractions) = slots[slot].open(connector)?;
+        let result = f(&mut Db { session, sql, table, get_lock_fractions }, leases);
         if matches!(result, Err(Error::ConnectionLost { .. })) {
             self.lose_slot(slot);
         }
@@ -818,18 +816,26 @@ impl<C: Connector> Locker<C> {
         if let Some(held_as) = self.session_lock_as(name).or_else(|| self.leases.contains_key(name).then_some(name)) {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: held_as.to_owned() });
         }
+        let hex = sql::hex(&key);
+        // GET_LOCK's answer: 1 granted, 0 timed out (waited on), NULL killed or failed.
         let got = self.recovering(timeout, |locker, timeout| {
-            locker.with_db(|db, _| db.session_get_lock(name, &sql::hex(&key), timeout))
+            locker.with_db(|db, _| {
+                lease::waiting(db.get_lock_fractions, timeout, |wait| {
+                    let params = [hex.as_str().into(), wait.as_secs_f64().into()];
+                    let answer = db.run(name, sql::SESSION_GET_LOCK, &params)?.first(0).as_i64();
+                    Ok((answer != Some(0)).then_some(answer))
+                })
+            })
         })?;
-        match got.first(0).as_i64() {
-            Some(1) => {
+        match got {
+            Some(Some(1)) => {
                 self.lost.remove(name);
                 self.session_locks.insert(key, name.to_owned());
                 Ok(())
             }
-            Some(_) => Err(Error::Timeout { name: name.to_owned(), timeout: timeout.as_secs_f64() }),
+            Some(Some(_)) | None => Err(Error::Timeout { name: name.to_owned(), timeout: timeout.as_secs_f64() }),
             // MariaDB answers NULL when the wait was killed (KILL QUERY) or failed.
-            None => Err(Error::Database {
+            Some(None) => Err(Error::Database {
                 name: Some(name.to_owned()),
                 source: crate::SessionError { code: None, message: "GET_LOCK returned NULL".into(), lost: false },
             }),
@@ -1014,20 +1020,25 @@ impl<C: Connector> Locker<C> {
     }
 }
 
-/// Every session a locker uses comes from here. GET_LOCK and KILL act on one node of a
+/// Every session a locker uses comes from here, with whether its server waits in
+/// GET_LOCK for fractions of a second. GET_LOCK and KILL act on one node of a
 /// replicated cluster: such a server is refused for the GET_LOCK-based locks unless the
-/// deployment says all lock traffic goes to one node. Native sessions learned the answer
-/// in their setup round trip; others are asked once. The answer also says how the server
-/// takes GET_LOCK timeouts ([`Waits`]).
-fn open<C: Connector>(connector: &mut C) -> Result<(C::Session, Waits)> {
+/// deployment says all lock traffic goes to one node. Native sessions learned what the
+/// server is in their setup round trip; others are asked once, unless a cluster is
+/// allowed: then they are taken to wait whole seconds only, which is right on every
+/// server (only less exact where fractions would do).
+fn open<C: Connector>(connector: &mut C) -> Result<(C::Session, bool)> {
     let mut session = connector.connect()?;
     let topology = match session.topology() {
-        Some(known) => known,
-        None => crate::topology::probe(|sql| session.execute(sql, &[]))
-            .map_err(|e| classify(e, None, &crate::Table::default()))?,
+        Some(known) => Some(known),
+        None if connector.allows_cluster() => None,
+        None => Some(
+            crate::topology::probe(|sql| session.execute(sql, &[]))
+                .map_err(|e| classify(e, None, &crate::Table::default()))?,
+        ),
     };
-    if topology.is_cluster() && !connector.allows_cluster() {
+    if let Some(topology) = topology.filter(|t| t.is_cluster() && !connector.allows_cluster()) {
         return Err(Error::ClusterNode { name: None, what: topology.describe() });
     }
-    Ok((session, Waits::of(&topology)))
+    Ok((session, topology.is_some_and(|t| t.get_lock_waits_fractions())))
 }

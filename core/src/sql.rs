@@ -41,6 +41,8 @@ pub(crate) struct Sql {
     pub claim_holding: String,
     /// The row for a name (under whatever spelling), whether its owner still holds the
     /// GET_LOCK of the spelling it stored, and whether we hold the GET_LOCK of ours.
+    /// Without a row (its owner released since the claim) the owner's column is not
+    /// looked up: MySQL refuses `IS_USED_LOCK(NULL)` (error 3057), MariaDB answers NULL.
     /// `until_reclaimable`: seconds until `created + ttl < UNIX_TIMESTAMP()` turns true.
     pub inspect: String,
     /// Delete a row seen as reclaimable, re-checking the condition in the same statement
@@ -137,7 +139,8 @@ impl Sql {
             claim_holding: claim("1"),
             inspect: format!(
                 "SELECT IS_USED_LOCK(?) <=> CONNECTION_ID(), l.name, l.connection_id, l.lock_acquired, \
-                 l.created, l.ttl, l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(CAST(l.name AS CHAR)) \
+                 l.created, l.ttl, l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), \
+                 IF(l.name IS NULL, NULL, IS_USED_LOCK(CAST(l.name AS CHAR))) \
                  FROM (SELECT 1 AS one) AS probe LEFT JOIN {t} AS l ON l.name = ?"
             ),
             reclaim: format!(

@@ -57,6 +57,12 @@ impl Topology {
         self.wsrep || self.group_replication
     }
 
+    /// Whether `GET_LOCK` waits the fraction of a second it is given. MariaDB does; MySQL
+    /// rounds the timeout to whole seconds (0.4 does not wait at all, 0.6 waits a second).
+    pub fn get_lock_waits_fractions(&self) -> bool {
+        self.mariadb
+    }
+
     /// For messages: what kind of cluster node this is.
     pub fn describe(&self) -> &'static str {
         if self.wsrep {
@@ -115,11 +121,13 @@ mod tests {
     fn mariadb_with_wsrep_off_is_standalone() {
         let t = Topology::from_probe(&[row("version", "10.11.6-MariaDB"), row("wsrep_on", "OFF")]);
         assert!(!t.is_cluster());
+        assert!(t.get_lock_waits_fractions());
     }
 
     #[test]
     fn mysql_without_the_variables_is_standalone() {
         let t = Topology::from_probe(&[row("version", "8.0.36")]);
         assert!(!t.is_cluster() && !t.mariadb);
+        assert!(!t.get_lock_waits_fractions(), "MySQL rounds GET_LOCK's timeout to whole seconds");
     }
 }

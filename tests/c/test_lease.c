@@ -321,10 +321,12 @@ static void test_missing_and_myisam_tables(void)
     check(acquired == true, "and *acquired is unwritten");
 
     char sql[400];
+    /* latin1: a MyISAM key holds 1000 bytes, less than VARCHAR(255) in utf8mb4 (MySQL's
+     * default character set; the test server's MariaDB database is latin1). */
     snprintf(sql, sizeof sql,
              "CREATE TABLE %s (resource VARCHAR(255) PRIMARY KEY, owner VARCHAR(255) NOT NULL, "
              "expires_at DATETIME NOT NULL, acquired_at DATETIME NOT NULL DEFAULT "
-             "CURRENT_TIMESTAMP) ENGINE=MyISAM",
+             "CURRENT_TIMESTAMP) ENGINE=MyISAM DEFAULT CHARSET=latin1",
              myisam_table);
     check(run_sql(&srv, sql), "create a MyISAM lease table with the stock client");
     expect(mysqllock_lease_set_table(c, myisam_table, 0), MYSQLLOCK_OK, NULL,

@@ -1,8 +1,8 @@
 <?php
 // Nene\Kit\DistributedLock (lease mode): the seed's examples verbatim and its semantics,
-// each case against three backends: MariaDB through the extension's own connection
-// (mysqllock.dsn), MariaDB through a PDO, and SQLite in memory through a PDO (the seed's
-// testing workflow). Rows are crafted and checked with plain SQL on a connection of
+// each case against three backends: the test server (MariaDB or MySQL) through the
+// extension's own connection (mysqllock.dsn), the test server through a PDO, and SQLite
+// in memory through a PDO (the seed's testing workflow). Rows are crafted and checked with plain SQL on a connection of
 // the test's own, never through the class under test.
 declare(strict_types=1);
 
@@ -21,7 +21,7 @@ expires_at DATETIME NOT NULL,
 acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
 )';
 
-    /** MariaDB tables of these tests (the core's tests use distributed_locks*). */
+    /** The test server's tables of these tests (the core's tests use distributed_locks*). */
     private const TABLE = 'phpt_leases';
     private const FENCED = 'phpt_leases_fenced';
     private const MYISAM = 'phpt_leases_myisam';
@@ -39,7 +39,9 @@ acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
         $db = connect();
         $db->exec('DROP TABLE IF EXISTS ' . self::TABLE . ', ' . self::MYISAM);
         $db->exec(self::ddl(self::TABLE) . ' ENGINE=InnoDB');
-        $db->exec(self::ddl(self::MYISAM) . ' ENGINE=MyISAM');
+        // latin1: MyISAM keys hold 1000 bytes, less than VARCHAR(255) in utf8mb4 (MySQL's
+        // default character set; the test server's MariaDB database is latin1).
+        $db->exec(self::ddl(self::MYISAM) . ' ENGINE=MyISAM DEFAULT CHARSET=latin1');
     }
 
     protected function setUp(): void
@@ -65,17 +67,17 @@ acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
 
     public function backends(): array
     {
-        return ['MariaDB native' => ['native'], 'MariaDB PDO' => ['pdo'], 'SQLite in-memory PDO' => ['sqlite']];
+        return ['server native' => ['native'], 'server PDO' => ['pdo'], 'SQLite in-memory PDO' => ['sqlite']];
     }
 
-    public function mariadbBackends(): array
+    public function serverBackends(): array
     {
-        return ['MariaDB native' => ['native'], 'MariaDB PDO' => ['pdo']];
+        return ['server native' => ['native'], 'server PDO' => ['pdo']];
     }
 
     public function pdoBackends(): array
     {
-        return ['MariaDB PDO' => ['pdo'], 'SQLite in-memory PDO' => ['sqlite']];
+        return ['server PDO' => ['pdo'], 'SQLite in-memory PDO' => ['sqlite']];
     }
 
     // -----------------------------------------------------------------------------
@@ -306,7 +308,7 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
         }
     }
 
-    /** @test @dataProvider mariadbBackends */
+    /** @test @dataProvider serverBackends */
     public function myisamTableIsRefusedAndNothingWritten(string $backend): void
     {
         $lock = $this->lock($backend, self::MYISAM);
@@ -370,7 +372,7 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     // -----------------------------------------------------------------------------
     // Beyond the seed: token, remaining time, wait, table helpers
 
-    /** @test @dataProvider mariadbBackends */
+    /** @test @dataProvider serverBackends */
     public function tokensStrictlyIncreaseAcrossTakeoversOnAnUpgradedTable(string $backend): void
     {
         $db = self::db();

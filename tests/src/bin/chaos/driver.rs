@@ -28,9 +28,10 @@
 //!   session is gone from the process list. Ends that section.
 //! - `stop-any`: SIGSTOP of any worker's process group, holder or not, so waiters are
 //!   frozen halfway through an acquisition too.
-//! - `kill-query`: `KILL QUERY ID` of a GET_LOCK statement waiting in the process list.
-//!   Landed when that statement is no longer running (one that had returned before the
-//!   kill is refused by the server: no landing).
+//! - `kill-query`: `KILL QUERY ID` (MariaDB) of a GET_LOCK statement waiting in the
+//!   process list, or `KILL QUERY` of its session (MySQL, which has no query ids).
+//!   Landed when that statement is no longer running (on MariaDB one that had returned
+//!   before the kill is refused by the server: no landing).
 //! - `restart` and `crash` (scheduled, `--restarts` in all, alternating): a clean restart
 //!   of the server, and a SIGKILL of it followed by a start on the same port and data.
 //!   Landed when the server answers again with an uptime no longer than the time since
@@ -85,10 +86,43 @@ const TICK: Duration = Duration::from_millis(50);
 const LANDING_POLL: Duration = Duration::from_millis(2);
 const LANDING_WAIT: Duration = Duration::from_secs(5);
 const SERVER_BACK_WAIT: Duration = Duration::from_secs(60);
-/// Process list conditions for `Driver::await_unlisted`: the session `?` is there; the
-/// statement with query id `?` is running (an idle session keeps its last query's id).
-const SESSION: &str = "ID = ?";
-const RUNNING_QUERY: &str = "QUERY_ID = ? AND INFO IS NOT NULL";
+/// For `Driver::await_gone`: whether session `?` is there (both servers).
+const SESSION: &str = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?";
+
+/// A statement waiting in GET_LOCK, how to interrupt it, and whether it still runs,
+/// per server. MariaDB names statements by query id: `KILL QUERY ID` of a statement
+/// that returned meanwhile is refused rather than hitting whatever its session runs
+/// next (an idle session keeps its last query's id, hence INFO IS NOT NULL). MySQL has
+/// no `KILL QUERY ID`, only `KILL QUERY <session>`, and names the statement by its
+/// performance_schema event (thread id, event id); a GET_LOCK that returned between the
+/// look and the kill leaves the kill to the statement its session runs then (an idle
+/// session's is dropped by the server), which interrupts the same acquisition or
+/// release a step later.
+struct KillQuery {
+    /// Rows (kill target, statement key...) of other sessions running a statement whose
+    /// text matches `?`.
+    waiters: &'static str,
+    kill: &'static str,
+    /// The number of such statements still running, for the key (bound in order).
+    running: &'static str,
+}
+
+const MARIADB_KILL_QUERY: KillQuery = KillQuery {
+    waiters:
+        "SELECT QUERY_ID, QUERY_ID FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()",
+    kill: "KILL QUERY ID",
+    running: "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE QUERY_ID = ? AND INFO IS NOT NULL",
+};
+
+const MYSQL_KILL_QUERY: KillQuery = KillQuery {
+    waiters: "SELECT t.PROCESSLIST_ID, s.THREAD_ID, s.EVENT_ID FROM performance_schema.events_statements_current AS s \
+              JOIN performance_schema.threads AS t ON t.THREAD_ID = s.THREAD_ID \
+              WHERE t.PROCESSLIST_INFO LIKE ? AND s.END_EVENT_ID IS NULL AND s.NESTING_EVENT_ID IS NULL \
+              AND t.PROCESSLIST_ID <> CONNECTION_ID()",
+    kill: "KILL QUERY",
+    running: "SELECT COUNT(*) FROM performance_schema.events_statements_current \
+              WHERE THREAD_ID = ? AND EVENT_ID = ? AND END_EVENT_ID IS NULL",
+};
 
 /// The faults aimed at workers (restart and crash are scheduled apart).
 const HOLDER_FAULTS: [&str; 7] =
@@ -722,7 +756,7 @@ impl Driver {
                     .and_then(|s| s.kill(h.connection_id).map_err(|e| e.to_string()))
                 {
                     Ok(()) => {
-                        let landed = self.await_unlisted(SESSION, h.connection_id);
+                        let landed = self.await_gone(SESSION, &[h.connection_id.into()]);
                         landed.map(|landed| Landed { sent, landed, kind, ends: Ends::Section, target })
                     }
                     Err(e) => {
@@ -758,17 +792,16 @@ impl Driver {
         }
     }
 
-    /// Waits until the server's process list has no row where `condition` (one of
-    /// SESSION, RUNNING_QUERY) holds for `id`; the instant it was seen so, or None.
-    fn await_unlisted(&mut self, condition: &str, id: u64) -> Option<u64> {
+    /// Waits until `count` (a `SELECT COUNT(*)` with `params`) answers 0; the instant it
+    /// was seen to, or None.
+    fn await_gone(&mut self, count: &str, params: &[Value]) -> Option<u64> {
         let deadline = Instant::now() + LANDING_WAIT;
-        let query = format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE {condition}");
         loop {
             let listed = self
                 .locker
                 .session()
                 .map_err(|e| e.chain())
-                .and_then(|s| s.execute(&query, &[id.into()]).map_err(|e| e.to_string()))
+                .and_then(|s| s.execute(count, params).map_err(|e| e.to_string()))
                 .map(|out| out.rows.first().and_then(|r| r.first()).and_then(Value::as_u64));
             match listed {
                 Ok(Some(0)) => return Some(journal::monotonic_ns()),
@@ -853,40 +886,47 @@ impl Driver {
         }
     }
 
-    /// `KILL QUERY` of a random session waiting in GET_LOCK: the wait ends at once with
-    /// NULL, as if it had timed out, in the middle of an acquisition. Aimed at the
-    /// statement by its query id (`KILL QUERY ID`): a GET_LOCK that returned meanwhile is
-    /// refused as an unknown query id rather than the kill hitting whatever its session
-    /// runs next; landed once that statement is no longer running.
+    /// `KILL QUERY` of a random session waiting in GET_LOCK: the wait ends at once
+    /// (MariaDB: with NULL, as if it had timed out; MySQL: with error 1317), in the
+    /// middle of an acquisition. Aimed at the statement as closely as the server allows
+    /// (see [`KillQuery`]); landed once that statement is no longer running.
     fn kill_query(&mut self) -> Option<Landed> {
-        const WAITERS: &str =
-            "SELECT QUERY_ID FROM information_schema.PROCESSLIST WHERE INFO LIKE ? AND ID <> CONNECTION_ID()";
+        let k = match self.locker.session() {
+            Ok(s) if s.topology().is_some_and(|t| t.mariadb) => &MARIADB_KILL_QUERY,
+            Ok(_) => &MYSQL_KILL_QUERY,
+            Err(e) => {
+                self.note(&format!("cannot list the sessions waiting in GET_LOCK: {}", e.chain()));
+                return None;
+            }
+        };
         let waiters = match self.locker.session() {
-            Ok(s) => s.execute(WAITERS, &["%GET_LOCK(%".into()]).map_err(|e| e.to_string()),
+            Ok(s) => s.execute(k.waiters, &["%GET_LOCK(%".into()]).map_err(|e| e.to_string()),
             Err(e) => Err(e.chain()),
         };
-        let ids: Vec<u64> = match waiters {
-            Ok(out) => out.rows.iter().filter_map(|r| r.first().and_then(Value::as_u64)).collect(),
+        let rows: Vec<Vec<u64>> = match waiters {
+            Ok(out) => out.rows.iter().filter_map(|r| r.iter().map(Value::as_u64).collect()).collect(),
             Err(e) => {
                 self.note(&format!("cannot list the sessions waiting in GET_LOCK: {e}"));
                 return None;
             }
         };
-        if ids.is_empty() {
+        if rows.is_empty() {
             return None;
         }
-        let id = ids[self.rng.below(ids.len())];
+        let row = &rows[self.rng.below(rows.len())];
+        let (target, key) = (row[0], &row[1..]);
         let sent = journal::monotonic_ns();
         let killed = match self.locker.session() {
-            Ok(s) => s.execute(&format!("KILL QUERY ID {id}"), &[]).map(|_| ()).map_err(|e| e.to_string()),
+            Ok(s) => s.execute(&format!("{} {target}", k.kill), &[]).map(|_| ()).map_err(|e| e.to_string()),
             Err(e) => Err(e.chain()),
         };
         if let Err(e) = killed {
-            self.note(&format!("KILL QUERY ID {id} failed: {e}"));
+            self.note(&format!("{} {target} failed: {e}", k.kill));
             return None;
         }
-        self.note(&format!("fault kill-query: query {id}, waiting in GET_LOCK"));
-        let landed = self.await_unlisted(RUNNING_QUERY, id)?;
+        self.note(&format!("fault kill-query: {} {target}, waiting in GET_LOCK", k.kill));
+        let key: Vec<Value> = key.iter().map(|&v| v.into()).collect();
+        let landed = self.await_gone(k.running, &key)?;
         Some(Landed { sent, landed, kind: "kill-query", ends: Ends::None, target: None })
     }
 
@@ -934,14 +974,14 @@ impl Driver {
             }
         }
         let landed = journal::monotonic_ns();
-        const UPTIME: &str =
-            "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'";
+        // (Variable_name, Value) on both servers; MySQL has no information_schema.GLOBAL_STATUS.
+        const UPTIME: &str = "SHOW GLOBAL STATUS LIKE 'Uptime'";
         let uptime = self
             .locker
             .session()
             .map_err(|e| e.chain())
             .and_then(|s| s.execute(UPTIME, &[]).map_err(|e| e.to_string()))
-            .map(|out| out.rows.first().and_then(|row| row.first()).and_then(Value::as_u64));
+            .map(|out| out.rows.first().and_then(|row| row.get(1)).and_then(Value::as_u64));
         // Uptime counts whole seconds: a process started after `sent` shows at most the
         // seconds since then, rounded up.
         let since_sent = (landed - r.sent).div_ceil(1_000_000_000);
