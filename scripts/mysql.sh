@@ -22,11 +22,16 @@
 # DIR/env holds what mariadb.sh's does, for accounts on MySQL's plugins:
 #   MYSQLLOCK_TEST_DSN            caching_sha2_password (MySQL's default, the only one new
 #                                 accounts get on 9.x: there is no mysql_native_password)
-#   MYSQLLOCK_TEST_ED25519_DSN    sha256_password: another plugin than the wire client's
-#                                 (the name is mariadb.sh's, where it is ed25519)
-#   MYSQLLOCK_TEST_SHA256_DSN     the same account, named for what it is
+#   MYSQLLOCK_TEST_SHA256_DSN     sha256_password (deprecated, still in 9.7; also
+#                                 locker_sha@localhost, for the Unix socket)
+#   MYSQLLOCK_TEST_SHA256_NO_PASSWORD_DSN  sha256_password, an account without a password
+#   MYSQLLOCK_TEST_ED25519_DSN    the sha256_password account again (the name is
+#                                 mariadb.sh's, whose ed25519 account only the mysql crate
+#                                 serves; MySQL 9.7 has no plugin left that the crate
+#                                 speaks and the wire client does not)
 #   MYSQLLOCK_TEST_NO_PASSWORD_DSN  an account without a password (caching_sha2_password)
-# plus MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET (where locker@localhost logs in), MYSQLLOCK_TEST_DIR,
+# plus MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET (where locker@localhost and
+# locker_sha@localhost log in), MYSQLLOCK_TEST_DIR,
 # MYSQLLOCK_TEST_SERVER=mysql and MYSQLLOCK_SERVER_SCRIPT (this script).
 set -euo pipefail
 
@@ -200,11 +205,15 @@ GRANT CONNECTION_ADMIN ON *.* TO 'locker'@'127.0.0.1';
 GRANT SELECT ON performance_schema.* TO 'locker'@'127.0.0.1';
 CREATE USER IF NOT EXISTS 'locker_sha'@'127.0.0.1' IDENTIFIED WITH sha256_password BY 'l0ck-s3cret';
 GRANT ALL ON mysqllock_test.* TO 'locker_sha'@'127.0.0.1';
+CREATE USER IF NOT EXISTS 'locker_sha'@'localhost' IDENTIFIED WITH sha256_password BY 'l0ck-s3cret';
+GRANT ALL ON mysqllock_test.* TO 'locker_sha'@'localhost';
+CREATE USER IF NOT EXISTS 'locker_sha_nopw'@'127.0.0.1' IDENTIFIED WITH sha256_password;
 SQL
     cat >"$dir/env" <<ENV
 MYSQLLOCK_TEST_DSN=mysql://locker:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
 MYSQLLOCK_TEST_ED25519_DSN=mysql://locker_sha:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
 MYSQLLOCK_TEST_SHA256_DSN=mysql://locker_sha:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
+MYSQLLOCK_TEST_SHA256_NO_PASSWORD_DSN=mysql://locker_sha_nopw@127.0.0.1:$port
 MYSQLLOCK_TEST_NO_PASSWORD_DSN=mysql://locker_nopw@127.0.0.1:$port
 MYSQLLOCK_TEST_PORT=$port
 MYSQLLOCK_TEST_SOCKET=$dir/mysqld.sock

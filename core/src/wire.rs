@@ -1,8 +1,8 @@
 //! The core's own client for the MySQL wire protocol, for the one case that matters for
 //! speed: a plain connection (TCP or Unix socket, no TLS) authenticated with
-//! `mysql_native_password` (MariaDB, older MySQL) or `caching_sha2_password` (MySQL's
-//! default since 8.0, and on MySQL 9 the only built-in choice besides the deprecated
-//! `sha256_password`), running text-protocol queries.
+//! `mysql_native_password` (MariaDB, older MySQL), `caching_sha2_password` (MySQL's
+//! default since 8.0) or `sha256_password` (deprecated, still in MySQL 9, and not spoken
+//! by the `mysql` crate), running text-protocol queries.
 //!
 //! Why not the `mysql` crate for everything: it parses the server's greeting with two
 //! regular expressions, compiled on the first connection of every process (about 0.6 ms
@@ -32,6 +32,13 @@
 //!   (the crate it is built on, so already compiled: nothing added). It panics on a key
 //!   it cannot parse and on a message too long for the key; the length is checked first
 //!   and the call is caught ([`rsa_encrypt`]). Taken.
+//!
+//! `sha256_password` has no scramble and no cache: every login sends the password, RSA-
+//! encrypted the same way ([`Connection::send_sealed`]), over the Unix socket too. Unlike
+//! `caching_sha2_password`, its server side takes the password in clear only over TLS
+//! (MySQL's `sha256_password_authenticate` asks `my_vio_is_encrypted`, where
+//! `caching_sha2_password` asks `my_vio_is_secure`); a clear password over the socket is
+//! refused as a wrong one (tried on MySQL 9.7.4).
 
 use std::io::{self, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -55,12 +62,17 @@ const CLIENT_MAX_PACKET: u32 = 16 * 1024 * 1024;
 const HANDSHAKE_COLLATION: u8 = 45;
 const NATIVE_PASSWORD: &str = "mysql_native_password";
 const CACHING_SHA2: &str = "caching_sha2_password";
+const SHA256_PASSWORD: &str = "sha256_password";
 
 /// `caching_sha2_password`'s steps after the scramble (AuthMoreData, 0x01, then one byte).
 const SHA2_FAST_AUTH_SUCCESS: u8 = 0x03;
 const SHA2_PERFORM_FULL_AUTH: u8 = 0x04;
 /// The client's request for the server's RSA public key during full authentication.
 const SHA2_REQUEST_PUBLIC_KEY: u8 = 0x02;
+/// `sha256_password`'s first answers: the request for the server's RSA public key, and
+/// "no password".
+const SHA256_REQUEST_PUBLIC_KEY: u8 = 0x01;
+const SHA256_NO_PASSWORD: u8 = 0x00;
 
 const COM_QUIT: u8 = 0x01;
 const COM_QUERY: u8 = 0x03;
@@ -124,7 +136,8 @@ pub(crate) enum OpenError {
     Unsupported(String),
     /// The query sent behind the handshake response met a further authentication step
     /// this client could take (a switch to `mysql_native_password` with a fresh scramble,
-    /// or to `caching_sha2_password`): nothing ran; connect again without it.
+    /// or to `caching_sha2_password` or `sha256_password`): nothing ran; connect again
+    /// without it.
     Switched,
     /// Connecting failed (refused, timed out, access denied, too many connections).
     Failed(SessionError),
@@ -141,6 +154,9 @@ pub(crate) enum Login {
     Sha2Fast,
     /// `caching_sha2_password`'s full authentication: the password itself travelled.
     Sha2Full,
+    /// `sha256_password`: the password itself travelled, RSA-encrypted (or, for an
+    /// account without one, a "no password").
+    Sha256,
 }
 
 /// What the server said about itself in its greeting.
@@ -199,10 +215,10 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Connects and authenticates with `caching_sha2_password` when the greeting names
-    /// it (MySQL 8 and later), with `mysql_native_password` otherwise; a switch to either
-    /// is followed, a switch to any other plugin is reported as
-    /// [`OpenError::Unsupported`].
+    /// Connects and authenticates with the plugin the greeting names when it is
+    /// `caching_sha2_password` (MySQL 8 and later) or `sha256_password`, with
+    /// `mysql_native_password` otherwise; a switch to any of the three is followed, a
+    /// switch to any other plugin is reported as [`OpenError::Unsupported`].
     ///
     /// `first` is a query sent in the same write as the handshake response, so that its
     /// answer arrives with the server's OK: a setup that costs no round trip of its own.
@@ -255,7 +271,11 @@ impl Connection {
             return Err(OpenError::Unsupported(format!("server {} names no authentication plugin", greeting.version)));
         }
         let first = first.filter(|_| greeting.plugin == NATIVE_PASSWORD).map(|build| build(&greeting));
-        let plugin = if greeting.plugin == CACHING_SHA2 { CACHING_SHA2 } else { NATIVE_PASSWORD };
+        let plugin = match greeting.plugin.as_str() {
+            CACHING_SHA2 => CACHING_SHA2,
+            SHA256_PASSWORD => SHA256_PASSWORD,
+            _ => NATIVE_PASSWORD,
+        };
         conn.greeting = greeting;
         let mut request = conn.handshake_response(config, plugin);
         if let Some(sql) = &first {
@@ -422,7 +442,7 @@ impl Connection {
         body.extend_from_slice(config.user.as_bytes());
         body.push(0);
         let auth = scramble(plugin, config.password.as_deref().unwrap_or(""), &g.scramble);
-        body.push(auth.len() as u8); // 0, 20 or 32
+        body.push(auth.len() as u8); // 0, 1, 20 or 32
         body.extend_from_slice(&auth);
         if caps & CLIENT_CONNECT_WITH_DB != 0 {
             body.extend_from_slice(config.database.as_deref().unwrap_or("").as_bytes());
@@ -438,12 +458,15 @@ impl Connection {
     }
 
     /// Reads the server's verdict on the handshake response, taking the steps it asks
-    /// for: a switch to `mysql_native_password` or `caching_sha2_password` (answered for
-    /// the switch's fresh nonce), and `caching_sha2_password`'s full authentication.
+    /// for: a switch to one of the three plugins (answered for the switch's fresh nonce),
+    /// `caching_sha2_password`'s full authentication, and `sha256_password`'s public key
+    /// (which the first answer asked for).
     fn finish_auth(&mut self, config: &Config, mut plugin: &'static str, pipelined: bool) -> Result<Login, OpenError> {
         let password = config.password.as_deref().unwrap_or("");
         let mut nonce = self.greeting.scramble.clone();
-        let mut login = if plugin == CACHING_SHA2 { Login::Sha2Fast } else { Login::Native };
+        let mut login = login_of(plugin);
+        // sha256_password: the first answer asked for the server's key, not answered yet.
+        let mut key_asked = plugin == SHA256_PASSWORD && !password.is_empty();
         loop {
             let packet = self.read_packet().map_err(OpenError::Failed)?;
             match packet.first() {
@@ -452,14 +475,17 @@ impl Connection {
                 Some(0xFE) if packet.len() > 1 => {
                     let mut c = Cursor::new(&packet[1..]);
                     let name = c.nul_str().unwrap_or_default();
-                    (plugin, login) = match name.as_str() {
-                        NATIVE_PASSWORD => (NATIVE_PASSWORD, Login::Native),
-                        CACHING_SHA2 => (CACHING_SHA2, Login::Sha2Fast),
+                    plugin = match name.as_str() {
+                        NATIVE_PASSWORD => NATIVE_PASSWORD,
+                        CACHING_SHA2 => CACHING_SHA2,
+                        SHA256_PASSWORD => SHA256_PASSWORD,
                         _ => return Err(OpenError::Unsupported(format!("the account uses {name}"))),
                     };
                     if pipelined {
                         return Err(OpenError::Switched);
                     }
+                    login = login_of(plugin);
+                    key_asked = plugin == SHA256_PASSWORD && !password.is_empty();
                     let data = c.rest();
                     nonce = data.strip_suffix(&[0]).unwrap_or(data).to_vec();
                     self.send_auth(&scramble(plugin, password, &nonce))?;
@@ -474,6 +500,14 @@ impl Connection {
                     }
                     _ => return Err(OpenError::Failed(self.malformed("a caching_sha2_password step"))),
                 },
+                // AuthMoreData, the public key the first answer asked for.
+                Some(0x01) if plugin == SHA256_PASSWORD && key_asked => {
+                    key_asked = false;
+                    self.send_sealed(&packet[1..], password, &nonce)?;
+                }
+                Some(0x01) if plugin == SHA256_PASSWORD => {
+                    return Err(OpenError::Failed(self.malformed("a sha256_password step")))
+                }
                 _ if pipelined => return Err(OpenError::Switched),
                 _ => {
                     return Err(OpenError::Unsupported(
@@ -490,11 +524,8 @@ impl Connection {
     /// round trip more; the key is not kept, as full authentications are rare: one per
     /// account after a server start or a `FLUSH PRIVILEGES`).
     fn full_auth(&mut self, password: &str, nonce: &[u8]) -> Result<(), OpenError> {
-        let mut clear = Vec::with_capacity(password.len() + 1);
-        clear.extend_from_slice(password.as_bytes());
-        clear.push(0);
         if let Stream::Unix(_) = self.stream.get_ref() {
-            return self.send_auth(&clear);
+            return self.send_auth(&with_nul(password));
         }
         self.send_auth(&[SHA2_REQUEST_PUBLIC_KEY])?;
         let packet = self.read_packet().map_err(OpenError::Failed)?;
@@ -503,10 +534,18 @@ impl Connection {
             Some((0xFF, _)) => return Err(OpenError::Failed(server_error(&packet))),
             _ => return Err(OpenError::Failed(self.malformed("a public key"))),
         };
+        self.send_sealed(key, password, nonce)
+    }
+
+    /// The password and a NUL, XORed with the nonce (repeated) and encrypted with the
+    /// server's RSA public key `pem`: how `caching_sha2_password`'s full authentication
+    /// and `sha256_password` send the password where the server wants it encrypted.
+    fn send_sealed(&mut self, pem: &[u8], password: &str, nonce: &[u8]) -> Result<(), OpenError> {
+        let mut clear = with_nul(password);
         for (byte, n) in clear.iter_mut().zip(nonce.iter().cycle()) {
             *byte ^= n;
         }
-        match rsa_encrypt(key, &clear) {
+        match rsa_encrypt(pem, &clear) {
             Ok(sealed) => self.send_auth(&sealed),
             Err(why) => Err(OpenError::Failed(self.fail(SessionError::lost(why)))),
         }
@@ -890,12 +929,34 @@ fn parse_greeting(packet: &[u8]) -> Option<Greeting> {
     Some(Greeting { version, connection_id, capabilities, scramble, plugin })
 }
 
-/// The answer to the server's nonce for `plugin`, one of the two this client speaks.
+/// The first answer to the server for `plugin`, one of the three this client speaks: a
+/// scramble of the nonce, or for `sha256_password` (which has none) the request for the
+/// server's public key, or "no password" (a NUL, as MySQL's own client sends it; the
+/// server also takes nothing at all).
 fn scramble(plugin: &str, password: &str, nonce: &[u8]) -> Vec<u8> {
     match plugin {
         CACHING_SHA2 => sha2_password(password, nonce),
+        SHA256_PASSWORD if password.is_empty() => vec![SHA256_NO_PASSWORD],
+        SHA256_PASSWORD => vec![SHA256_REQUEST_PUBLIC_KEY],
         _ => native_password(password, nonce),
     }
+}
+
+/// What a login with `plugin` is, before the server has said more.
+fn login_of(plugin: &str) -> Login {
+    match plugin {
+        CACHING_SHA2 => Login::Sha2Fast,
+        SHA256_PASSWORD => Login::Sha256,
+        _ => Login::Native,
+    }
+}
+
+/// The password as the plugins send it itself: its bytes and a NUL.
+fn with_nul(password: &str) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(password.len() + 1);
+    bytes.extend_from_slice(password.as_bytes());
+    bytes.push(0);
+    bytes
 }
 
 /// `caching_sha2_password`'s scramble: SHA256(password) XOR
@@ -1252,6 +1313,86 @@ eQIDAQAB\n\
         let mut seen = Vec::new();
         peer.read_to_end(&mut seen).unwrap();
         assert!(seen.is_empty(), "the server would read {seen:?} as a handshake answer");
+    }
+
+    /// One packet from a hand-driven peer's side: its sequence number and payload.
+    fn read_from_client(peer: &mut UnixStream) -> (u8, Vec<u8>) {
+        let mut header = [0u8; 4];
+        peer.read_exact(&mut header).unwrap();
+        let mut payload = vec![0u8; usize::from(header[0]) | usize::from(header[1]) << 8];
+        peer.read_exact(&mut payload).unwrap();
+        (header[3], payload)
+    }
+
+    /// Logs in with `password` to a hand-driven server that greets with `sha256_password`
+    /// (MySQL 8.0 with `default_authentication_plugin=sha256_password`; MySQL 9.7 always
+    /// greets with caching_sha2_password, even with `authentication_policy` naming
+    /// sha256_password first: tried) and sends its public key when asked. Returns the
+    /// login and the client's answers: the handshake response's, then any packet after.
+    fn log_in_to_a_sha256_greeting(password: Option<&str>) -> (Login, Vec<Vec<u8>>) {
+        let path = std::env::temp_dir().join(format!(
+            "mysqllock-wire-sha256-{}-{}.sock",
+            std::process::id(),
+            password.is_some()
+        ));
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut peer, _) = listener.accept().unwrap();
+            peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let send = |peer: &mut UnixStream, payload: &[u8], seq: u8| {
+                let mut bytes = Vec::new();
+                frame(&mut bytes, payload, seq);
+                peer.write_all(&bytes).unwrap();
+            };
+            send(&mut peer, &greeting_packet(b"8.0.36", 5, CLIENT_WANTS, b"sha256_password\0"), 0);
+            let (seq, response) = read_from_client(&mut peer);
+            assert_eq!(seq, 1);
+            // Past the fixed fields and the user name: the answer, length first, then the
+            // plugin it answers for (no database: the greeting did not offer it).
+            let user_end = 32 + response[32..].iter().position(|&b| b == 0).unwrap();
+            let (len, rest) = response[user_end + 1..].split_first().unwrap();
+            let (answer, plugin) = rest.split_at(usize::from(*len));
+            assert_eq!(plugin, b"sha256_password\0", "the response names the greeting's plugin");
+            let mut answers = vec![answer.to_vec()];
+            let mut seq = 2;
+            if answers[0] == [SHA256_REQUEST_PUBLIC_KEY] {
+                send(&mut peer, &[&[0x01][..], PUBLIC_KEY].concat(), seq);
+                let (next, sealed) = read_from_client(&mut peer);
+                assert_eq!(next, seq + 1);
+                answers.push(sealed);
+                seq += 2;
+            }
+            send(&mut peer, &[0x00, 0, 0, 2, 0, 0, 0], seq);
+            answers
+        });
+        let config = Config {
+            socket: Some(path.to_string_lossy().into_owned()),
+            user: "u".into(),
+            password: password.map(str::to_owned),
+            database: None,
+            ..Config::default()
+        };
+        let login = Connection::open(&config, None, None).map(|(conn, _)| conn.login());
+        let answers = server.join().unwrap();
+        let _ = std::fs::remove_file(&path);
+        (login.unwrap_or_else(|e| panic!("{e:?}")), answers)
+    }
+
+    #[test]
+    fn a_sha256_password_greeting_is_answered_with_a_key_request_then_the_encrypted_password() {
+        let (login, answers) = log_in_to_a_sha256_greeting(Some("secret"));
+        assert_eq!(login, Login::Sha256);
+        assert_eq!(answers[0], [SHA256_REQUEST_PUBLIC_KEY], "no scramble: the key is asked for at once");
+        assert_eq!(answers[1].len(), 256, "one RSA block of the 2048-bit key, over the Unix socket too");
+        assert_eq!(answers.len(), 2);
+    }
+
+    #[test]
+    fn a_sha256_password_greeting_is_answered_with_no_password_as_a_nul() {
+        let (login, answers) = log_in_to_a_sha256_greeting(None);
+        assert_eq!(login, Login::Sha256);
+        assert_eq!(answers, [[SHA256_NO_PASSWORD]], "no key asked for, nothing more sent");
     }
 
     #[test]

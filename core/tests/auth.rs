@@ -1,6 +1,7 @@
 //! Logging in with the own wire client, against the real server: MySQL's
 //! caching_sha2_password (its fast path and its full authentication, over TCP and over
-//! the Unix socket), MariaDB's mysql_native_password, wrong and empty passwords.
+//! the Unix socket) and sha256_password (which the mysql crate does not speak), MariaDB's
+//! mysql_native_password, wrong and empty passwords.
 //!
 //! `FLUSH PRIVILEGES` empties MySQL's caching_sha2_password cache, so the account's next
 //! login is a full authentication. The tests of this file run one at a time (`SERIAL`),
@@ -178,4 +179,124 @@ fn an_account_without_a_password_logs_in_with_an_empty_answer() {
         Server::MariaDb => Authentication::NativePassword,
     };
     assert_eq!(session.authentication(), expected);
+}
+
+/// The sha256_password account (MySQL only: mysql.sh creates it).
+fn sha256_config(variable: &str) -> Config {
+    let dsn = std::env::var(variable)
+        .unwrap_or_else(|_| panic!("{variable} is not set: restart the server with scripts/mysql.sh"));
+    Config::from_url(&dsn).unwrap()
+}
+
+/// MariaDB has no sha256_password to log in with: the assertion its runs of the
+/// sha256_password tests make instead.
+fn assert_mariadb_has_no_sha256_password() {
+    let mut session = raw();
+    let found = session
+        .execute("SELECT COUNT(*) FROM information_schema.ALL_PLUGINS WHERE PLUGIN_NAME = 'sha256_password'", &[])
+        .unwrap();
+    assert_eq!(found.first(0).as_i64(), Some(0), "MariaDB offers sha256_password: test it there too");
+}
+
+/// The server's packets between its greeting and its verdict on the login, shown by what
+/// they are: a switch to a plugin, a public key, or the first bytes of anything else.
+fn login_steps(from_server: &[u8]) -> Vec<String> {
+    packets(from_server)
+        .into_iter()
+        .skip(1)
+        .take_while(|p| !matches!(p.first(), Some(0x00 | 0xFF)))
+        .map(|p| match p {
+            [0xFE, name @ ..] => {
+                let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                format!("switch to {}", String::from_utf8_lossy(&name[..end]))
+            }
+            [0x01, key @ ..] if key.starts_with(b"-----BEGIN PUBLIC KEY") => "public key".to_owned(),
+            other => format!("{:02x?}", &other[..other.len().min(4)]),
+        })
+        .collect()
+}
+
+#[test]
+fn a_sha256_password_account_logs_in_through_the_own_client_fetching_the_key_on_every_login() {
+    if server() == Server::MariaDb {
+        return assert_mariadb_has_no_sha256_password();
+    }
+    let config = sha256_config("MYSQLLOCK_TEST_SHA256_DSN");
+    // No cache as with caching_sha2_password: a second login takes the same steps.
+    for login in 1..=2 {
+        let relay = Relay::to(server_of(&config));
+        let mut session = MysqlSession::connect(&relay.config(config.clone())).unwrap();
+        assert_eq!(*relay.connections.lock(), 1, "login {login}: nothing handed over to the mysql crate");
+        assert_eq!(session.authentication(), Authentication::Sha256Password, "login {login}");
+        // The greeting names caching_sha2_password (MySQL 9.7 always does), the account's
+        // plugin is sha256_password: the server switches, the client asks for the key.
+        let steps = login_steps(&relay.from_server.lock()[0]);
+        assert_eq!(steps, ["switch to sha256_password", "public key"], "login {login}");
+        // The handshake response, the key request, the encrypted password, the setup.
+        assert_eq!(*relay.client_turns.lock(), 4, "login {login}: client turns before the session was ready");
+        assert_eq!(current_user(&mut session), "locker_sha@127.0.0.1");
+    }
+}
+
+#[test]
+fn a_sha256_password_account_logs_in_over_the_unix_socket_with_the_password_encrypted_there_too() {
+    if server() == Server::MariaDb {
+        return assert_mariadb_has_no_sha256_password();
+    }
+    // The plugin takes the password in clear only over TLS: sent in clear over the
+    // socket, as caching_sha2_password's full authentication sends it, it is refused as a
+    // wrong one (error 1045).
+    let mut config = sha256_config("MYSQLLOCK_TEST_SHA256_DSN");
+    config.socket = socket_config().socket;
+    let mut session = MysqlSession::connect(&config).unwrap();
+    assert_eq!(session.authentication(), Authentication::Sha256Password);
+    assert_eq!(current_user(&mut session), "locker_sha@localhost");
+}
+
+#[test]
+fn a_sha256_password_account_with_a_wrong_or_no_password_is_refused_with_access_denied() {
+    if server() == Server::MariaDb {
+        return assert_mariadb_has_no_sha256_password();
+    }
+    let tcp = sha256_config("MYSQLLOCK_TEST_SHA256_DSN");
+    let mut socket = tcp.clone();
+    socket.socket = socket_config().socket;
+    for (path, mut config) in [("TCP", tcp), ("Unix socket", socket)] {
+        for password in [Some("certainly-not-the-password"), None] {
+            config.password = password.map(str::to_owned);
+            let relay = Relay::to(server_of(&config));
+            let attempt = match config.socket {
+                Some(_) => MysqlSession::connect(&config),
+                None => MysqlSession::connect(&relay.config(config.clone())),
+            };
+            let what = format!("{path}, password {password:?}");
+            match attempt {
+                Err(Error::Connect { source, .. }) => {
+                    assert_eq!(source.code, Some(1045), "{what}: {source:?}");
+                    assert!(source.message.starts_with("Access denied for user 'locker_sha'@"), "{what}: {source:?}");
+                    let using = if password.is_some() { "(using password: YES)" } else { "(using password: NO)" };
+                    assert!(source.message.contains(using), "{what}: {source:?}");
+                }
+                other => panic!("{what}: expected access denied, got {:?}", other.err()),
+            }
+            if config.socket.is_none() {
+                assert_eq!(*relay.connections.lock(), 1, "{what}: not handed over to the mysql crate");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_sha256_password_account_without_a_password_logs_in_without_fetching_the_key() {
+    if server() == Server::MariaDb {
+        return assert_mariadb_has_no_sha256_password();
+    }
+    let config = sha256_config("MYSQLLOCK_TEST_SHA256_NO_PASSWORD_DSN");
+    let relay = Relay::to(server_of(&config));
+    let mut session = MysqlSession::connect(&relay.config(config)).unwrap();
+    assert_eq!(*relay.connections.lock(), 1);
+    assert_eq!(session.authentication(), Authentication::Sha256Password);
+    // The answer to the switch says "no password" (a NUL byte): no key, no password.
+    assert_eq!(login_steps(&relay.from_server.lock()[0]), ["switch to sha256_password"]);
+    assert_eq!(current_user(&mut session), "locker_sha_nopw@127.0.0.1");
 }

@@ -317,31 +317,30 @@ fn connecting_costs_the_handshake_and_no_round_trip_more() {
 
 #[test]
 fn an_account_the_own_client_cannot_serve_is_refused_once_then_goes_to_the_mysql_crate() {
-    // MariaDB: an ed25519 account, which the crate speaks. MySQL: a sha256_password
-    // account, which the crate (mysql 28) does not speak either: it refuses it, and the
-    // error says both why the crate was asked and what it answered.
+    // MariaDB: an ed25519 account, which the crate speaks. MySQL 9.7 has no such account:
+    // of its plugins, the own client speaks caching_sha2_password and sha256_password
+    // (built in) and mysql_native_password (loadable); auth_socket (loadable) asks the
+    // client for nothing, so the own client logs in with it too (tried); mysql_no_login
+    // refuses everyone; WebAuthn the crate does not speak either. So on MySQL the
+    // fallback cannot be exercised: the account its env file names here (sha256_password,
+    // which the crate refuses) takes the own client, in one connection each time.
     let dsn = std::env::var("MYSQLLOCK_TEST_ED25519_DSN")
         .expect("MYSQLLOCK_TEST_ED25519_DSN is not set: start the server with scripts/mariadb.sh or scripts/mysql.sh");
     let other_plugin = Config::from_url(&dsn).unwrap();
     let relay = Relay::to(server_of(&other_plugin));
     let config = relay.config(other_plugin);
     let first = MysqlSession::connect(&config);
-    assert_eq!(*relay.connections.lock(), 2, "the own client's attempt, then the crate's");
     let second = MysqlSession::connect(&config);
-    assert_eq!(*relay.connections.lock(), 3, "known by now: straight to the crate");
+    let (expected_connections, expected_path, expected_user) = match server() {
+        // The own client's attempt, then the crate's; then, known by now, the crate's alone.
+        Server::MariaDb => (3, Authentication::Crate, "locker_ed@127.0.0.1"),
+        Server::MySql => (2, Authentication::Sha256Password, "locker_sha@127.0.0.1"),
+    };
+    assert_eq!(*relay.connections.lock(), expected_connections);
     for session in [first, second] {
-        match server() {
-            Server::MariaDb => {
-                let mut session = session.unwrap();
-                assert_eq!(session.authentication(), Authentication::Crate);
-                let who = session.execute("SELECT CURRENT_USER()", &[]).unwrap();
-                assert_eq!(who.first(0).as_text().as_deref(), Some("locker_ed@127.0.0.1"));
-            }
-            Server::MySql => {
-                let e = session.err().expect("the mysql crate does not speak sha256_password").to_string();
-                assert!(e.contains("Unknown authentication protocol: `sha256_password`"), "{e}");
-                assert!(e.contains("through the mysql crate because"), "{e}");
-            }
-        }
+        let mut session = session.unwrap();
+        assert_eq!(session.authentication(), expected_path);
+        let who = session.execute("SELECT CURRENT_USER()", &[]).unwrap();
+        assert_eq!(who.first(0).as_text().as_deref(), Some(expected_user));
     }
 }
