@@ -5,7 +5,7 @@
 //! Replication member keeps to itself. What a cluster does keep consistent is an InnoDB
 //! row changed by a committed conditional write: of two nodes writing the same row at once,
 //! the first to commit wins and the other gets a deadlock (1213), duplicate-key (1062) or,
-//! on Group Replication, a rollback-at-commit (3101) error. So each operation is one
+//! on Group Replication, a rollback-at-commit (3101, 1180) error. So each operation is one
 //! autocommitted statement whose own effect tells whether it won:
 //!
 //! - acquire: an `INSERT ... ON DUPLICATE KEY UPDATE` that takes the row when it is
@@ -46,9 +46,8 @@ const TAKEN_OVER: u64 = 1;
 const STILL_MINE: u64 = 2;
 
 /// How often one statement is sent at most after a cluster's "someone else committed
-/// first" (1213 deadlock / Galera certification failure, 3101 Group Replication
-/// certification failure, 1062 duplicate key; waits of 4, 8, 16 and 32 ms in between,
-/// while the node applies the winner's write) or a lost connection.
+/// first" (see [`lost_race`]; waits of 4, 8, 16 and 32 ms in between, while the node
+/// applies the winner's write) or a lost connection.
 /// A lock wait timeout (1205) is not retried: it took `innodb_lock_wait_timeout` already.
 const ATTEMPTS: usize = 5;
 
@@ -515,11 +514,9 @@ impl<C: Connector> DistributedLock<C> {
                 // The statement may or may not have committed: send it again on a new
                 // session (the connector refuses where it cannot make one, e.g. a PDO).
                 self.session = None;
-            } else if matches!(e.code, Some(1213 | 1062 | 3101)) {
-                // Another writer committed first (certification failure: Galera's 1213,
-                // Group Replication's 3101 "rollback during commit"; a duplicate that
-                // appeared on another node): never a success that was not committed.
-                // Once more after a moment; then the other writer won.
+            } else if lost_race(&e) {
+                // Another writer committed first: never a success that was not
+                // committed. Once more after a moment; then the other writer won.
                 if last {
                     return Ok(None);
                 }
@@ -543,6 +540,26 @@ impl<C: Connector> DistributedLock<C> {
             return missing_table(self.dialect, &self.table, e);
         }
         classify(e, name, &self.table)
+    }
+}
+
+/// Whether a write failed because another node's write to the row came first, so the
+/// statement was rolled back and may be sent again (it then sees the winner's row):
+/// - 1213, deadlock: a Galera certification failure, or a brute-force abort by Galera's
+///   applier of a conflicting local transaction;
+/// - 3101, "Plugin instructed the server to rollback the current transaction": a Group
+///   Replication certification failure at commit (multi-primary mode);
+/// - 1180 with handler error 149 (lock deadlock) "during COMMIT": Group Replication's
+///   applier, which runs at high priority, aborted the local transaction that held the
+///   row it had to change, before the local one was certified (measured: a few of 180
+///   simultaneous acquisitions from three members of a multi-primary group);
+/// - 1062, duplicate key: the row appeared from another node between the upsert's
+///   look-up and its insert.
+fn lost_race(e: &SessionError) -> bool {
+    match e.code {
+        Some(1213 | 3101 | 1062) => true,
+        Some(1180) => e.message.contains("error 149"),
+        _ => false,
     }
 }
 
@@ -1082,5 +1099,31 @@ mod statements {
              ADD COLUMN token BIGINT UNSIGNED NOT NULL DEFAULT 1",
             table.sql_name()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_that_another_node_beat_is_a_lost_race_and_nothing_else_is() {
+        let beaten = [
+            SessionError::server(1213, "Deadlock found when trying to get lock; try restarting transaction"),
+            SessionError::server(3101, "Plugin instructed the server to rollback the current transaction."),
+            SessionError::server(1180, "Got error 149 - 'Lock deadlock; Retry transaction' during COMMIT"),
+            SessionError::server(1062, "Duplicate entry 'r' for key 'PRIMARY'"),
+        ];
+        for e in &beaten {
+            assert!(lost_race(e), "{e}");
+        }
+        let other = [
+            SessionError::server(1180, "Got error 28 - 'No space left on device' during COMMIT"),
+            SessionError::server(1205, "Lock wait timeout exceeded; try restarting transaction"),
+            SessionError::server(1290, "The MySQL server is running with the --super-read-only option"),
+        ];
+        for e in &other {
+            assert!(!lost_race(e), "{e}");
+        }
     }
 }
