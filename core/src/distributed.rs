@@ -268,7 +268,8 @@ impl<C: Connector> DistributedLock<C> {
     }
 
     /// Whether any unexpired lease on `resource` exists (read after every commit the
-    /// cluster made before it, where the server is a Galera node).
+    /// cluster made before it, on a Galera node or a Group Replication member; a node
+    /// that cannot see its cluster's state answers [`Error::NodeNotReady`]).
     pub fn is_held(&mut self, resource: &str) -> Result<bool> {
         self.check_names(resource, None)?;
         let shape = self.shape(resource)?;
@@ -483,6 +484,12 @@ impl<C: Connector> DistributedLock<C> {
             match result {
                 Ok(out) => return Ok(out),
                 Err(e) if e.lost && attempt < ATTEMPTS => self.session = None,
+                // A Galera node outside the primary component fails a causal read at
+                // once with 1205 "Lock wait timeout exceeded" (measured on MariaDB 10.11
+                // with a node cut off by gmcast.isolate), not with its usual 1047.
+                Err(e) if sync == SyncRead::Galera && e.code == Some(1205) => {
+                    return Err(Error::NodeNotReady { name: name.map(str::to_owned), source: e })
+                }
                 Err(e) => {
                     if e.lost {
                         self.session = None;
