@@ -78,8 +78,11 @@ typedef enum {
      */
     MYSQLLOCK_CLUSTER_NODE = 10,
     /**
-     * The cluster node is not part of the primary component (MySQL error 1047): it
-     * accepts no reads or writes until it rejoins. Retry, or connect to another node.
+     * The server cannot take the statement now: a Galera node outside the primary
+     * component (MySQL error 1047), a Group Replication member that lost its group's
+     * majority or is not ONLINE in it (3100, 3796, 3797), or a read-only server (1290:
+     * a single-primary group's secondary, which takes no writes). Retry, or connect to
+     * another node (for writes in a single-primary group: the primary).
      */
     MYSQLLOCK_NODE_NOT_READY = 11,
     /**
@@ -630,7 +633,8 @@ mysqllock_status mysqllock_holder(mysqllock_client *client,
  * (empty, too long or unstorable resource or owner, TTL not in (0, 1 year], negative or
  * NaN wait) is `MYSQLLOCK_INVALID_ARGUMENT`, before anything is written. A missing table is
  * `MYSQLLOCK_TABLE` with its `CREATE TABLE` in the message, as is a MyISAM table (not
- * transactional, not replicated). A Galera node outside the primary component is
+ * transactional, not replicated). A Galera node outside the primary component, a Group
+ * Replication member outside its group's majority, and a read-only secondary are
  * `MYSQLLOCK_NODE_NOT_READY`.
  *
  * `client` stays owned by the caller; any thread may call this (it blocks other lease

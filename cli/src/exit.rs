@@ -11,7 +11,9 @@ use mysqllock_core::Error;
 
 /// Bad arguments or connection URL; nothing was changed (EX_USAGE).
 pub const USAGE: u8 = 64;
-/// The server could not be reached, refused the login, or dropped the connection
+/// The server could not be reached, refused the login, or dropped the connection, or
+/// cannot take the statement now: a cluster node outside its primary component or
+/// majority, a read-only server such as a single-primary group's secondary
 /// (EX_UNAVAILABLE).
 pub const UNAVAILABLE: u8 = 69;
 /// Any other database error (EX_SOFTWARE).
@@ -46,7 +48,9 @@ pub fn for_error(e: &Error) -> u8 {
     match e {
         Error::InvalidArgument { .. } => USAGE,
         Error::Timeout { .. } => HELD_ELSEWHERE,
-        Error::Connect { .. } | Error::ConnectionLost { .. } | Error::NodeNotReady { .. } => UNAVAILABLE,
+        Error::Connect { .. } | Error::ConnectionLost { .. } | Error::NodeNotReady { .. } | Error::ReadOnly { .. } => {
+            UNAVAILABLE
+        }
         Error::MissingTable { .. } | Error::UnusableTable { .. } => NOT_SET_UP,
         Error::ClusterNode { .. } => CLUSTER_NODE,
         Error::AccessDenied { .. } | Error::TakeoverDenied { .. } => NO_PERMISSION,
@@ -132,6 +136,11 @@ mod tests {
             source: mysqllock_core::SessionError::server(1047, "WSREP has not yet prepared node for application use"),
         };
         assert_eq!(for_error(&not_ready), UNAVAILABLE);
+        let secondary = Error::ReadOnly {
+            name: None,
+            source: mysqllock_core::SessionError::server(1290, "running with the --super-read-only option"),
+        };
+        assert_eq!(for_error(&secondary), UNAVAILABLE);
     }
 
     #[test]

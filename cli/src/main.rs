@@ -20,7 +20,9 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0     success (for `run`: the command's own exit code is passed through)
   64    bad arguments or connection URL; nothing was changed
-  69    the server is unreachable, refused the login, or dropped the connection
+  69    the server is unreachable, refused the login, or dropped the connection,
+        or cannot take the statement now (a cluster node outside its primary
+        component or majority, a read-only Group Replication secondary)
   70    any other database error
   75    run: another node holds the lock; the command was NOT run
   76    run: the command succeeded, but the lock was lost while it ran

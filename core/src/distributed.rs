@@ -4,9 +4,9 @@
 //! No GET_LOCK, no KILL, no connection ids: everything a Galera node or a Group
 //! Replication member keeps to itself. What a cluster does keep consistent is an InnoDB
 //! row changed by a committed conditional write: of two nodes writing the same row at once,
-//! the first to commit wins and the other gets a deadlock (1213) or duplicate-key (1062)
-//! error. So each operation is one autocommitted statement whose own effect tells whether
-//! it won:
+//! the first to commit wins and the other gets a deadlock (1213), duplicate-key (1062) or,
+//! on Group Replication, a rollback-at-commit (3101, 1180) error. So each operation is one
+//! autocommitted statement whose own effect tells whether it won:
 //!
 //! - acquire: an `INSERT ... ON DUPLICATE KEY UPDATE` that takes the row when it is
 //!   absent, expired, or already the owner's (then the lease restarts). The update clause
@@ -46,8 +46,8 @@ const TAKEN_OVER: u64 = 1;
 const STILL_MINE: u64 = 2;
 
 /// How often one statement is sent at most after a cluster's "someone else committed
-/// first" (1213 deadlock / certification failure, 1062 duplicate key; waits of 4, 8, 16
-/// and 32 ms in between, while the node applies the winner's write) or a lost connection.
+/// first" (see [`lost_race`]; waits of 4, 8, 16 and 32 ms in between, while the node
+/// applies the winner's write) or a lost connection.
 /// A lock wait timeout (1205) is not retried: it took `innodb_lock_wait_timeout` already.
 const ATTEMPTS: usize = 5;
 
@@ -149,9 +149,8 @@ struct Shape {
     resource_chars: usize,
     owner_chars: usize,
     charset: Charset,
-    /// Prefix of the decisive reads: on a Galera node, `wsrep_sync_wait` so the read sees
-    /// every commit the cluster made before it (see [`sync_prefix`]).
-    sync: &'static str,
+    /// How the decisive reads see every commit the cluster made before them.
+    sync: SyncRead,
 }
 
 /// Table-only leases on one database session (reconnected when it is lost, where the
@@ -269,12 +268,13 @@ impl<C: Connector> DistributedLock<C> {
     }
 
     /// Whether any unexpired lease on `resource` exists (read after every commit the
-    /// cluster made before it, where the server is a Galera node).
+    /// cluster made before it, on a Galera node or a Group Replication member; a node
+    /// that cannot see its cluster's state answers [`Error::NodeNotReady`]).
     pub fn is_held(&mut self, resource: &str) -> Result<bool> {
         self.check_names(resource, None)?;
         let shape = self.shape(resource)?;
-        let sql = shape.synced(statements::is_held(self.dialect, &self.table, shape.upgraded));
-        let out = self.read(resource, &sql, &[Value::from(resource)])?;
+        let sql = statements::is_held(self.dialect, &self.table, shape.upgraded);
+        let out = self.read(resource, &sql, &[Value::from(resource)], shape.sync)?;
         Ok(out.first(0).as_i64().unwrap_or(0) > 0)
     }
 
@@ -282,16 +282,16 @@ impl<C: Connector> DistributedLock<C> {
     pub fn holder(&mut self, resource: &str) -> Result<Option<LeaseRow>> {
         self.check_names(resource, None)?;
         let shape = self.shape(resource)?;
-        let sql = shape.synced(statements::rows(self.dialect, &self.table, shape.upgraded, true));
-        let out = self.read(resource, &sql, &[Value::from(resource)])?;
+        let sql = statements::rows(self.dialect, &self.table, shape.upgraded, true);
+        let out = self.read(resource, &sql, &[Value::from(resource)], shape.sync)?;
         Ok(out.rows.first().map(|row| lease_row(row)))
     }
 
     /// Every row of the table, ordered by resource.
     pub fn rows(&mut self) -> Result<Vec<LeaseRow>> {
         let shape = self.shape("")?;
-        let sql = shape.synced(statements::rows(self.dialect, &self.table, shape.upgraded, false));
-        let out = self.read("", &sql, &[])?;
+        let sql = statements::rows(self.dialect, &self.table, shape.upgraded, false);
+        let out = self.read("", &sql, &[], shape.sync)?;
         Ok(out.rows.iter().map(|row| lease_row(row)).collect())
     }
 
@@ -473,15 +473,23 @@ impl<C: Connector> DistributedLock<C> {
         Ok(shape)
     }
 
-    fn read(&mut self, resource: &str, sql: &str, params: &[Value]) -> Result<crate::Outcome> {
+    /// A read that decides, made to see every commit of the cluster before it (`sync`),
+    /// sent again on a new session when the connection was lost.
+    fn read(&mut self, resource: &str, sql: &str, params: &[Value], sync: SyncRead) -> Result<crate::Outcome> {
         let name = (!resource.is_empty()).then_some(resource);
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = self.session()?.execute(sql, params);
+            let result = sync.read(self.session()?, sql, params);
             match result {
                 Ok(out) => return Ok(out),
                 Err(e) if e.lost && attempt < ATTEMPTS => self.session = None,
+                // A Galera node outside the primary component fails a causal read at
+                // once with 1205 "Lock wait timeout exceeded" (measured on MariaDB 10.11
+                // with a node cut off by gmcast.isolate), not with its usual 1047.
+                Err(e) if sync == SyncRead::Galera && e.code == Some(1205) => {
+                    return Err(Error::NodeNotReady { name: name.map(str::to_owned), source: e })
+                }
                 Err(e) => {
                     if e.lost {
                         self.session = None;
@@ -513,9 +521,8 @@ impl<C: Connector> DistributedLock<C> {
                 // The statement may or may not have committed: send it again on a new
                 // session (the connector refuses where it cannot make one, e.g. a PDO).
                 self.session = None;
-            } else if matches!(e.code, Some(1213 | 1062)) {
-                // Another writer committed first (certification failure, a duplicate
-                // that appeared on another node): never a success that was not
+            } else if lost_race(&e) {
+                // Another writer committed first: never a success that was not
                 // committed. Once more after a moment; then the other writer won.
                 if last {
                     return Ok(None);
@@ -540,6 +547,26 @@ impl<C: Connector> DistributedLock<C> {
             return missing_table(self.dialect, &self.table, e);
         }
         classify(e, name, &self.table)
+    }
+}
+
+/// Whether a write failed because another node's write to the row came first, so the
+/// statement was rolled back and may be sent again (it then sees the winner's row):
+/// - 1213, deadlock: a Galera certification failure, or a brute-force abort by Galera's
+///   applier of a conflicting local transaction;
+/// - 3101, "Plugin instructed the server to rollback the current transaction": a Group
+///   Replication certification failure at commit (multi-primary mode);
+/// - 1180 with handler error 149 (lock deadlock) "during COMMIT": Group Replication's
+///   applier, which runs at high priority, aborted the local transaction that held the
+///   row it had to change, before the local one was certified (measured: a few of 180
+///   simultaneous acquisitions from three members of a multi-primary group);
+/// - 1062, duplicate key: the row appeared from another node between the upsert's
+///   look-up and its insert.
+fn lost_race(e: &SessionError) -> bool {
+    match e.code {
+        Some(1213 | 3101 | 1062) => true,
+        Some(1180) => e.message.contains("error 149"),
+        _ => false,
     }
 }
 
@@ -605,8 +632,14 @@ fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -
         Some(s) => Value::from(s),
         None => Value::Null,
     };
-    let out = session
-        .execute(
+    // A read that decides too: a Group Replication member applies what another member
+    // committed, DDL included, a little later, and a lock object that took an upgraded
+    // table for a plain one would write without tokens (tests/tests/cluster.rs once got
+    // a grant without a token through another member right after `upgrade_table()`).
+    let sync = SyncRead::for_server(&topology);
+    let out = sync
+        .read(
+            session,
             "SELECT t.ENGINE, \
              MAX(CASE WHEN c.COLUMN_NAME = 'token' THEN 1 ELSE 0 END), \
              MAX(CASE WHEN c.COLUMN_NAME = 'expires_at' THEN c.DATETIME_PRECISION END), \
@@ -667,32 +700,72 @@ fn mysql_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) -
         resource_chars: resource_chars as usize,
         owner_chars: owner_chars as usize,
         charset,
-        sync: sync_prefix(&topology),
+        sync,
     })
 }
 
-/// How a decisive read sees every commit made anywhere in the cluster before it: on a
-/// Galera node, `wsrep_sync_wait=1` for that statement only (MariaDB's `SET STATEMENT`, so
-/// a caller's own session settings stay as they are). Writes do not wait: a conditional
-/// write is decided by certification (first committer wins), and a node that has not yet
-/// applied another node's release answers `false` for the moment it needs to catch up,
-/// which the original class's contract allows (try again). Waiting on writes too was tried: in the
-/// Galera tests, while a node was cut off, writes through a healthy node then failed with
-/// 1205 (lock wait timeout).
-fn sync_prefix(topology: &Topology) -> &'static str {
-    if topology.wsrep && topology.mariadb {
-        "SET STATEMENT wsrep_sync_wait = 1 FOR "
-    } else {
-        ""
-    }
+/// How a decisive read (is it held, who holds it) sees every commit made anywhere in the
+/// cluster before it, leaving the caller's session settings as they were:
+///
+/// - Galera (MariaDB): `wsrep_sync_wait=1` for that statement only (`SET STATEMENT`).
+/// - Group Replication: `group_replication_consistency = BEFORE` around the read: the
+///   member first applies every transaction the group ordered before it, and a member
+///   that is not ONLINE or cannot reach its group's majority refuses (3796, 3797:
+///   [`Error::NodeNotReady`]) instead of answering from its own copy, which may be stale
+///   (measured: a member cut off from its group kept answering plain reads at once).
+///   The variable cannot be set per statement (`SET_VAR` ignores it, warning 3637), so
+///   the session's value is saved in a user variable, set, and put back: two more round
+///   trips, for reads only. Inside a caller's open transaction the server refuses to
+///   change it (1766); the error is the caller's to see.
+///
+/// Writes do not wait: a conditional write is decided by certification (first committer
+/// wins; a write made on a stale copy of the row conflicts with the commit it missed),
+/// and a node that has not yet applied another node's release answers `false` for the
+/// moment it needs to catch up, which the original class's contract allows (try again).
+/// Waiting on writes too was tried on Galera: while a node was cut off, writes through a
+/// healthy node then failed with 1205 (lock wait timeout). In a single-primary group only
+/// the primary writes, and a newly elected primary holds writes until it has applied
+/// what the old one committed (`BEFORE_ON_PRIMARY_FAILOVER`, the default since MySQL
+/// 8.4; under `EVENTUAL` the certifier checks conflicts while that backlog lasts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SyncRead {
+    /// A standalone server (or SQLite): every read sees every commit.
+    None,
+    Galera,
+    GroupReplication,
 }
 
-impl Shape {
-    fn synced(&self, sql: String) -> String {
-        if self.sync.is_empty() {
-            sql
+const GALERA_SYNC: &str = "SET STATEMENT wsrep_sync_wait = 1 FOR ";
+const GROUP_BEFORE: &str = "SET @mysqllock_consistency = @@SESSION.group_replication_consistency, \
+                            @@SESSION.group_replication_consistency = 'BEFORE'";
+const GROUP_RESTORE: &str = "SET @@SESSION.group_replication_consistency = @mysqllock_consistency";
+
+impl SyncRead {
+    fn for_server(topology: &Topology) -> SyncRead {
+        if topology.wsrep && topology.mariadb {
+            SyncRead::Galera
+        } else if topology.group_configured {
+            SyncRead::GroupReplication
         } else {
-            format!("{}{sql}", self.sync)
+            SyncRead::None
+        }
+    }
+
+    /// Runs the read `sql` on `session` as described above.
+    fn read<S: Session>(self, session: &mut S, sql: &str, params: &[Value]) -> Result<crate::Outcome, SessionError> {
+        match self {
+            SyncRead::None => session.execute(sql, params),
+            SyncRead::Galera => session.execute(&format!("{GALERA_SYNC}{sql}"), params),
+            SyncRead::GroupReplication => {
+                session.execute(GROUP_BEFORE, &[])?;
+                let out = session.execute(sql, params);
+                // Put the caller's level back whatever the read did (a lost session
+                // takes it along); the read's own error comes first.
+                let restored = session.execute(GROUP_RESTORE, &[]);
+                let out = out?;
+                restored?;
+                Ok(out)
+            }
         }
     }
 }
@@ -715,7 +788,13 @@ fn sqlite_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) 
             });
         }
     }
-    Ok(Shape { upgraded: false, resource_chars: 255, owner_chars: 255, charset: Charset::Unicode, sync: "" })
+    Ok(Shape {
+        upgraded: false,
+        resource_chars: 255,
+        owner_chars: 255,
+        charset: Charset::Unicode,
+        sync: SyncRead::None,
+    })
 }
 
 /// A small generator for backoff jitter: spreads waiters that lost the same race so they
@@ -1027,5 +1106,31 @@ mod statements {
              ADD COLUMN token BIGINT UNSIGNED NOT NULL DEFAULT 1",
             table.sql_name()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_that_another_node_beat_is_a_lost_race_and_nothing_else_is() {
+        let beaten = [
+            SessionError::server(1213, "Deadlock found when trying to get lock; try restarting transaction"),
+            SessionError::server(3101, "Plugin instructed the server to rollback the current transaction."),
+            SessionError::server(1180, "Got error 149 - 'Lock deadlock; Retry transaction' during COMMIT"),
+            SessionError::server(1062, "Duplicate entry 'r' for key 'PRIMARY'"),
+        ];
+        for e in &beaten {
+            assert!(lost_race(e), "{e}");
+        }
+        let other = [
+            SessionError::server(1180, "Got error 28 - 'No space left on device' during COMMIT"),
+            SessionError::server(1205, "Lock wait timeout exceeded; try restarting transaction"),
+            SessionError::server(1290, "The MySQL server is running with the --super-read-only option"),
+        ];
+        for e in &other {
+            assert!(!lost_race(e), "{e}");
+        }
     }
 }

@@ -112,10 +112,18 @@ pub enum Error {
     #[error("{}the server is {what}: GET_LOCK and KILL act on that node only, so another node would grant the same lock; use the lease mode (table-only leases: DistributedLock, `mysqllock run --lease`), or, only if every lock client talks to this one node, allow it (allow_cluster=1 in the DSN, mysqllock.allow_cluster=1 in php.ini, --allow-cluster)", lock_prefix(.name))]
     ClusterNode { name: Option<String>, what: &'static str },
 
-    /// A cluster node outside the primary component (MySQL error 1047): it accepts no
-    /// reads or writes until it rejoins.
-    #[error("database node not ready{}: {source} (the node is not part of the cluster's primary component; retry, or connect to another node)", lock_note(.name))]
+    /// A cluster node that cannot serve the statement until it is back in its cluster: a
+    /// Galera node outside the primary component (1047), a Group Replication member
+    /// that lost the majority of its group or is not ONLINE in it (3100 a commit the
+    /// group could not order, 3796 and 3797 a read that cannot see the group's state).
+    #[error("database node not ready{}: {source} (the node is not part of its cluster's primary component or majority; retry, or connect to another node)", lock_note(.name))]
     NodeNotReady { name: Option<String>, source: SessionError },
+
+    /// The server takes no writes (`super_read_only`/`read_only`, MySQL error 1290 or
+    /// 1836): a secondary of a single-primary Group Replication group (also a member
+    /// that left its group), or a replica.
+    #[error("read-only server{}: {source} (a secondary of a single-primary Group Replication group, a member outside its group, or a replica takes no writes: send them to the primary; this member takes them again if it becomes the primary)", lock_note(.name))]
+    ReadOnly { name: Option<String>, source: SessionError },
 
     /// Connecting failed; `target` never contains the password.
     #[error("cannot connect to {target}: {source}{}", connect_hint(.source))]
@@ -245,6 +253,11 @@ impl Error {
         matches!(self, Error::NodeNotReady { .. })
     }
 
+    /// The server takes no writes (a read-only secondary or replica).
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Error::ReadOnly { .. })
+    }
+
     /// The server refused to wait because the wait would never end.
     pub fn is_deadlock(&self) -> bool {
         matches!(self, Error::Deadlock { .. })
@@ -292,6 +305,7 @@ impl Error {
             | Error::Database { name, .. }
             | Error::ClusterNode { name, .. }
             | Error::NodeNotReady { name, .. }
+            | Error::ReadOnly { name, .. }
             | Error::Deadlock { name, .. } => name.as_deref(),
             _ => None,
         }
@@ -312,7 +326,18 @@ impl Error {
             return Error::ConnectionLost { name, source: e };
         }
         match e.code {
-            Some(1047) => Error::NodeNotReady { name, source: e },
+            // ER_UNKNOWN_COM_ERROR from a Galera node outside the primary component;
+            // ER_RUN_HOOK_ERROR from Group Replication's before_commit hook (the member
+            // lost its majority or left the group); ER_GRP_TRX_CONSISTENCY_NOT_ALLOWED
+            // and ER_GRP_TRX_CONSISTENCY_BEFORE (a `BEFORE` read on a member that is not
+            // ONLINE, or that could not reach its group)
+            Some(1047 | 3100 | 3796 | 3797) => Error::NodeNotReady { name, source: e },
+            // ER_OPTION_PREVENTS_STATEMENT names the option: only read-only is this case
+            // (not e.g. secure_file_priv); ER_READ_ONLY_MODE is InnoDB's innodb_read_only.
+            Some(1290) if e.message.contains("read-only") || e.message.contains("read_only") => {
+                Error::ReadOnly { name, source: e }
+            }
+            Some(1836) => Error::ReadOnly { name, source: e },
             // ER_USER_LOCK_DEADLOCK (MySQL 8) and ER_LOCK_DEADLOCK (MariaDB's GET_LOCK, InnoDB)
             Some(3058 | 1213) => Error::Deadlock { name, source: e },
             // access denied to database / table / column, or a missing global privilege
@@ -327,6 +352,28 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_replication_refusals_are_typed() {
+        let not_ready = [
+            (3100, "Error on observer while running replication hook 'before_commit'."),
+            (3796, "The option group_replication_consistency cannot be used on the current member state."),
+            (3797, "Error while waiting for group transactions commit on group_replication_consistency= 'BEFORE'."),
+        ];
+        for (code, message) in not_ready {
+            let e = Error::from_session(SessionError::server(code, message), Some("r"));
+            assert!(e.is_node_not_ready(), "{code}: {e}");
+        }
+        let secondary = SessionError::server(
+            1290,
+            "The MySQL server is running with the --super-read-only option so it cannot execute this statement",
+        );
+        let e = Error::from_session(secondary, Some("r"));
+        assert!(e.is_read_only(), "{e}");
+        assert!(e.to_string().contains("secondary of a single-primary Group Replication group"), "{e}");
+        let other = SessionError::server(1290, "The MySQL server is running with the --secure-file-priv option");
+        assert!(!Error::from_session(other, None).is_read_only());
+    }
 
     #[test]
     fn chain_keeps_the_servers_words_once() {

@@ -964,7 +964,11 @@ impl<C: Connector> Locker<C> {
         let exists = self.look_up_schema("")?.is_some();
         if !exists {
             let create = self.sql.create.clone();
-            self.with_db(|db, _| db.run("", &create, &[]))?;
+            let table = self.table.clone();
+            self.with_db(|db, _| {
+                let create = create_for(db.session, create, &table)?;
+                db.run("", &create, &[])
+            })?;
             self.forget_shape();
         }
         Ok(!exists)
@@ -1032,13 +1036,29 @@ fn open<C: Connector>(connector: &mut C) -> Result<(C::Session, bool)> {
     let topology = match session.topology() {
         Some(known) => Some(known),
         None if connector.allows_cluster() => None,
-        None => Some(
-            crate::topology::probe(|sql| session.execute(sql, &[]))
-                .map_err(|e| classify(e, None, &crate::Table::default()))?,
-        ),
+        None => Some(topology_of(&mut session, &crate::Table::default())?),
     };
     if let Some(topology) = topology.filter(|t| t.is_cluster() && !connector.allows_cluster()) {
         return Err(Error::ClusterNode { name: None, what: topology.describe() });
     }
     Ok((session, topology.is_some_and(|t| t.get_lock_waits_fractions())))
+}
+
+/// What the server is: as the session learned it while it was set up, else asked.
+fn topology_of<S: Session + ?Sized>(session: &mut S, table: &crate::Table) -> Result<crate::Topology> {
+    match session.topology() {
+        Some(known) => Ok(known),
+        None => crate::topology::probe(|sql| session.execute(sql, &[])).map_err(|e| classify(e, None, table)),
+    }
+}
+
+/// The lock table's DDL for this server: the original package's (MyISAM), except on a
+/// Group Replication member (reached only with allow_cluster), which refuses writes to
+/// any table that is not InnoDB (error 3098): there the same table is made InnoDB.
+fn create_for<S: Session + ?Sized>(session: &mut S, create: String, table: &crate::Table) -> Result<String> {
+    if topology_of(session, table)?.group_configured {
+        Ok(create.replacen("ENGINE=MyISAM", "ENGINE=InnoDB", 1))
+    } else {
+        Ok(create)
+    }
 }

@@ -28,6 +28,11 @@ pub struct Topology {
     pub group_replication: bool,
     /// The server is MariaDB (it has `SET STATEMENT ... FOR`).
     pub mariadb: bool,
+    /// Group Replication is configured (a group name is set), whether or not the member
+    /// is in its group right now. Lease reads that decide ask such a server for the
+    /// group's latest state (`group_replication_consistency = BEFORE`), which a member
+    /// outside its group refuses instead of answering from its own, maybe stale, copy.
+    pub group_configured: bool,
     /// Group Replication is configured: [`Topology::from_probe`] cannot tell from the
     /// variables alone whether the member is active, [`probe`] asks.
     group_named: bool,
@@ -44,7 +49,10 @@ impl Topology {
             };
             match name.to_ascii_lowercase().as_str() {
                 "wsrep_on" => topology.wsrep = value.eq_ignore_ascii_case("ON") || value == "1",
-                "group_replication_group_name" => topology.group_named = !value.trim().is_empty(),
+                "group_replication_group_name" => {
+                    topology.group_named = !value.trim().is_empty();
+                    topology.group_configured = topology.group_named;
+                }
                 "version" => topology.mariadb = value.to_ascii_lowercase().contains("mariadb"),
                 _ => {}
             }
@@ -122,6 +130,26 @@ mod tests {
         let t = Topology::from_probe(&[row("version", "10.11.6-MariaDB"), row("wsrep_on", "OFF")]);
         assert!(!t.is_cluster());
         assert!(t.get_lock_waits_fractions());
+    }
+
+    #[test]
+    fn a_named_group_is_configured_but_asks_whether_the_member_is_in_it() {
+        let mut t = Topology::from_probe(&[row("version", "9.7.4"), row("group_replication_group_name", "aaaa-bbbb")]);
+        assert!(t.group_configured && !t.is_cluster(), "not yet asked: {t:?}");
+        let member_state =
+            |_: &str| Ok(Outcome { rows: vec![vec![Value::Text("ONLINE".into())]], ..Outcome::default() });
+        complete(member_state, &mut t).unwrap();
+        assert!(t.group_replication && t.group_configured && t.is_cluster());
+        assert!(t.describe().contains("Group Replication"));
+    }
+
+    #[test]
+    fn a_member_outside_its_group_is_no_cluster_node_but_still_configured() {
+        let mut t = Topology::from_probe(&[row("group_replication_group_name", "aaaa-bbbb")]);
+        let member_state =
+            |_: &str| Ok(Outcome { rows: vec![vec![Value::Text("ERROR".into())]], ..Outcome::default() });
+        complete(member_state, &mut t).unwrap();
+        assert!(!t.group_replication && t.group_configured);
     }
 
     #[test]

@@ -53,7 +53,8 @@ unsafe fn write_grant(grant: Option<&Grant>, won_out: NonNull<bool>, token_out: 
 /// (empty, too long or unstorable resource or owner, TTL not in (0, 1 year], negative or
 /// NaN wait) is `MYSQLLOCK_INVALID_ARGUMENT`, before anything is written. A missing table is
 /// `MYSQLLOCK_TABLE` with its `CREATE TABLE` in the message, as is a MyISAM table (not
-/// transactional, not replicated). A Galera node outside the primary component is
+/// transactional, not replicated). A Galera node outside the primary component, a Group
+/// Replication member outside its group's majority, and a read-only secondary are
 /// `MYSQLLOCK_NODE_NOT_READY`.
 ///
 /// `client` stays owned by the caller; any thread may call this (it blocks other lease

@@ -48,8 +48,11 @@ pub enum mysqllock_status {
     /// if every lock client talks to this one node, `mysqllock_client_allow_cluster()`
     /// (`allow_cluster=1` in the URL).
     CLUSTER_NODE = 10,
-    /// The cluster node is not part of the primary component (MySQL error 1047): it
-    /// accepts no reads or writes until it rejoins. Retry, or connect to another node.
+    /// The server cannot take the statement now: a Galera node outside the primary
+    /// component (MySQL error 1047), a Group Replication member that lost its group's
+    /// majority or is not ONLINE in it (3100, 3796, 3797), or a read-only server (1290:
+    /// a single-primary group's secondary, which takes no writes). Retry, or connect to
+    /// another node (for writes in a single-primary group: the primary).
     NODE_NOT_READY = 11,
     /// The server refused to wait for the lock because the wait would never end: a
     /// session that holds it waits for a lock this client holds (MariaDB error 1213,
@@ -70,7 +73,7 @@ impl From<&Error> for mysqllock_status {
             e if e.is_connection() => Self::CONNECTION,
             e if e.is_schema() => Self::TABLE,
             e if e.is_cluster_node() => Self::CLUSTER_NODE,
-            e if e.is_node_not_ready() => Self::NODE_NOT_READY,
+            e if e.is_node_not_ready() || e.is_read_only() => Self::NODE_NOT_READY,
             e if e.is_deadlock() => Self::DEADLOCK,
             // `Database`, `TakeoverDenied`, and variants the core may add later: all are
             // failures reported by the server that callers do not branch on.
@@ -166,5 +169,10 @@ mod tests {
             source: mysqllock_core::SessionError::server(1047, "WSREP has not yet prepared node for application use"),
         };
         assert_eq!(mysqllock_status::from(&not_ready), mysqllock_status::NODE_NOT_READY);
+        let secondary = Error::ReadOnly {
+            name: None,
+            source: mysqllock_core::SessionError::server(1290, "running with the --super-read-only option"),
+        };
+        assert_eq!(mysqllock_status::from(&secondary), mysqllock_status::NODE_NOT_READY);
     }
 }

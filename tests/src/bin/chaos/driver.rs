@@ -37,8 +37,9 @@
 //!   Landed when the server answers again with an uptime no longer than the time since
 //!   the fault was sent. Ends every section.
 //!
-//! Lease mode on a Galera cluster (`--lease`, `--node-dsns DSN1,DSN2,DSN3`, the
-//! cluster's directory as `--db-dir` and `scripts/galera.sh` as `--mariadb-script`):
+//! Lease mode on a cluster (`--lease`, `--node-dsns DSN1,DSN2,DSN3`, the cluster's
+//! directory as `--db-dir` and its script as `--cluster-script`, alias `--mariadb-script`:
+//! `scripts/galera.sh`, or `scripts/group-replication.sh`, which has the same commands):
 //! workers take table-only leases (`CHAOS_LEASE=1`), each bound to one node (a worker's
 //! mode is `nodeK`: the driver passes node K's URL). Holders are found in the lease table
 //! (`distributed_locks`, read on the first node that answers); the owner's second
@@ -48,10 +49,14 @@
 //! `expires_at < UTC_TIMESTAMP(6)`). `--node-faults N` schedules N node kills (`galera.sh
 //! kill`, 2 s down, `restart`) and N isolations (`isolate`, 3 s apart, `rejoin`), in a
 //! thread while the worker faults go on: journaled as `node-kill` (landed when the
-//! process is gone), `node-restart`, `node-isolate` (landed when the node is
-//! non-Primary) and `node-rejoin` (restart and rejoin landed when `galera.sh wait` saw
-//! every node Primary and Synced again). They end no section: a lease lives in the
-//! replicated table, not in a node or a session, so it ends at its deadline.
+//! process is gone), `node-restart`, `node-isolate` (landed when the script returned:
+//! the node is out of the Primary component, or the group expelled the member) and
+//! `node-rejoin` (restart and rejoin landed when the script's `wait` saw every node
+//! Primary and Synced, or every member ONLINE, again). They end no section: a lease
+//! lives in the replicated table, not in a node or a session, so it ends at its
+//! deadline. The nodes hit take turns through `--kill-nodes` (default 2,3) and
+//! `--isolate-nodes` (default 3,1): a single-primary group's suite aims both at the
+//! members that are primary at the time.
 //!
 //! `--victims KIND,...` restricts the faults aimed at workers to workers of those kinds
 //! (the self-test aims them at the one worker it broke); `kill-query`, whose target is a
@@ -193,6 +198,9 @@ struct Options {
     lease: bool,
     node_dsns: Vec<String>,
     node_faults: u32,
+    /// The nodes (1-based) that node kills and isolations hit, in turn.
+    kill_nodes: Vec<u32>,
+    isolate_nodes: Vec<u32>,
     ttl: String,
     stop_seconds: (f64, f64),
 }
@@ -213,6 +221,8 @@ fn options(args: &[String]) -> Result<Options, String> {
         lease: false,
         node_dsns: Vec::new(),
         node_faults: 0,
+        kill_nodes: vec![2, 3],
+        isolate_nodes: vec![3, 1],
         ttl: TTL_SECONDS.to_owned(),
         stop_seconds: STOP_SECONDS,
     };
@@ -228,7 +238,7 @@ fn options(args: &[String]) -> Result<Options, String> {
         match flag.as_str() {
             "--dir" => o.dir = value.into(),
             "--db-dir" => o.db_dir = value.into(),
-            "--mariadb-script" => o.mariadb_script = value.into(),
+            "--mariadb-script" | "--cluster-script" => o.mariadb_script = value.into(),
             "--dsn" => o.dsn = value.clone(),
             "--seconds" => o.seconds = number(value)?,
             "--seed" => o.seed = value.parse().map_err(|_| format!("--seed {value}: not an integer"))?,
@@ -249,6 +259,19 @@ fn options(args: &[String]) -> Result<Options, String> {
             "--node-faults" => {
                 o.node_faults = value.parse().map_err(|_| format!("--node-faults {value}: not an integer"))?;
             }
+            "--kill-nodes" | "--isolate-nodes" => {
+                let nodes = value
+                    .split(',')
+                    .map(|k| k.parse::<u32>().ok().filter(|k| *k >= 1))
+                    .collect::<Option<Vec<u32>>>()
+                    .filter(|nodes| !nodes.is_empty())
+                    .ok_or_else(|| format!("{flag} {value}: expected node numbers K,... (1-based)"))?;
+                if flag == "--kill-nodes" {
+                    o.kill_nodes = nodes;
+                } else {
+                    o.isolate_nodes = nodes;
+                }
+            }
             "--ttl" => o.ttl = value.clone(),
             "--stop-seconds" => {
                 let (low, high) =
@@ -262,6 +285,11 @@ fn options(args: &[String]) -> Result<Options, String> {
     if !o.victims.is_empty() && o.faults.iter().any(|f| f == "kill-query") {
         // Its target is a statement in the process list, which names no worker.
         return Err("--victims cannot aim kill-query: leave it out of --faults".to_owned());
+    }
+    if o.node_faults > 0 {
+        if let Some(bad) = o.kill_nodes.iter().chain(&o.isolate_nodes).find(|k| **k as usize > o.node_dsns.len()) {
+            return Err(format!("node {bad} in --kill-nodes/--isolate-nodes: no such node in --node-dsns"));
+        }
     }
     if let Some(bad) = o.specs.iter().find(|s| s.node.is_some_and(|k| k >= o.node_dsns.len())) {
         return Err(format!("worker {} {}: no such node in --node-dsns", bad.kind, bad.name));
@@ -681,8 +709,10 @@ impl Driver {
         let i = self.node_ops_started;
         self.node_ops_started += 1;
         let isolate = i % 2 == 1;
-        // kills: nodes 2, 3, 2, ...; isolations: nodes 3, 1, 3, ...
-        let node = if isolate { [3, 1][(i as usize / 2) % 2] } else { [2, 3][(i as usize / 2) % 2] };
+        // Each kind takes its nodes in turn (by default kills: 2, 3, 2, ...; isolations:
+        // 3, 1, 3, ...).
+        let nodes = if isolate { &self.o.isolate_nodes } else { &self.o.kill_nodes };
+        let node = nodes[(i as usize / 2) % nodes.len()];
         let (script, dir) = (self.o.mariadb_script.clone(), self.o.db_dir.clone());
         self.note(&format!("fault {}: node {node}", if isolate { "node-isolate" } else { "node-kill" }));
         let thread = std::thread::spawn(move || node_op(&script, &dir, node, isolate));
