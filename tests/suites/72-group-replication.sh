@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# server: own (Group Replication groups of its own)
 # The Group Replication proof (issue 21): on a real 3-member MySQL 9.7 group of its own
 # (scripts/group-replication.sh), first single-primary, then multi-primary, the lease
 # mode keeps mutual exclusion while members die and are cut off and holders are killed
