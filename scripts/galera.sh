@@ -43,6 +43,9 @@
 # So as root every directory above DIR must be searchable by mysql (mktemp -d makes 0700
 # directories: chmod 755 it, or use DIR=$(mktemp -d) itself, which start opens up).
 set -euo pipefail
+me=galera.sh
+# shellcheck source=scripts/lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
 
 usage="usage: galera.sh start|stop|wait|status DIR | galera.sh kill|restart|isolate|rejoin DIR K"
 cmd=${1:?$usage}
@@ -87,18 +90,6 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-# N ports free on 127.0.0.1, all held at once while picking so that none repeats.
-free_ports() {
-  python3 - "$1" <<'PY'
-import socket, sys
-held = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    held.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in held))
-PY
-}
 
 check_node() {
   case "${1:-}" in
@@ -175,25 +166,6 @@ show_logs() {
   done
 }
 
-# poll WHAT NODES -- CONDITION...: runs CONDITION until it returns 0; 2 means it never will.
-# On failure names WHAT, shows the logs of NODES and exits.
-poll() {
-  local what=$1 logs=$2 rc end=$((SECONDS + timeout))
-  shift 3
-  while :; do
-    rc=0
-    "$@" || rc=$?
-    [ $rc -ne 0 ] || return 0
-    if [ $rc -ne 1 ] || [ $SECONDS -ge $end ]; then
-      [ $rc -ne 1 ] || echo "galera.sh: timed out after ${timeout}s waiting for $what" >&2
-      print_status >&2
-      # shellcheck disable=SC2086
-      show_logs $logs
-      exit 1
-    fi
-    sleep 0.2
-  done
-}
 
 # Conditions for poll --------------------------------------------------------------------
 

@@ -82,6 +82,9 @@
 # itself and had to be told, below), primary (a planned switch) under a second, stop
 # about 18 s.
 set -euo pipefail
+me=group-replication.sh
+# shellcheck source=scripts/lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
 
 usage="usage: group-replication.sh start|stop|wait|status DIR | group-replication.sh kill|restart|isolate|rejoin|primary DIR K"
 cmd=${1:?$usage}
@@ -105,18 +108,6 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables python3 >/dev/null
 }
 
-# N ports free on 127.0.0.1, all held at once while picking so that none repeats.
-free_ports() {
-  python3 - "$1" <<'PY'
-import socket, sys
-held = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    held.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in held))
-PY
-}
 
 check_member() {
   case "${1:-}" in
@@ -224,25 +215,6 @@ show_logs() {
   done
 }
 
-# poll WHAT MEMBERS -- CONDITION...: runs CONDITION until it returns 0; 2 means it never
-# will. On failure names WHAT, shows the logs of MEMBERS and exits.
-poll() {
-  local what=$1 logs=$2 rc end=$((SECONDS + timeout))
-  shift 3
-  while :; do
-    rc=0
-    "$@" || rc=$?
-    [ $rc -ne 0 ] || return 0
-    if [ $rc -ne 1 ] || [ $SECONDS -ge $end ]; then
-      [ $rc -ne 1 ] || echo "group-replication.sh: timed out after ${timeout}s waiting for $what" >&2
-      print_status >&2
-      # shellcheck disable=SC2086
-      show_logs $logs
-      exit 1
-    fi
-    sleep 0.2
-  done
-}
 
 # within SECONDS CONDITION...: like poll, but only says whether CONDITION held in time.
 within() {

@@ -17,19 +17,12 @@
 # MYSQLLOCK_TEST_SERVER=mariadb
 # and MYSQLLOCK_SERVER_SCRIPT (this script; scripts/mysql.sh writes the same for MySQL).
 set -euo pipefail
+# shellcheck source=scripts/lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
 
 cmd=${1:?usage: mariadb.sh start|stop|restart DIR}
 dir=${2:?usage: mariadb.sh start|stop|restart DIR}
 
-free_port() {
-  python3 - <<'PY'
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
-PY
-}
 
 launch() {
   local port=$1
@@ -78,7 +71,7 @@ case "$cmd" in
         --auth-root-authentication-method=socket >"$dir/install.log" 2>&1 \
         || { cat "$dir/install.log" >&2; exit 1; }
     fi
-    port=$(free_port)
+    port=$(free_ports 1)
     launch "$port"
     root_sql=(mariadb --no-defaults -uroot --socket="$dir/mysqld.sock")
     if [ -z "$("${root_sql[@]}" -N -e "SELECT 1 FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'")" ]; then

@@ -34,6 +34,8 @@
 # locker_sha@localhost log in), MYSQLLOCK_TEST_DIR,
 # MYSQLLOCK_TEST_SERVER=mysql and MYSQLLOCK_SERVER_SCRIPT (this script).
 set -euo pipefail
+# shellcheck source=scripts/lib/servers.sh
+. "$(dirname "$0")/lib/servers.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 chroot_root=${MYSQLLOCK_MYSQL_ROOT:-/var/cache/mysqllock/sid-mysql}
@@ -87,15 +89,6 @@ mount_proc() {
     || die "cannot mount /proc in $chroot_root"
 }
 
-free_port() {
-  python3 - <<'PY'
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
-PY
-}
 
 # The server's own directory inside the chroot, for the host directory $dir.
 instance_paths() {
@@ -186,7 +179,7 @@ case "$cmd" in
         --datadir="$inner/data" --tmpdir="$inner/tmp" >"$dir/install.log" 2>&1 \
         || { cat "$dir/install.log" >&2; exit 1; }
     fi
-    port=$(free_port)
+    port=$(free_ports 1)
     launch "$port"
     ln -sfn "$outer/mysqld.sock" "$dir/mysqld.sock"
     ln -sfn "$outer/mysqld.pid" "$dir/mysqld.pid"
