@@ -70,16 +70,18 @@ fi
 # shellcheck disable=SC2016 # expanded by the section's own shell
 section='
 chaos=$CHAOS_BIN token=${MYSQLLOCK_TOKEN:-} holder=$PPID
+# Named here: inside lost() below, $1 and $2 would be the function arguments (none).
+journal=$1 end_file=$2 breaking=$5
 if [ -z "$token" ]; then
   echo "worker-cli: the command got no MYSQLLOCK_TOKEN (is the table upgraded?)" >&2
   exit 0
 fi
 "$chaos" journal "$1" acquired "$MYSQLLOCK_NAME" "$token" "$4" "$holder" || exit 0
 lost() {
-  if [ "$5" != ignore-loss ]; then
-    "$chaos" journal "$1" lost "$MYSQLLOCK_NAME" "$token" "$holder"
+  if [ "$breaking" != ignore-loss ]; then
+    "$chaos" journal "$journal" lost "$MYSQLLOCK_NAME" "$token" "$holder"
   fi
-  printf "%s %s\n" "$token" "$("$chaos" now)" >"$2"
+  printf "%s %s\n" "$token" "$("$chaos" now)" >"$end_file"
   exit 0
 }
 trap lost TERM
