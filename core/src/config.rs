@@ -129,6 +129,100 @@ fn validate_identifier(ident: &str) -> Result<()> {
     Ok(())
 }
 
+/// How the connection is encrypted: the `mysql` client's `--ssl-mode` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslMode {
+    /// Never TLS.
+    Disabled,
+    /// TLS when the server offers it (over TCP; a Unix socket stays plain), its
+    /// certificate unchecked unless `ssl-ca` names a CA. The default, as for the `mysql`
+    /// client: a server without TLS is still reached.
+    Preferred,
+    /// TLS or no connection; the certificate unchecked unless `ssl-ca` names a CA.
+    Required,
+    /// TLS, and the server's certificate must chain to `ssl-ca` (the system's CA store
+    /// when none is given). The host name is not checked.
+    VerifyCa,
+    /// As `VerifyCa`, and the certificate must be for the host connected to.
+    VerifyIdentity,
+}
+
+impl SslMode {
+    pub fn parse(text: &str) -> Result<Self> {
+        match text.to_ascii_uppercase().replace('-', "_").as_str() {
+            "DISABLED" => Ok(SslMode::Disabled),
+            "PREFERRED" => Ok(SslMode::Preferred),
+            "REQUIRED" => Ok(SslMode::Required),
+            "VERIFY_CA" => Ok(SslMode::VerifyCa),
+            "VERIFY_IDENTITY" => Ok(SslMode::VerifyIdentity),
+            _ => Err(Error::invalid(
+                "ssl-mode",
+                format!("{text:?} is not one of DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY"),
+            )),
+        }
+    }
+
+    /// The `mysql` client's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            SslMode::Disabled => "DISABLED",
+            SslMode::Preferred => "PREFERRED",
+            SslMode::Required => "REQUIRED",
+            SslMode::VerifyCa => "VERIFY_CA",
+            SslMode::VerifyIdentity => "VERIFY_IDENTITY",
+        }
+    }
+
+    /// Whether a connection without TLS is refused.
+    pub fn requires_tls(self) -> bool {
+        matches!(self, SslMode::Required | SslMode::VerifyCa | SslMode::VerifyIdentity)
+    }
+}
+
+/// TLS settings, named as the `mysql` client's options.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tls {
+    /// `ssl-mode`; `None` when not given: see [`Tls::mode`].
+    pub mode: Option<SslMode>,
+    /// `ssl-ca`: a PEM file of the CA certificates to trust, instead of the system's.
+    pub ca: Option<String>,
+    /// `ssl-cert` and `ssl-key`: the client certificate (PEM) and its private key, for
+    /// accounts created `REQUIRE X509` (or `SUBJECT`/`ISSUER`).
+    pub cert: Option<String>,
+    pub key: Option<String>,
+}
+
+impl Tls {
+    /// The mode in force: the one given, else `VERIFY_CA` when a CA was named (as the
+    /// `mysql` client does: naming a CA asks for it to be checked), else `PREFERRED`.
+    pub fn mode(&self) -> SslMode {
+        match (self.mode, &self.ca) {
+            (Some(mode), _) => mode,
+            (None, Some(_)) => SslMode::VerifyCa,
+            (None, None) => SslMode::Preferred,
+        }
+    }
+
+    /// Whether the server's certificate is checked against a CA: in the verifying modes,
+    /// and in any mode when `ssl-ca` is given (a named CA is never ignored).
+    pub fn verifies_chain(&self) -> bool {
+        self.ca.is_some() || matches!(self.mode(), SslMode::VerifyCa | SslMode::VerifyIdentity)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.cert.is_some() != self.key.is_some() {
+            return Err(Error::invalid("ssl-cert/ssl-key", "a client certificate needs both ssl-cert and ssl-key"));
+        }
+        if self.mode == Some(SslMode::Disabled) && (self.ca.is_some() || self.cert.is_some()) {
+            return Err(Error::invalid(
+                "ssl-mode",
+                "DISABLED contradicts ssl-ca/ssl-cert: drop them or choose another mode",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Connection parameters. `Debug` and [`Config::target`] never show the password.
 #[derive(Clone)]
 pub struct Config {
@@ -149,6 +243,7 @@ pub struct Config {
     /// Replication). Only right when all lock traffic goes to one node; otherwise two
     /// nodes grant the same lock. Off by default: such a server is refused.
     pub allow_cluster: bool,
+    pub tls: Tls,
 }
 
 impl std::fmt::Debug for Config {
@@ -158,6 +253,7 @@ impl std::fmt::Debug for Config {
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("charset", &self.charset)
             .field("table", &self.table.display_name())
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -176,109 +272,81 @@ impl Default for Config {
             lease_table: Table::lease_default(),
             connect_timeout: Duration::from_secs(10),
             allow_cluster: false,
+            tls: Tls::default(),
         }
     }
 }
 
+/// The keys [`Config::set`] takes besides the URL's own parts, for messages.
+const URL_PARAMETERS: &str = "table, lease_table, quote, socket, charset, connect_timeout, allow_cluster, ssl-mode, \
+                              ssl-ca, ssl-cert, ssl-key";
+
 impl Config {
     /// Parses `mysql://user:password@host:port/database?table=t&quote=ansi&socket=/p&charset=c`
-    /// (also `lease_table=t` and `allow_cluster=1`).
-    /// User and password may be percent-encoded.
+    /// (also `lease_table`, `allow_cluster`, `connect_timeout` and the TLS keys `ssl-mode`,
+    /// `ssl-ca`, `ssl-cert`, `ssl-key`). User, password and values may be percent-encoded.
     pub fn from_url(url: &str) -> Result<Self> {
-        let bad = |reason: &str| Error::invalid("connection URL", reason.to_owned());
-        let rest = url
-            .strip_prefix("mysql://")
-            .or_else(|| url.strip_prefix("mariadb://"))
-            .ok_or_else(|| bad("must start with mysql://"))?;
-        let (main, query) = match rest.split_once('?') {
-            Some((m, q)) => (m, Some(q)),
-            None => (rest, None),
-        };
-        let (authority, path) = match main.split_once('/') {
-            Some((a, p)) => (a, p),
-            None => (main, ""),
-        };
         let mut cfg = Config::default();
-        let hostport = match authority.rsplit_once('@') {
-            Some((userinfo, hp)) => {
-                match userinfo.split_once(':') {
-                    Some((u, p)) => {
-                        cfg.user = percent_decode(u).ok_or_else(|| bad("bad percent-encoding in user"))?;
-                        cfg.password = Some(percent_decode(p).ok_or_else(|| bad("bad percent-encoding in password"))?);
-                    }
-                    None => cfg.user = percent_decode(userinfo).ok_or_else(|| bad("bad percent-encoding in user"))?,
-                }
-                hp
-            }
-            None => authority,
-        };
-        let (host, port) = if let Some(stripped) = hostport.strip_prefix('[') {
-            let (h, after) = stripped.split_once(']').ok_or_else(|| bad("unclosed [ in host"))?;
-            (h, after.strip_prefix(':'))
-        } else {
-            match hostport.rsplit_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (hostport, None),
-            }
-        };
-        if !host.is_empty() {
-            cfg.host = host.to_owned();
+        for (key, value) in url_settings(url)? {
+            cfg.set(&key, &value)?;
         }
-        if let Some(p) = port {
-            cfg.port = p.parse().map_err(|_| bad(&format!("port {p:?} is not a number from 1 to 65535")))?;
-        }
-        let db = path.trim_end_matches('/');
-        if !db.is_empty() {
-            cfg.database = Some(percent_decode(db).ok_or_else(|| bad("bad percent-encoding in database"))?);
-        }
-        let mut table_name = DEFAULT_TABLE.to_owned();
-        let mut lease_table_name = DEFAULT_LEASE_TABLE.to_owned();
-        let mut quote = QuoteStyle::Backtick;
-        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let v = percent_decode(v).ok_or_else(|| bad("bad percent-encoding in a parameter"))?;
-            match k {
-                "table" => table_name = v,
-                "lease_table" => lease_table_name = v,
-                "allow_cluster" => {
-                    cfg.allow_cluster = match v.as_str() {
-                        "1" | "true" | "on" | "yes" => true,
-                        "0" | "false" | "off" | "no" => false,
-                        _ => return Err(bad("allow_cluster must be 1 or 0")),
-                    }
-                }
-                "quote" => {
-                    quote = match v.as_str() {
-                        "ansi" | "1" => QuoteStyle::Ansi,
-                        "backtick" | "default" | "0" => QuoteStyle::Backtick,
-                        _ => return Err(bad("quote must be 'backtick' or 'ansi'")),
-                    }
-                }
-                "socket" => cfg.socket = Some(v),
-                "charset" => cfg.charset = v,
-                "connect_timeout" => {
-                    let secs: f64 = v.parse().map_err(|_| bad("connect_timeout must be seconds"))?;
-                    cfg.connect_timeout = crate::limits::duration("connect_timeout", secs)?;
-                }
-                other => {
-                    return Err(bad(&format!(
-                        "unknown parameter {other:?} (known: table, lease_table, quote, socket, charset, connect_timeout, allow_cluster)"
-                    )))
-                }
-            }
-        }
-        cfg.table = Table::new(&table_name, quote)?;
-        cfg.lease_table = Table::new(&lease_table_name, quote)?;
         cfg.validate()?;
         Ok(cfg)
     }
 
-    /// Checks what cannot be bound as a parameter (charset goes into `SET NAMES`).
+    /// Sets one part by name: `host`, `port`, `user`, `password`, `database`, or any of
+    /// the URL's query keys (`ssl_mode` for `ssl-mode` and so on accepted too). How the
+    /// CLI layers option files, the environment and `--dsn`, one part at a time.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let bad = |reason: String| Error::invalid("connection setting", reason);
+        match key.replace('_', "-").as_str() {
+            "host" => self.host = value.to_owned(),
+            "port" => {
+                self.port = value.parse().map_err(|_| bad(format!("port {value:?} is not a number from 1 to 65535")))?
+            }
+            "user" => self.user = value.to_owned(),
+            "password" => self.password = Some(value.to_owned()),
+            "database" => self.database = Some(value.to_owned()).filter(|d| !d.is_empty()),
+            "socket" => self.socket = Some(value.to_owned()).filter(|s| !s.is_empty()),
+            "charset" => self.charset = value.to_owned(),
+            "table" => self.table = Table::new(value, self.table.quote_style())?,
+            "lease-table" => self.lease_table = Table::new(value, self.lease_table.quote_style())?,
+            "quote" => {
+                let quote = match value {
+                    "ansi" | "1" => QuoteStyle::Ansi,
+                    "backtick" | "default" | "0" => QuoteStyle::Backtick,
+                    _ => return Err(bad("quote must be 'backtick' or 'ansi'".into())),
+                };
+                self.table = self.table.clone().with_quote(quote);
+                self.lease_table = self.lease_table.clone().with_quote(quote);
+            }
+            "allow-cluster" => {
+                self.allow_cluster = match value {
+                    "1" | "true" | "on" | "yes" => true,
+                    "0" | "false" | "off" | "no" => false,
+                    _ => return Err(bad("allow_cluster must be 1 or 0".into())),
+                }
+            }
+            "connect-timeout" => {
+                let secs: f64 = value.parse().map_err(|_| bad("connect_timeout must be seconds".into()))?;
+                self.connect_timeout = crate::limits::duration("connect_timeout", secs)?;
+            }
+            "ssl-mode" => self.tls.mode = Some(SslMode::parse(value)?),
+            "ssl-ca" => self.tls.ca = Some(value.to_owned()).filter(|p| !p.is_empty()),
+            "ssl-cert" => self.tls.cert = Some(value.to_owned()).filter(|p| !p.is_empty()),
+            "ssl-key" => self.tls.key = Some(value.to_owned()).filter(|p| !p.is_empty()),
+            _ => return Err(bad(format!("unknown parameter {key:?} (known: {URL_PARAMETERS})"))),
+        }
+        Ok(())
+    }
+
+    /// Checks what cannot be bound as a parameter (charset goes into `SET NAMES`), and
+    /// TLS settings that contradict each other.
     pub fn validate(&self) -> Result<()> {
         if self.charset.is_empty() || !self.charset.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Error::invalid("charset", format!("{:?} is not a character set name", self.charset)));
         }
-        Ok(())
+        self.tls.check()
     }
 
     /// `user@host:port/database`, for messages: never the password.
@@ -290,6 +358,71 @@ impl Config {
         };
         format!("{}@{}/{}", self.user, place, self.database.as_deref().unwrap_or(""))
     }
+}
+
+/// The parts a `mysql://` (or `mariadb://`) URL gives, as `(key, value)` pairs for
+/// [`Config::set`], decoded, in the URL's order: only what the URL names, so a caller
+/// can lay it over settings from elsewhere.
+pub fn url_settings(url: &str) -> Result<Vec<(String, String)>> {
+    let bad = |reason: &str| Error::invalid("connection URL", reason.to_owned());
+    let rest = url
+        .strip_prefix("mysql://")
+        .or_else(|| url.strip_prefix("mariadb://"))
+        .ok_or_else(|| bad("must start with mysql://"))?;
+    let (main, query) = match rest.split_once('?') {
+        Some((m, q)) => (m, Some(q)),
+        None => (rest, None),
+    };
+    let (authority, path) = match main.split_once('/') {
+        Some((a, p)) => (a, p),
+        None => (main, ""),
+    };
+    let mut out = Vec::new();
+    let mut put = |key: &str, value: String| out.push((key.to_owned(), value));
+    let hostport = match authority.rsplit_once('@') {
+        Some((userinfo, hp)) => {
+            let (user, password) = match userinfo.split_once(':') {
+                Some((u, p)) => (u, Some(p)),
+                None => (userinfo, None),
+            };
+            put("user", percent_decode(user).ok_or_else(|| bad("bad percent-encoding in user"))?);
+            if let Some(p) = password {
+                put("password", percent_decode(p).ok_or_else(|| bad("bad percent-encoding in password"))?);
+            }
+            hp
+        }
+        None => authority,
+    };
+    let (host, port) = if let Some(stripped) = hostport.strip_prefix('[') {
+        let (h, after) = stripped.split_once(']').ok_or_else(|| bad("unclosed [ in host"))?;
+        (h, after.strip_prefix(':'))
+    } else {
+        match hostport.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (hostport, None),
+        }
+    };
+    if !host.is_empty() {
+        put("host", host.to_owned());
+    }
+    if let Some(p) = port {
+        if p.parse::<u16>().is_err() {
+            return Err(bad(&format!("port {p:?} is not a number from 1 to 65535")));
+        }
+        put("port", p.to_owned());
+    }
+    let db = path.trim_end_matches('/');
+    if !db.is_empty() {
+        put("database", percent_decode(db).ok_or_else(|| bad("bad percent-encoding in database"))?);
+    }
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if matches!(k.replace('_', "-").as_str(), "host" | "port" | "user" | "password" | "database") {
+            return Err(bad(&format!("unknown parameter {k:?} (known: {URL_PARAMETERS})")));
+        }
+        put(k, percent_decode(v).ok_or_else(|| bad("bad percent-encoding in a parameter"))?);
+    }
+    Ok(out)
 }
 
 fn percent_decode(s: &str) -> Option<String> {
@@ -346,9 +479,48 @@ mod tests {
     }
 
     #[test]
+    fn tls_keys_in_either_spelling() {
+        let c = Config::from_url("mysql://h/db?ssl-mode=verify_identity&ssl_ca=/ca.pem&ssl-cert=/c.pem&ssl_key=/k.pem")
+            .unwrap();
+        assert_eq!(c.tls.mode(), SslMode::VerifyIdentity);
+        assert_eq!(
+            (c.tls.ca.as_deref(), c.tls.cert.as_deref(), c.tls.key.as_deref()),
+            (Some("/ca.pem"), Some("/c.pem"), Some("/k.pem"))
+        );
+    }
+
+    #[test]
+    fn tls_is_preferred_by_default_and_a_named_ca_is_verified() {
+        assert_eq!(Config::from_url("mysql://h/db").unwrap().tls.mode(), SslMode::Preferred);
+        assert_eq!(Config::from_url("mysql://h/db?ssl-ca=/ca.pem").unwrap().tls.mode(), SslMode::VerifyCa);
+        let required = Config::from_url("mysql://h/db?ssl-mode=REQUIRED&ssl-ca=/ca.pem").unwrap().tls;
+        assert_eq!(required.mode(), SslMode::Required);
+        assert!(required.verifies_chain(), "a named CA is never ignored");
+    }
+
+    #[test]
+    fn contradictory_tls_settings_are_refused() {
+        for bad in [
+            "mysql://h/db?ssl-mode=sometimes",
+            "mysql://h/db?ssl-mode=DISABLED&ssl-ca=/ca.pem",
+            "mysql://h/db?ssl-cert=/c.pem",
+            "mysql://h/db?ssl-key=/k.pem",
+        ] {
+            assert!(Config::from_url(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn url_settings_name_only_what_the_url_gives() {
+        let parts = url_settings("mysql://app@db.example/?ssl-mode=REQUIRED").unwrap();
+        let keys: Vec<&str> = parts.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["user", "host", "ssl-mode"]);
+    }
+
+    #[test]
     fn bad_urls_are_refused() {
         for bad in
-            ["postgres://x", "mysql://u@h:notaport/db", "mysql://h/db?frobnicate=1", "mysql://h/db?charset=utf8;drop"]
+            ["postgres://x", "mysql://u@h:notaport/db", "mysql://h/db?frobnicate=1", "mysql://h/db?charset=utf8;drop", "mysql://h/db?password=x"]
         {
             assert!(Config::from_url(bad).is_err(), "{bad:?} accepted");
         }

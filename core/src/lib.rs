@@ -37,7 +37,7 @@ pub mod topology;
 mod value;
 mod wire;
 
-pub use config::{Config, QuoteStyle, Table, DEFAULT_LEASE_TABLE, DEFAULT_TABLE};
+pub use config::{url_settings, Config, QuoteStyle, SslMode, Table, Tls, DEFAULT_LEASE_TABLE, DEFAULT_TABLE};
 pub use distributed::{
     unique_owner, Dialect, DistributedLock, Grant, LeaseKeeper, LeaseRow, DEFAULT_MARGIN, MAX_LEASE_TTL,
 };

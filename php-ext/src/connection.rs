@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use ext_php_rs::types::Zval;
-use mysqllock_core::{Config, Connector, Error, MysqlSession, Session, SessionError, Table};
+use mysqllock_core::{Config, Connector, Error, MysqlSession, Session, SessionError, Table, Tls};
 
 use crate::driver::Statements;
 use crate::ini;
@@ -29,6 +29,8 @@ pub struct Settings {
     pub allow_cluster: bool,
     /// `lease_table=t` in `mysqllock.dsn`: `DistributedLock`'s default table.
     pub lease_table: Table,
+    /// `ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`.
+    pub tls: Tls,
 }
 
 impl Settings {
@@ -56,6 +58,7 @@ impl Settings {
             additional_dsn: None,
             allow_cluster: false,
             lease_table: Table::lease_default(),
+            tls: Tls::default(),
         };
         if let Some(extra) = &additional_dsn {
             for pair in extra.split(';').map(str::trim).filter(|p| !p.is_empty()) {
@@ -90,6 +93,7 @@ impl Settings {
             additional_dsn: None,
             allow_cluster: config.allow_cluster,
             lease_table: config.lease_table,
+            tls: config.tls,
         };
         Ok((settings, table))
     }
@@ -116,6 +120,7 @@ impl Settings {
             lease_table: self.lease_table.clone(),
             connect_timeout: ini::connect_timeout(),
             allow_cluster: self.allow_cluster || ini::allow_cluster(),
+            tls: self.tls.clone(),
         }
     }
 
