@@ -1,6 +1,7 @@
 //! `mysqllock`: a cluster-wide `flock(1)` for crontab lines, backed by the MySQL server
 //! the nodes already share.
 
+mod argv;
 mod connection;
 mod duration;
 mod exit;
@@ -27,7 +28,7 @@ Connection settings, each source overriding single parts of the ones before:
      ssl-mode, ssl-ca, ssl-cert, ssl-key. A world-writable file is ignored. A socket
      from a file is used only if the host is unset or localhost.
   2. MYSQLLOCK_DSN
-  3. --dsn
+  3. --dsn (a password in it is hidden from `ps` once mysqllock runs, with a warning)
   4. --ssl-mode, --ssl-ca, --ssl-cert, --ssl-key
   A crontab line keeps the password out of `ps` with ~/.my.cnf (mode 600):
     [client]
@@ -77,8 +78,8 @@ struct Cli {
     /// connect_timeout=seconds, allow_cluster=1, ssl-mode=..., ssl-ca=/path,
     /// ssl-cert=/path, ssl-key=/path). Overrides the option files and MYSQLLOCK_DSN part
     /// by part: mysql://otherhost/db keeps their user and password. Not needed when an
-    /// option file or MYSQLLOCK_DSN names the server. A password here is visible in `ps`:
-    /// prefer ~/.my.cnf or MYSQLLOCK_DSN.
+    /// option file or MYSQLLOCK_DSN names the server. A password here is visible in `ps`
+    /// until mysqllock hides it: prefer ~/.my.cnf or MYSQLLOCK_DSN.
     #[arg(long, global = true, value_name = "URL")]
     dsn: Option<String>,
 
@@ -284,7 +285,13 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // The copy clap parses, taken before the passwords in the process's own arguments are
+    // overwritten (the standard library reads those anew on every call).
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some(warning) = argv::hide_dsn_passwords(&args).warning() {
+        eprintln!("mysqllock: {warning}");
+    }
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version end up here too, and are not errors.
