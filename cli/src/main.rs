@@ -69,6 +69,9 @@ Environment:
                  the password out of `ps`)
   HOME           where ~/.my.cnf is looked for";
 
+/// The heading of the connection options in `--help`, apart from each command's own.
+const CONNECTION: &str = "Connection";
+
 /// Runs a command on exactly one node of a cluster, using a MySQL table as the arbiter.
 #[derive(Parser)]
 #[command(name = "mysqllock", version, after_help = EXIT_CODES)]
@@ -80,38 +83,38 @@ struct Cli {
     /// by part: mysql://otherhost/db keeps their user and password. Not needed when an
     /// option file or MYSQLLOCK_DSN names the server. A password here is visible in `ps`
     /// until mysqllock hides it: prefer ~/.my.cnf or MYSQLLOCK_DSN.
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "URL")]
     dsn: Option<String>,
 
     /// Read only this option file (my.cnf syntax, groups [client] and [mysqllock]),
     /// not ~/.my.cnf.
-    #[arg(long, global = true, value_name = "FILE", conflicts_with_all = ["defaults_extra_file", "no_defaults"])]
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE", conflicts_with_all = ["defaults_extra_file", "no_defaults"])]
     defaults_file: Option<PathBuf>,
 
     /// Read this option file before ~/.my.cnf, whose settings override it.
-    #[arg(long, global = true, value_name = "FILE", conflicts_with = "no_defaults")]
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE", conflicts_with = "no_defaults")]
     defaults_extra_file: Option<PathBuf>,
 
     /// Read no option file, not even ~/.my.cnf.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = CONNECTION)]
     no_defaults: bool,
 
     /// TLS: DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY
     /// [default: PREFERRED; VERIFY_CA with --ssl-ca].
-    #[arg(long, global = true, value_name = "MODE")]
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "MODE")]
     ssl_mode: Option<String>,
 
     /// The CA certificates (PEM) to check the server's certificate against, instead of
     /// the system's.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE")]
     ssl_ca: Option<String>,
 
     /// A client certificate (PEM), with --ssl-key, for accounts that require one.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE")]
     ssl_cert: Option<String>,
 
     /// The client certificate's private key (PEM).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE")]
     ssl_key: Option<String>,
 
     /// Allow the GET_LOCK-based locks (run without --lease) on a replicated cluster node
