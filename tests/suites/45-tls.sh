@@ -104,8 +104,10 @@ tls_c() { # tls_c SERVER
     fail "test_tls on $1: not built"
     return
   fi
+  # valgrind-tls.supp: memcheck's false alarms inside ring's assembly (see the file).
   run "tests/c/test_tls.c on $1 (shared library, valgrind)" valgrind -q --error-exitcode=99 \
-    --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite "$work/test_tls"
+    --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
+    --suppressions=tests/c/valgrind-tls.supp "$work/test_tls"
 }
 
 tls_cli() { # tls_cli SERVER
