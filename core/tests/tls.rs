@@ -19,17 +19,25 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use mysqllock_core::{AcquireOptions, Authentication, Config, Error, MysqlSession, NativeLocker};
-use parking_lot::{RwLock, RwLockReadGuard};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 static LOGINS: RwLock<()> = RwLock::new(());
 
-/// For a test that does not empty the authentication cache.
+/// Every test starts here: for a test that does not empty the authentication cache.
 fn logins() -> RwLockReadGuard<'static, ()> {
+    tls_dir();
     LOGINS.read()
 }
 
-/// Where scripts/tls.sh put the certificates: a test here never runs without them.
-fn pem(file: &str) -> String {
+/// For the test that empties the authentication cache.
+fn alone() -> RwLockWriteGuard<'static, ()> {
+    tls_dir();
+    LOGINS.write()
+}
+
+/// Where scripts/tls.sh put the certificates: no test here runs against a server that
+/// was not started for them, not even one that needs no certificate.
+fn tls_dir() -> String {
     let dir = std::env::var("MYSQLLOCK_TEST_TLS_DIR").expect(
         "MYSQLLOCK_TEST_TLS_DIR is not set: these tests need a TLS-only server, started with \
          MYSQLLOCK_SERVER_TLS=require bash scripts/mariadb.sh (or mysql.sh) start DIR, and the variables of DIR/env \
@@ -40,6 +48,12 @@ fn pem(file: &str) -> String {
         Ok("require"),
         "MYSQLLOCK_TEST_TLS_DIR is set but the server was not started with MYSQLLOCK_SERVER_TLS=require"
     );
+    dir
+}
+
+/// One of scripts/tls.sh's files.
+fn pem(file: &str) -> String {
+    let dir = tls_dir();
     let path = format!("{dir}/{file}");
     assert!(std::path::Path::new(&path).is_file(), "{path} is missing: run scripts/tls.sh {dir}");
     path
@@ -319,7 +333,7 @@ fn has_plugin(plugin: &str) -> bool {
 
 #[test]
 fn on_mysql_a_full_caching_sha2_authentication_over_tls_sends_the_password_encrypted() {
-    let _alone = LOGINS.write();
+    let _alone = alone();
     if server() == Server::MariaDb {
         assert!(!has_plugin("caching_sha2_password"), "MariaDB offers caching_sha2_password: test it there too");
         return;
