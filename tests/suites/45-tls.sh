@@ -8,7 +8,10 @@
 #   core  cargo test --release --locked -p mysqllock-core --test tls (core/tests/tls.rs)
 #   C     tests/c/test_tls.c, built -Werror against include/mysqllock.h and
 #         libmysqllock.so, run under valgrind
-#   CLI, PHP  their places are marked below (tls_cli, tls_php), to be filled in
+#   CLI   tests/tls/cli.sh: issue 22's crontab line with its password in an option file
+#         on three "nodes" at once, refusals with their reasons, the X509 account, a
+#         --dsn password wiped from /proc/PID/cmdline
+#   PHP   its place is marked below (tls_php)
 #
 # Both servers are stopped on exit, whatever happens. A missing tool is a failure, never
 # a skip. MYSQLLOCK_TEST_SERVERS (as for scripts/test.sh) narrows it to one server.
@@ -111,10 +114,7 @@ tls_c() { # tls_c SERVER
 }
 
 tls_cli() { # tls_cli SERVER
-  # TO BE ADDED (issue 22, CLI): `mysqllock` with the TLS keys in its DSN against this
-  # server (ssl-mode, ssl-ca, ssl-cert, ssl-key from MYSQLLOCK_TEST_TLS_DIR and
-  # MYSQLLOCK_TEST_X509_DSN), through run() so its results are counted.
-  echo "# CLI over TLS on $1: no checks yet (issue 22)"
+  run "tests/tls/cli.sh on $1" bash tests/tls/cli.sh
 }
 
 tls_php() { # tls_php SERVER
