@@ -10,8 +10,7 @@
 #         the chain and the name checked), and the C ABI with REQUIRED; each also minus
 #         `php -r ''`
 #   warm  the uncontended cycle on an open connection (bench/php/tls_cycles.php):
-#         SessionLock against raw GET_LOCK/RELEASE_LOCK through PDO, over TLS and in
-#         clear
+#         SessionLock against raw GET_LOCK/RELEASE_LOCK through PDO, both over TLS
 #
 #   bash bench/tls.sh                  # MariaDB; MYSQLLOCK_BENCH_SERVER=mysql for MySQL 9.7
 #   bash bench/tls.sh --runs N         # cold rounds (default 40, at least 30)
@@ -53,8 +52,6 @@ ca=$MYSQLLOCK_TEST_TLS_DIR/ca.pem
 [ -z "${cpu_b:-}" ] || taskset -a -p -c "$cpu_b" "$(cat "$work/db/mysqld.pid")" >/dev/null
 required="$MYSQLLOCK_TEST_DSN?ssl-mode=REQUIRED"
 identity="${MYSQLLOCK_TEST_DSN/@127.0.0.1:/@localhost:}?ssl-mode=VERIFY_IDENTITY&ssl-ca=$ca"
-plain="$MYSQLLOCK_TEST_DSN?ssl-mode=DISABLED"
-php -n -d extension=mysqlnd.so -d extension=pdo.so -d extension=pdo_mysql.so -d "extension=$work/libmysqllock_php.so" \
 export MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN MYSQLLOCK_BENCH_PDO_SSL_CA=$ca
 export MYSQLLOCK_BENCH_VARS=Questions,Com_stmt_prepare
 
@@ -65,7 +62,7 @@ spec_file, work, root, required, identity, cpu = sys.argv[1:]
 pin = ["taskset", "-c", cpu]
 def php(dsn):
     return pin + ["php", "-n", "-d", "extension=mysqlnd.so", "-d", "extension=pdo.so", "-d", "extension=pdo_mysql.so",
-                  "-d", f"extension={work}/libmysqllock_php.so", "-d", f"mysqllock.dsn={dsn}"]
+                  "-d", f"extension={work}/libmysqllock_php.so", "-d", f"mysqllock.dsn=\"{dsn}\""]
 once = f"{root}/bench/php/cold_once.php"
 rows = [
     dict(key="empty", label="`php -r ''` (extension loaded)", argv=php(required) + ["-r", ""], group="php"),
@@ -89,9 +86,9 @@ php -d "extension=$work/libmysqllock_php.so" bench/php/cold_startup.php "$runs" 
 echo
 echo "## The uncontended cycle on an open connection"
 echo
-echo "| implementation | median per cycle | p90 | against PDO on the same transport |"
+echo "| implementation | median per cycle | p90 | against PDO over TLS |"
 echo "|---|---|---|---|"
-MYSQLLOCK_BENCH_EXT=$work/libmysqllock_php.so MYSQLLOCK_BENCH_TLS_URL=$required MYSQLLOCK_BENCH_PLAIN_URL=$plain \
+MYSQLLOCK_BENCH_EXT=$work/libmysqllock_php.so MYSQLLOCK_BENCH_TLS_URL=$required \
   MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN \
   taskset -c "$cpu_a" php -n -d extension=mysqlnd.so -d extension=pdo.so -d extension=pdo_mysql.so \
   -d "extension=$work/libmysqllock_php.so" bench/php/tls_cycles.php 200 20

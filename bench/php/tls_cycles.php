@@ -1,17 +1,15 @@
 <?php
 // The warm half of bench/tls.sh: the uncontended cycle (take a free name with one try,
-// release it) on one open connection, over TLS and in clear, one implementation after
-// the other (each in rounds of BLOCK cycles, medians over the rounds):
+// release it) on one open TLS connection, one implementation after the other (each in
+// rounds of BLOCK cycles, medians over the rounds; the server refuses clear connections):
 //   pdo       raw GET_LOCK / RELEASE_LOCK through PDO (prepared once): the floor
 //   session   \MySqlLock\SessionLock on the extension's own connection (mysqllock.dsn)
-// each once encrypted and once not, so the table shows what TLS itself costs a cycle.
 //
 //   tls_cycles.php ROUNDS BLOCK
 //
 // Environment: MYSQLLOCK_BENCH_DSN (the server), MYSQLLOCK_BENCH_PDO_SSL_CA (the CA for
-// PDO's TLS), MYSQLLOCK_BENCH_TLS_URL and MYSQLLOCK_BENCH_PLAIN_URL (the extension's
-// URLs with ssl-mode=REQUIRED and ssl-mode=DISABLED; the extension's SessionLock takes
-// a URL through `mysqllock.dsn` only, so each SessionLock runs in a child of its own).
+// PDO's TLS), MYSQLLOCK_BENCH_TLS_URL (the extension's URL, ssl-mode=REQUIRED; the
+// extension's SessionLock takes it through `mysqllock.dsn`, so it runs in a child).
 // Prints the table rows.
 declare(strict_types=1);
 
@@ -25,13 +23,12 @@ $block = (int) arg(2, 'cycles per block');
 if (($argv[3] ?? '') === 'child') {
     // One SessionLock implementation: ROUNDS x BLOCK cycles timed per block, as
     // nanoseconds per cycle on stdout (one line per round), after a warm-up.
-    $n = 0;
-    $cycle = static function () use (&$n): void {
+    $cycle = static function (): void {
         $lock = new \MySqlLock\SessionLock('tls-cycle-' . getmypid());
-        if ($lock->acquire(0.0) !== true || $lock->release() !== true) {
-            fail('SessionLock acquire/release did not return true');
+        if ($lock->acquire(0.0) !== true) {
+            fail('SessionLock acquire(0.0) did not return true');
         }
-        $n++;
+        $lock->release();
     };
     for ($i = 0; $i < 200; $i++) {
         $cycle();
@@ -80,7 +77,7 @@ function pdoCycles(\PDO $pdo, int $rounds, int $block): array
 function sessionCycles(string $url, int $rounds, int $block): array
 {
     $cmd = [PHP_BINARY, '-n', '-d', 'extension=mysqlnd.so', '-d', 'extension=pdo.so', '-d', 'extension=pdo_mysql.so',
-        '-d', 'extension=' . getenv('MYSQLLOCK_BENCH_EXT'), '-d', "mysqllock.dsn=$url",
+        '-d', 'extension=' . getenv('MYSQLLOCK_BENCH_EXT'), '-d', "mysqllock.dsn=\"$url\"",
         __FILE__, (string) $rounds, (string) $block, 'child'];
     $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
     $out = stream_get_contents($pipes[1]);
@@ -91,26 +88,14 @@ function sessionCycles(string $url, int $rounds, int $block): array
     return array_map('floatval', array_filter(explode("\n", (string) $out)));
 }
 
-$plainPdo = (static function (): \PDO {
-    $ca = getenv('MYSQLLOCK_BENCH_PDO_SSL_CA');
-    putenv('MYSQLLOCK_BENCH_PDO_SSL_CA');
-    try {
-        return pdo();
-    } finally {
-        putenv("MYSQLLOCK_BENCH_PDO_SSL_CA=$ca");
-    }
-})();
 $tlsPdo = pdo();
 $cipher = $tlsPdo->query("SHOW SESSION STATUS LIKE 'Ssl_cipher'")->fetch(\PDO::FETCH_NUM)[1] ?? '';
-$plainCipher = $plainPdo->query("SHOW SESSION STATUS LIKE 'Ssl_cipher'")->fetch(\PDO::FETCH_NUM)[1] ?? '';
-if ($cipher === '' || $plainCipher !== '') {
-    fail("PDO's TLS is not what the bench says (TLS cipher '$cipher', plain cipher '$plainCipher')");
+if ($cipher === '') {
+    fail('the PDO is not encrypted: set MYSQLLOCK_BENCH_PDO_SSL_CA');
 }
 $times = [
     'PDO raw, TLS' => pdoCycles($tlsPdo, $rounds, $block),
     'SessionLock, TLS' => sessionCycles((string) getenv('MYSQLLOCK_BENCH_TLS_URL'), $rounds, $block),
-    'PDO raw, clear' => pdoCycles($plainPdo, $rounds, $block),
-    'SessionLock, clear' => sessionCycles((string) getenv('MYSQLLOCK_BENCH_PLAIN_URL'), $rounds, $block),
 ];
 $med = static function (array $xs): float {
     sort($xs);
@@ -120,8 +105,7 @@ $p90 = static function (array $xs): float {
     sort($xs);
     return $xs[(int) floor(0.9 * (count($xs) - 1))];
 };
-$floor = ['PDO raw, TLS' => null, 'SessionLock, TLS' => 'PDO raw, TLS', 'PDO raw, clear' => null,
-    'SessionLock, clear' => 'PDO raw, clear'];
+$floor = ['PDO raw, TLS' => null, 'SessionLock, TLS' => 'PDO raw, TLS'];
 foreach ($times as $label => $xs) {
     $vs = $floor[$label] === null ? 'floor' : sprintf('%.2f×', $med($xs) / $med($times[$floor[$label]]));
     printf("| %s | %.1f µs | %.1f µs | %s |\n", $label, $med($xs) / 1e3, $p90($xs) / 1e3, $vs);
