@@ -65,6 +65,9 @@ def anchors(path, cache={}):
 def check(files):
     problems = []
     for md in files:
+        if not os.path.isfile(md):
+            problems.append(f"{md}: no such file")
+            continue
         for number, line in prose_lines(md):
             for target in LINK.findall(INLINE_CODE.sub("", line)):
                 if SCHEME.match(target):
