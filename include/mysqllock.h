@@ -4,7 +4,7 @@
  * GENERATED FILE, DO NOT EDIT: produced by cbindgen from the Rust sources in ffi/
  * (configuration: ffi/cbindgen.toml). Regenerate with: bash scripts/gen-header.sh
  *
- * Link with -lmysqllock; see the "C" section of README.md.
+ * Link with -lmysqllock; see docs/c.md.
  */
 
 #ifndef MYSQLLOCK_H

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the PHP extension and installs it as mysqllock.so into PHP's extension
-# directory (the alternative to PIE, see README.md, section PHP).
+# directory (the alternative to PIE, see docs/php.md, "Installing").
 #
 #   scripts/install-php-ext.sh [--enable] [--php-config PATH]
 #

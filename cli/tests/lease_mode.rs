@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use common::{finish, first_to_end, test_session, wait_until, OwnTable as LeaseTable, Ran, Runs, Scratch};
 use mysqllock_core::{MysqlSession, Session, Value};
 
-/// Exit codes of the lease mode (README, `mysqllock run --help`).
+/// Exit codes of the lease mode (docs/cli.md, `mysqllock run --help`).
 const HELD_ELSEWHERE: i32 = 75;
 const LEASE_LOST: i32 = 79;
 

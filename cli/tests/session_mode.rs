@@ -18,7 +18,7 @@ use common::{
 };
 use mysqllock_core::{Config, MysqlSession, Session};
 
-/// Exit codes (README, `mysqllock run --help`).
+/// Exit codes (docs/cli.md, `mysqllock run --help`).
 const HELD_ELSEWHERE: i32 = 75;
 const LOST_WHILE_RUNNING: i32 = 76;
 const NOT_SET_UP: i32 = 78;

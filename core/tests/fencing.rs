@@ -63,8 +63,9 @@ fn every_acquisition_gets_a_greater_token() {
     }
 }
 
-/// The protected write a user makes (README, "Fencing tokens"): the token comes from the
-/// holder's own `token(name)`, and the resource's guard `fence < token` refuses an older one.
+/// The protected write a user makes (docs/protocol.md, "Fencing tokens"): the token comes
+/// from the holder's own `token(name)`, and the resource's guard `fence < token` refuses an
+/// older one.
 /// Returns the rows it changed.
 fn fenced_write(
     resource: &mut mysqllock_core::MysqlSession,

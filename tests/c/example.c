@@ -1,6 +1,6 @@
 /*
- * Runs a job on one node only: the example of README.md's C section, compiled and run by the
- * test suite (linked statically there).
+ * Runs a job on one node only: the example in docs/c.md, compiled and run by the test suite
+ * (linked statically there; tests/suites/40-c.sh checks that docs/c.md shows this file).
  *
  *   cc -I include example.c -L target/release -lmysqllock -Wl,-rpath,$PWD/target/release
  *   ./a.out mysql://app:secret@127.0.0.1:3306/app monthly-invoices

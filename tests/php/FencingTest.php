@@ -100,9 +100,9 @@ final class FencingTest extends TestCase
     }
 
     /**
-     * The README's example: a holder whose lock was taken over after its TTL still has its
-     * (older) token, and the write guarded by `fence < :t` refuses it. Each holder makes
-     * its write itself, in its own process, with its handle's getToken().
+     * docs/php.md's fenced write example: a holder whose lock was taken over after its TTL
+     * still has its (older) token, and the write guarded by `fence < :t` refuses it. Each
+     * holder makes its write itself, in its own process, with its handle's getToken().
      *
      * @test
      */

@@ -1,8 +1,8 @@
 <?php
-// The README's promise for web requests: a lock taken in a request and never unlocked is
-// released when the request ends (not when the worker process ends), so the next request
-// gets it at once, on the extension's own connection and on a PDO set with
-// setConnection(), and no server session is left behind. The same for MySqlLock\SessionLock
+// docs/php.md's promise for web requests ("Request end, PHP-FPM, fork"): a lock taken in
+// a request and never unlocked is released when the request ends (not when the worker
+// process ends), so the next request gets it at once, on the extension's own connection
+// and on a PDO set with setConnection(), and no server session is left behind. The same for MySqlLock\SessionLock
 // on the extension's own connection and on the request's PDO or mysqli, persistent ones
 // (which outlive the request) included. Run under Debian's php8.2-fpm
 // (requests sent with cgi-fcgi) and under `php -S`, each started here with the extension.

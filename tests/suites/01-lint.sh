@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # server: none (no database)
-# No import cycle between the modules of any crate, formatting, clippy with warnings as
-# errors, and rustdoc with warnings as errors.
+# No import cycle between the modules of any crate, no broken relative link in the
+# Markdown documentation, formatting, clippy with warnings as errors, and rustdoc with
+# warnings as errors.
 set -euo pipefail
 cd "$MYSQLLOCK_ROOT"
 command -v python3 >/dev/null || { echo "lint: python3 is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
@@ -9,9 +10,11 @@ command -v python3 >/dev/null || { echo "lint: python3 is missing (scripts/insta
 # an acyclic one is not), then the check itself.
 python3 scripts/check-module-cycles.py --self-test
 python3 scripts/check-module-cycles.py
+python3 scripts/check-doc-links.py --self-test
+python3 scripts/check-doc-links.py
 cargo fmt --all -- --check
 cargo clippy --release --locked --workspace --all-targets -- -D warnings
 # core/tests/tls.rs is `test = false` (it needs a TLS-only server): --all-targets leaves it out.
 cargo clippy --release --locked -p mysqllock-core --test tls -- -D warnings
 RUSTDOCFLAGS=-Dwarnings cargo doc --release --locked --workspace --no-deps --quiet
-echo "lint: module graph, fmt, clippy and rustdoc clean"
+echo "lint: module graph, doc links, fmt, clippy and rustdoc clean"

@@ -70,11 +70,12 @@ if echo '#include "mysqllock.h"' | gcc "${cflags[@]}" -fsyntax-only -x c - 2>"$w
 else
   fail "include/mysqllock.h does not compile: $(cat "$work/header.err")"
 fi
-# The documentation shows the example that runs here, not a copy that could rot.
-if awk '/^```c$/ {on = 1; next} /^```$/ && on {exit} on' README.md | cmp -s - tests/c/example.c; then
-  pass "README.md shows tests/c/example.c verbatim"
+# The documentation shows the example that runs here, not a copy that could rot: the
+# first ```c block of docs/c.md is tests/c/example.c, byte for byte.
+if awk '/^```c$/ {on = 1; next} /^```$/ && on {exit} on' docs/c.md | cmp -s - tests/c/example.c; then
+  pass "docs/c.md shows tests/c/example.c verbatim"
 else
-  fail "README.md's example differs from tests/c/example.c"
+  fail "docs/c.md's example differs from tests/c/example.c (or docs/c.md is missing)"
 fi
 build test_api "${shared[@]}"
 build test_fencing "${shared[@]}"

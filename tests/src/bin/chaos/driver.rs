@@ -866,7 +866,7 @@ impl Driver {
     /// Journals, for every lease held by a process of worker `worker` (just stopped),
     /// the earliest instant it can end as the table shows it now: the row's `remaining`
     /// counts to `created + ttl`, and another session may reclaim it only once the wall
-    /// clock reaches `created + ttl + 1` (README "The lease protocol"; `journal::
+    /// clock reaches `created + ttl + 1` (docs/protocol.md, "The lease protocol"; `journal::
     /// ttl_deadline_ns` argues the same for an acquisition). The monotonic clock is read
     /// before the query, whose clock reading comes later: a lower bound. A renewal its
     /// frozen keep-alive had already sent may still land after this read: that only

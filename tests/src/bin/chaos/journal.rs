@@ -265,10 +265,10 @@ pub const CLOCK_MARGIN_NS: u64 = 5_000_000;
 /// The DEADLINE_NS of a TTL lease of the GET_LOCK protocol whose acquire (or renew)
 /// is about to be called now, for `ttl_seconds` as given to the library.
 ///
-/// From README "The lease protocol": the row's `created` is `UNIX_TIMESTAMP()` (whole
-/// seconds, floored) of the statement that claims (or, for a renewal, extends) the
-/// lease, which runs after this instant; TTLs are whole seconds, a fraction rounds up;
-/// and another session may reclaim the row only once `created + ttl <
+/// From docs/protocol.md, "The lease protocol": the row's `created` is
+/// `UNIX_TIMESTAMP()` (whole seconds, floored) of the statement that claims (or, for a
+/// renewal, extends) the lease, which runs after this instant; TTLs are whole seconds, a
+/// fraction rounds up; and another session may reclaim the row only once `created + ttl <
 /// UNIX_TIMESTAMP()`, i.e. once the wall clock reaches `created + ttl + 1`. So the lease
 /// cannot be lost before `floor(now) + ceil(ttl) + 1` on the wall clock (the database
 /// runs on this machine and reads the same clock), mapped here onto the monotonic
