@@ -26,9 +26,8 @@
 #                                 locker_sha@localhost, for the Unix socket)
 #   MYSQLLOCK_TEST_SHA256_NO_PASSWORD_DSN  sha256_password, an account without a password
 #   MYSQLLOCK_TEST_ED25519_DSN    the sha256_password account again (the name is
-#                                 mariadb.sh's, whose ed25519 account only the mysql crate
-#                                 serves; MySQL 9.7 has no plugin left that the crate
-#                                 speaks and the wire client does not)
+#                                 mariadb.sh's: its account on the server's second
+#                                 plugin; MySQL 9.7 has no ed25519)
 #   MYSQLLOCK_TEST_NO_PASSWORD_DSN  an account without a password (caching_sha2_password)
 # plus MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET (where locker@localhost and
 # locker_sha@localhost log in), MYSQLLOCK_TEST_DIR,

@@ -1,8 +1,10 @@
-//! The core's own client for the MySQL wire protocol, for the one case that matters for
-//! speed: a plain connection (TCP or Unix socket, no TLS) authenticated with
-//! `mysql_native_password` (MariaDB, older MySQL), `caching_sha2_password` (MySQL's
-//! default since 8.0) or `sha256_password` (deprecated, still in MySQL 9, and not spoken
-//! by the `mysql` crate), running text-protocol queries.
+//! The core's own client for the MySQL wire protocol: a connection over TCP or a Unix
+//! socket, in clear or inside TLS ([`crate::tls`]: the SSL request, then rustls on the
+//! socket), authenticated with `mysql_native_password` (MariaDB, older MySQL),
+//! `caching_sha2_password` (MySQL's default since 8.0), `sha256_password` (deprecated,
+//! still in MySQL 9, and not spoken by the `mysql` crate) or MariaDB's `ed25519`
+//! (through mysql_common's signature, already compiled), running text-protocol queries
+//! and prepared statements.
 //!
 //! Why not the `mysql` crate for everything: it parses the server's greeting with two
 //! regular expressions, compiled on the first connection of every process (about 0.6 ms
@@ -15,9 +17,9 @@
 //!
 //! `caching_sha2_password`'s full authentication (the server's cache does not know the
 //! account: the first login after a start, a `FLUSH PRIVILEGES` or a password change)
-//! sends the password itself: in clear over a Unix socket, which the server counts as
-//! secure, and over TCP encrypted with the server's RSA key (OAEP), the one place this
-//! client uses RSA. Three ways to get there were weighed:
+//! sends the password itself: in clear inside TLS or over a Unix socket, which the
+//! server counts as secure, and over plain TCP encrypted with the server's RSA key
+//! (OAEP), the one place this client uses RSA. Three ways to get there were weighed:
 //! - handing such a connection to the `mysql` crate (which can do it): refused, because
 //!   the connection abandoned at the server's request for the password counts as a failed
 //!   login (measured on MySQL 9.7.4: an account with `FAILED_LOGIN_ATTEMPTS 1` is blocked
