@@ -33,6 +33,7 @@ use crate::connection::{PhpConnector, Settings, Target};
 use crate::driver;
 use crate::ini;
 use crate::options;
+use crate::pdo_factory::PdoTarget;
 
 type PhpLocker = Locker<PhpConnector>;
 
@@ -379,13 +380,13 @@ impl State {
         self.current.as_ref().and_then(|l| l.connector().pdo()).map(Zval::shallow_clone)
     }
 
-    /// DSN, user and password for `new PDO(...)`.
-    pub fn pdo_parameters(&self) -> Result<(String, String, Option<String>), Error> {
+    /// DSN, login and TLS settings for `new PDO(...)`.
+    pub fn pdo_parameters(&self) -> Result<PdoTarget, Error> {
         let settings = self.settings.as_ref().ok_or_else(|| Error::InvalidArgument {
             what: "connection",
             reason: self.settings_problem.clone().unwrap_or_else(|| NOT_CONFIGURED.to_owned()),
         })?;
-        Ok((settings.pdo_dsn(), settings.user.clone(), settings.password.clone()))
+        Ok(settings.pdo_target())
     }
 
     pub fn table(&self) -> &Table {
