@@ -519,9 +519,13 @@ mod tests {
 
     #[test]
     fn bad_urls_are_refused() {
-        for bad in
-            ["postgres://x", "mysql://u@h:notaport/db", "mysql://h/db?frobnicate=1", "mysql://h/db?charset=utf8;drop", "mysql://h/db?password=x"]
-        {
+        for bad in [
+            "postgres://x",
+            "mysql://u@h:notaport/db",
+            "mysql://h/db?frobnicate=1",
+            "mysql://h/db?charset=utf8;drop",
+            "mysql://h/db?password=x",
+        ] {
             assert!(Config::from_url(bad).is_err(), "{bad:?} accepted");
         }
     }

@@ -186,6 +186,10 @@ fn lock_note(name: &Option<String>) -> String {
 }
 
 fn connect_hint(source: &SessionError) -> &'static str {
+    // The TLS layer's messages carry their own advice.
+    if source.message.contains("TLS") {
+        return "";
+    }
     match source.code {
         Some(1045) => " (check the user name and password)",
         Some(1049) => " (the database does not exist)",

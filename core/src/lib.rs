@@ -33,6 +33,7 @@ pub mod name;
 mod native;
 mod session;
 mod sql;
+mod tls;
 pub mod topology;
 mod value;
 mod wire;

@@ -5,7 +5,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
@@ -36,13 +35,14 @@ const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
 /// The largest packet this client sends or accepts: far above any lock statement.
 const CLIENT_MAX_PACKET: usize = 4 * 1024 * 1024;
 
-/// Whether the setup may travel behind the handshake response. Cleared for the rest of
-/// the process the first time a server answers that response with a further step this
+/// Targets (`Config::target`) whose setup may not travel behind the handshake response:
+/// learned the first time the server answers that response with a further step this
 /// client could have taken ([`OpenError::Switched`]: a fresh scramble, which only a proxy
-/// sends, or a switch to `caching_sha2_password`, which a MySQL 8 greeting with
-/// `mysql_native_password` sends for an account on it), which costs that one connection
-/// attempt, and on MySQL counts as a failed login of the account.
-static SETUP_IN_HANDSHAKE: AtomicBool = AtomicBool::new(true);
+/// sends, a switch to `caching_sha2_password`, which a MySQL 8 greeting with
+/// `mysql_native_password` sends for an account on it, or MariaDB's switch to `ed25519`).
+/// That costs the one connection attempt (on MySQL it counts as a failed login of the
+/// account); per target, so other accounts of the process keep the pipelined setup.
+static SETUP_APART: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// Targets (`Config::target`) whose account the wire client cannot authenticate, learned
 /// in this process: later connections go to the `mysql` crate at once instead of paying
@@ -71,6 +71,9 @@ pub enum Authentication {
     /// fetched first (a round trip more), on every login and over a Unix socket too (the
     /// plugin takes it in clear only over TLS). An account without a password sends none.
     Sha256Password,
+    /// The own client, MariaDB's `ed25519`: a signature of the nonce, made with a key
+    /// derived from the password (which never travels).
+    Ed25519,
     /// The `mysql` crate: an account on a plugin the own client does not speak.
     Crate,
 }
@@ -121,7 +124,7 @@ impl Link {
             if CRATE_TARGETS.lock().contains(&target) {
                 break "an earlier connection found the account on another plugin".to_owned();
             }
-            let with_setup = SETUP_IN_HANDSHAKE.load(Ordering::Relaxed);
+            let with_setup = !SETUP_APART.lock().contains(&target);
             let first: Option<&dyn Fn(&wire::Greeting) -> String> = if with_setup { Some(&build) } else { None };
             match wire::Connection::open(config, io_timeout, first) {
                 Ok((conn, answer)) => {
@@ -129,13 +132,28 @@ impl Link {
                     return Ok((Link::Own(conn), mariadb, answer));
                 }
                 Err(OpenError::Failed(e)) => return Err(e),
-                Err(OpenError::Switched) => SETUP_IN_HANDSHAKE.store(false, Ordering::Relaxed),
+                Err(OpenError::Switched) => SETUP_APART.lock().push(target.clone()),
                 Err(OpenError::Unsupported(why)) => {
                     CRATE_TARGETS.lock().push(target.clone());
                     break why;
                 }
             }
         };
+        Self::open_crate(config, io_timeout, &why)
+    }
+
+    /// Connects through the `mysql` crate, because of `why`.
+    fn open_crate(config: &Config, io_timeout: Option<std::time::Duration>, why: &str) -> SetupStart {
+        // The crate is built without TLS (it would bring a second TLS stack and an older
+        // webpki): an account only it can log in is reached in clear, so a mode that
+        // requires TLS is refused here rather than quietly weakened.
+        if config.tls.mode().requires_tls() {
+            return Err(SessionError::lost(format!(
+                "TLS: ssl-mode={} requires TLS, but {why}, and only the plain fallback client speaks that; \
+                 move the account to caching_sha2_password, mysql_native_password or ed25519",
+                config.tls.mode().name()
+            )));
+        }
         let mut opts = OptsBuilder::new()
             .user(Some(config.user.clone()))
             .pass(config.password.clone())
@@ -253,8 +271,17 @@ impl MysqlSession {
                 wire::Login::Sha2Fast => Authentication::Sha2Fast,
                 wire::Login::Sha2Full => Authentication::Sha2Full,
                 wire::Login::Sha256 => Authentication::Sha256Password,
+                wire::Login::Ed25519 => Authentication::Ed25519,
             },
             Link::Crate(_) => Authentication::Crate,
+        }
+    }
+
+    /// Whether the session's connection runs over TLS.
+    pub fn encrypted(&self) -> bool {
+        match &self.link {
+            Link::Own(conn) => conn.encrypted(),
+            Link::Crate(_) => false,
         }
     }
 }
@@ -908,24 +935,42 @@ mod tests {
     }
 
     #[test]
-    fn an_account_on_another_plugin_connects_through_the_mysql_crate() {
+    fn the_mysql_crate_fallback_connects_and_runs_the_setup() {
+        // No account on either test server needs the fallback any more (the own client
+        // speaks every plugin they offer a password account on), so it is called
+        // directly: what an account on another plugin, or an old server, would get.
+        let config = config();
+        let (mut link, mariadb, answer) = Link::open_crate(&config, None, "a test asked for it").unwrap();
+        assert!(matches!(link, Link::Crate(_)) && answer.is_none());
+        assert_eq!(mariadb, on_mariadb());
+        let who = link.query("SELECT CURRENT_USER(), _utf8mb4'ü''?'").unwrap();
+        assert_eq!(who[0].rows[0][1], Value::from("ü'?"));
+    }
+
+    #[test]
+    fn the_fallback_refuses_a_mode_that_requires_tls() {
+        let mut config = config();
+        config.tls.mode = Some(crate::config::SslMode::Required);
+        let e = Link::open_crate(&config, None, "a test asked for it").err().expect("a plain connection was made");
+        assert!(e.message.contains("ssl-mode=REQUIRED"), "{e}");
+    }
+
+    #[test]
+    fn an_account_on_the_second_plugin_connects_through_the_own_client() {
         let dsn = std::env::var("MYSQLLOCK_TEST_ED25519_DSN").expect(
             "MYSQLLOCK_TEST_ED25519_DSN is not set: start the server with scripts/mariadb.sh or scripts/mysql.sh",
         );
         let mut session = MysqlSession::connect(&Config::from_url(&dsn).unwrap()).unwrap();
-        // MariaDB: ed25519, which only the crate speaks. MySQL 9.7 has no account the
-        // crate serves and the own client does not (see round_trips.rs): its env file names
-        // a sha256_password account, which the own client serves (the crate refuses it).
-        let (own, user) = match on_mariadb() {
-            true => (false, "locker_ed@127.0.0.1"),
-            false => (true, "locker_sha@127.0.0.1"),
+        // MariaDB: ed25519. MySQL 9.7 has no ed25519: its env file names a
+        // sha256_password account (which the crate would refuse).
+        let (path, user) = match on_mariadb() {
+            true => (Authentication::Ed25519, "locker_ed@127.0.0.1"),
+            false => (Authentication::Sha256Password, "locker_sha@127.0.0.1"),
         };
-        assert_eq!(matches!(session.link, Link::Own(_)), own, "{:?}", session.authentication());
+        assert_eq!(session.authentication(), path);
         let user_row = session.execute("SELECT CURRENT_USER(), ?", &[Value::from("ü'?")]).unwrap();
         assert_eq!(user_row.rows[0], vec![Value::from(user), Value::from("ü'?")]);
         assert!(session.wait_timeout().unwrap() >= f64::from(IDLE_SECONDS), "the setup must run on this path too");
-        // And a session after it, on the server's default plugin, uses the own client.
-        assert!(matches!(super::tests::session().link, Link::Own(_)));
     }
 
     #[test]

@@ -48,7 +48,7 @@ use std::time::Duration;
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
-use crate::config::Config;
+use crate::config::{Config, SslMode};
 use crate::error::SessionError;
 use crate::value::{Outcome, Value};
 
@@ -63,6 +63,9 @@ const HANDSHAKE_COLLATION: u8 = 45;
 const NATIVE_PASSWORD: &str = "mysql_native_password";
 const CACHING_SHA2: &str = "caching_sha2_password";
 const SHA256_PASSWORD: &str = "sha256_password";
+/// MariaDB's ed25519 plugin: the client signs the server's 32-byte nonce with a key
+/// derived from the password (the password never travels).
+const ED25519: &str = "client_ed25519";
 
 /// `caching_sha2_password`'s steps after the scramble (AuthMoreData, 0x01, then one byte).
 const SHA2_FAST_AUTH_SUCCESS: u8 = 0x03;
@@ -103,6 +106,9 @@ const CLIENT_LONG_PASSWORD: u32 = 0x1;
 const CLIENT_LONG_FLAG: u32 = 0x4;
 const CLIENT_CONNECT_WITH_DB: u32 = 0x8;
 const CLIENT_PROTOCOL_41: u32 = 0x200;
+/// Sent in the SSL request, and again in the handshake response that follows it
+/// inside TLS.
+const CLIENT_SSL: u32 = 0x800;
 const CLIENT_TRANSACTIONS: u32 = 0x2000;
 const CLIENT_SECURE_CONNECTION: u32 = 0x8000;
 const CLIENT_MULTI_STATEMENTS: u32 = 0x1_0000;
@@ -154,9 +160,11 @@ pub(crate) enum Login {
     Sha2Fast,
     /// `caching_sha2_password`'s full authentication: the password itself travelled.
     Sha2Full,
-    /// `sha256_password`: the password itself travelled, RSA-encrypted (or, for an
-    /// account without one, a "no password").
+    /// `sha256_password`: the password itself travelled, RSA-encrypted (in clear over
+    /// TLS; for an account without one, a "no password").
     Sha256,
+    /// MariaDB's `ed25519`: a signature of the nonce.
+    Ed25519,
 }
 
 /// What the server said about itself in its greeting.
@@ -169,16 +177,81 @@ pub(crate) struct Greeting {
     plugin: String,
 }
 
-enum Stream {
+/// The socket under a connection.
+enum Plain {
     Tcp(TcpStream),
     Unix(UnixStream),
+}
+
+impl Plain {
+    fn set_timeouts(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self {
+            Plain::Tcp(s) => s.set_read_timeout(timeout).and_then(|()| s.set_write_timeout(timeout)),
+            Plain::Unix(s) => s.set_read_timeout(timeout).and_then(|()| s.set_write_timeout(timeout)),
+        }
+    }
+
+    fn shutdown(&self) {
+        let _ = match self {
+            Plain::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+            Plain::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+
+    fn set_nonblocking(&self) {
+        let _ = match self {
+            Plain::Tcp(s) => s.set_nonblocking(true),
+            Plain::Unix(s) => s.set_nonblocking(true),
+        };
+    }
+}
+
+impl Read for Plain {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Plain::Tcp(s) => s.read(buf),
+            Plain::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Plain {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Plain::Tcp(s) => s.write(buf),
+            Plain::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What a connection reads and writes: the socket, or TLS over it.
+enum Stream {
+    Plain(Plain),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, Plain>>),
+    /// Only while the socket moves under TLS.
+    Moving,
+}
+
+impl Stream {
+    fn socket(&self) -> Option<&Plain> {
+        match self {
+            Stream::Plain(p) => Some(p),
+            Stream::Tls(t) => Some(&t.sock),
+            Stream::Moving => None,
+        }
+    }
 }
 
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Unix(s) => s.read(buf),
+            Stream::Plain(p) => p.read(buf),
+            Stream::Tls(t) => t.read(buf),
+            Stream::Moving => Err(io::ErrorKind::NotConnected.into()),
         }
     }
 }
@@ -186,13 +259,18 @@ impl Read for Stream {
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.write(buf),
-            Stream::Unix(s) => s.write(buf),
+            Stream::Plain(p) => p.write(buf),
+            Stream::Tls(t) => t.write(buf),
+            Stream::Moving => Err(io::ErrorKind::NotConnected.into()),
         }
     }
 
+    /// TLS holds written records until flushed; the socket itself holds nothing.
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        match self {
+            Stream::Tls(t) => t.flush(),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -271,18 +349,38 @@ impl Connection {
             return Err(OpenError::Unsupported(format!("server {} names no authentication plugin", greeting.version)));
         }
         let first = first.filter(|_| greeting.plugin == NATIVE_PASSWORD).map(|build| build(&greeting));
+        let offered = greeting.capabilities & CLIENT_SSL != 0;
+        let encrypt = match config.tls.mode() {
+            SslMode::Disabled => false,
+            // A Unix socket is local, and the server counts it as secure.
+            SslMode::Preferred => offered && config.socket.is_none(),
+            _ => true,
+        };
+        if encrypt && !offered {
+            return Err(OpenError::Failed(SessionError::lost(format!(
+                "TLS: the server ({}) does not offer TLS, and ssl-mode={} requires it",
+                greeting.version,
+                config.tls.mode().name()
+            ))));
+        }
         let plugin = match greeting.plugin.as_str() {
             CACHING_SHA2 => CACHING_SHA2,
             SHA256_PASSWORD => SHA256_PASSWORD,
             _ => NATIVE_PASSWORD,
         };
         conn.greeting = greeting;
+        if encrypt {
+            conn.start_tls(config)?;
+        }
         let mut request = conn.handshake_response(config, plugin);
         if let Some(sql) = &first {
             frame_command(&mut request, COM_QUERY, sql.as_bytes());
         }
         conn.send(&request).map_err(OpenError::Failed)?;
-        conn.login = conn.finish_auth(config, plugin, first.is_some())?;
+        conn.login = match conn.finish_auth(config, plugin, first.is_some()) {
+            Err(OpenError::Failed(e)) => return Err(OpenError::Failed(conn.explain_refusal(e, config, offered))),
+            other => other?,
+        };
         conn.authenticated = true;
         if let Err(e) = conn.set_timeouts(io_timeout) {
             return Err(OpenError::Failed(conn.fail(lost(&e))));
@@ -301,6 +399,75 @@ impl Connection {
 
     pub fn login(&self) -> Login {
         self.login
+    }
+
+    /// A login the server refused, with what TLS may have to do with it: MariaDB
+    /// answers a plain connection to a server with `require_secure_transport` (or to an
+    /// account created `REQUIRE SSL`) with the same "Access denied" as a wrong password,
+    /// and an `X509` account without a client certificate too.
+    fn explain_refusal(&self, mut e: SessionError, config: &Config, offered: bool) -> SessionError {
+        let hint = match e.code {
+            // MySQL's ER_SECURE_TRANSPORT_REQUIRED
+            Some(3159) => format!(
+                "; TLS: the server requires it: connect with ssl-mode=REQUIRED or VERIFY_IDENTITY (now {})",
+                config.tls.mode().name()
+            ),
+            Some(1045) if !self.encrypted() && offered => format!(
+                "; TLS: this connection did not use TLS (ssl-mode={}{}), and a server with \
+                 require_secure_transport or an account created REQUIRE SSL refuses such logins so: \
+                 if the password is right, connect with ssl-mode=REQUIRED or VERIFY_IDENTITY",
+                config.tls.mode().name(),
+                if config.socket.is_some() { ", over a Unix socket" } else { "" }
+            ),
+            Some(1045) if self.encrypted() && config.tls.cert.is_none() => {
+                "; TLS: if the account was created REQUIRE X509 (or SUBJECT/ISSUER), it needs a client \
+                 certificate: set ssl-cert and ssl-key"
+                    .to_owned()
+            }
+            _ => return e,
+        };
+        e.message.push_str(&hint);
+        e
+    }
+
+    /// Whether the connection runs over TLS.
+    pub fn encrypted(&self) -> bool {
+        matches!(self.stream.get_ref(), Stream::Tls(_))
+    }
+
+    /// The SSL request (the handshake response's first fields with `CLIENT_SSL`), then
+    /// the TLS handshake on the socket; the authentication continues inside TLS.
+    fn start_tls(&mut self, config: &Config) -> Result<(), OpenError> {
+        let failed = |why: String| OpenError::Failed(SessionError::lost(why));
+        let settings = crate::tls::client_config(&config.tls).map_err(failed)?;
+        let name = crate::tls::server_name(&config.host).map_err(failed)?;
+        let caps = self.capabilities(config) | CLIENT_SSL;
+        let mut body = Vec::with_capacity(32);
+        body.extend_from_slice(&caps.to_le_bytes());
+        body.extend_from_slice(&CLIENT_MAX_PACKET.to_le_bytes());
+        body.push(HANDSHAKE_COLLATION);
+        body.extend_from_slice(&[0; 23]);
+        let mut request = Vec::with_capacity(36);
+        self.append_packets(&mut request, &body);
+        self.send(&request).map_err(OpenError::Failed)?;
+        if !self.stream.buffer().is_empty() {
+            return Err(OpenError::Failed(self.malformed("data before the TLS handshake")));
+        }
+        let Stream::Plain(socket) = std::mem::replace(self.stream.get_mut(), Stream::Moving) else {
+            return Err(OpenError::Failed(self.fail(SessionError::lost("TLS started twice"))));
+        };
+        let session =
+            rustls::ClientConnection::new(settings, name).map_err(|e| failed(format!("TLS setup failed: {e}")))?;
+        let mut tls = Box::new(rustls::StreamOwned::new(session, socket));
+        while tls.conn.is_handshaking() {
+            if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
+                tls.sock.shutdown();
+                self.broken = true;
+                return Err(failed(crate::tls::handshake_failure(&e, &config.tls, &config.host)));
+            }
+        }
+        *self.stream.get_mut() = Stream::Tls(tls);
+        Ok(())
     }
 
     /// Runs a text-protocol query (several `;`-separated statements allowed) and
@@ -413,9 +580,9 @@ impl Connection {
     }
 
     fn set_timeouts(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        match self.stream.get_ref() {
-            Stream::Tcp(s) => s.set_read_timeout(timeout).and_then(|()| s.set_write_timeout(timeout)),
-            Stream::Unix(s) => s.set_read_timeout(timeout).and_then(|()| s.set_write_timeout(timeout)),
+        match self.stream.get_ref().socket() {
+            Some(socket) => socket.set_timeouts(timeout),
+            None => Ok(()),
         }
     }
 
@@ -428,12 +595,22 @@ impl Connection {
     }
 
     /// The handshake response, answering the greeting's nonce for `plugin`.
-    fn handshake_response(&mut self, config: &Config, plugin: &str) -> Vec<u8> {
+    /// The capabilities this client asks the server for (the SSL request adds `CLIENT_SSL`).
+    fn capabilities(&self, config: &Config) -> u32 {
         let g = &self.greeting;
         let mut caps = CLIENT_WANTS & (g.capabilities | CLIENT_LONG_PASSWORD);
         if config.database.is_some() {
             caps |= CLIENT_CONNECT_WITH_DB & g.capabilities;
         }
+        if self.encrypted() {
+            caps |= CLIENT_SSL;
+        }
+        caps
+    }
+
+    fn handshake_response(&mut self, config: &Config, plugin: &str) -> Vec<u8> {
+        let caps = self.capabilities(config);
+        let g = &self.greeting;
         let mut body = Vec::with_capacity(128);
         body.extend_from_slice(&caps.to_le_bytes());
         body.extend_from_slice(&CLIENT_MAX_PACKET.to_le_bytes());
@@ -441,8 +618,8 @@ impl Connection {
         body.extend_from_slice(&[0; 23]);
         body.extend_from_slice(config.user.as_bytes());
         body.push(0);
-        let auth = scramble(plugin, config.password.as_deref().unwrap_or(""), &g.scramble);
-        body.push(auth.len() as u8); // 0, 1, 20 or 32
+        let auth = scramble(plugin, config.password.as_deref().unwrap_or(""), &g.scramble, self.encrypted());
+        body.push(auth.len() as u8); // 0, 1, 20 or 32, or a password over TLS
         body.extend_from_slice(&auth);
         if caps & CLIENT_CONNECT_WITH_DB != 0 {
             body.extend_from_slice(config.database.as_deref().unwrap_or("").as_bytes());
@@ -466,7 +643,9 @@ impl Connection {
         let mut nonce = self.greeting.scramble.clone();
         let mut login = login_of(plugin);
         // sha256_password: the first answer asked for the server's key, not answered yet.
-        let mut key_asked = plugin == SHA256_PASSWORD && !password.is_empty();
+        // Over TLS the password went in clear instead.
+        let secure = self.encrypted();
+        let mut key_asked = plugin == SHA256_PASSWORD && !password.is_empty() && !secure;
         loop {
             let packet = self.read_packet().map_err(OpenError::Failed)?;
             match packet.first() {
@@ -479,16 +658,21 @@ impl Connection {
                         NATIVE_PASSWORD => NATIVE_PASSWORD,
                         CACHING_SHA2 => CACHING_SHA2,
                         SHA256_PASSWORD => SHA256_PASSWORD,
+                        ED25519 => ED25519,
                         _ => return Err(OpenError::Unsupported(format!("the account uses {name}"))),
                     };
                     if pipelined {
                         return Err(OpenError::Switched);
                     }
                     login = login_of(plugin);
-                    key_asked = plugin == SHA256_PASSWORD && !password.is_empty();
+                    key_asked = plugin == SHA256_PASSWORD && !password.is_empty() && !secure;
                     let data = c.rest();
-                    nonce = data.strip_suffix(&[0]).unwrap_or(data).to_vec();
-                    self.send_auth(&scramble(plugin, password, &nonce))?;
+                    // The scrambles end in a NUL; ed25519's nonce is 32 bytes of any value.
+                    nonce = match plugin {
+                        ED25519 => data.to_vec(),
+                        _ => data.strip_suffix(&[0]).unwrap_or(data).to_vec(),
+                    };
+                    self.send_auth(&scramble(plugin, password, &nonce, secure))?;
                 }
                 // AuthMoreData, the verdict on the scramble: fast success (the OK follows)
                 // or the full authentication.
@@ -519,12 +703,12 @@ impl Connection {
     }
 
     /// `caching_sha2_password`'s full authentication: the password and a NUL, in clear
-    /// over a Unix socket (which the server counts as a secure transport), over TCP XORed
+    /// over TLS or a Unix socket (which the server counts as secure), over plain TCP XORed
     /// with the nonce and encrypted with the server's RSA public key, asked for first (a
     /// round trip more; the key is not kept, as full authentications are rare: one per
     /// account after a server start or a `FLUSH PRIVILEGES`).
     fn full_auth(&mut self, password: &str, nonce: &[u8]) -> Result<(), OpenError> {
-        if let Stream::Unix(_) = self.stream.get_ref() {
+        if matches!(self.stream.get_ref(), Stream::Tls(_) | Stream::Plain(Plain::Unix(_))) {
             return self.send_auth(&with_nul(password));
         }
         self.send_auth(&[SHA2_REQUEST_PUBLIC_KEY])?;
@@ -634,10 +818,9 @@ impl Connection {
     /// reports it lost.
     fn fail(&mut self, e: SessionError) -> SessionError {
         self.broken = true;
-        let _ = match self.stream.get_ref() {
-            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
-            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
-        };
+        if let Some(socket) = self.stream.get_ref().socket() {
+            socket.shutdown();
+        }
         e
     }
 
@@ -670,7 +853,8 @@ impl Connection {
     }
 
     fn send(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
-        match self.stream.get_mut().write_all(bytes) {
+        let stream = self.stream.get_mut();
+        match stream.write_all(bytes).and_then(|()| stream.flush()) {
             Ok(()) => Ok(()),
             Err(e) => Err(self.fail(lost(&e))),
         }
@@ -690,11 +874,11 @@ impl Drop for Connection {
         if self.authenticated && !self.broken {
             let mut quit = Vec::with_capacity(5);
             frame_command(&mut quit, COM_QUIT, &[]);
-            let _ = match self.stream.get_mut() {
-                Stream::Tcp(s) => s.set_nonblocking(true),
-                Stream::Unix(s) => s.set_nonblocking(true),
-            };
-            let _ = self.stream.get_mut().write_all(&quit);
+            if let Some(socket) = self.stream.get_ref().socket() {
+                socket.set_nonblocking();
+            }
+            let stream = self.stream.get_mut();
+            let _ = stream.write_all(&quit).and_then(|()| stream.flush());
         }
     }
 }
@@ -848,7 +1032,7 @@ fn connect_stream(config: &Config, timeout: Option<Duration>) -> io::Result<Stre
             let s = UnixStream::connect(path)?;
             s.set_read_timeout(timeout)?;
             s.set_write_timeout(timeout)?;
-            Stream::Unix(s)
+            Stream::Plain(Plain::Unix(s))
         }
         None => {
             let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{} resolves to no address", config.host));
@@ -870,7 +1054,7 @@ fn connect_stream(config: &Config, timeout: Option<Duration>) -> io::Result<Stre
             s.set_nodelay(true)?;
             s.set_read_timeout(timeout)?;
             s.set_write_timeout(timeout)?;
-            Stream::Tcp(s)
+            Stream::Plain(Plain::Tcp(s))
         }
     };
     Ok(stream)
@@ -929,15 +1113,18 @@ fn parse_greeting(packet: &[u8]) -> Option<Greeting> {
     Some(Greeting { version, connection_id, capabilities, scramble, plugin })
 }
 
-/// The first answer to the server for `plugin`, one of the three this client speaks: a
-/// scramble of the nonce, or for `sha256_password` (which has none) the request for the
+/// The first answer to the server for `plugin`, one of the four this client speaks: a
+/// scramble of the nonce, an ed25519 signature of it, or for `sha256_password` (which
+/// has neither) the password in clear over TLS (`secure`), else the request for the
 /// server's public key, or "no password" (a NUL, as MySQL's own client sends it; the
 /// server also takes nothing at all).
-fn scramble(plugin: &str, password: &str, nonce: &[u8]) -> Vec<u8> {
+fn scramble(plugin: &str, password: &str, nonce: &[u8], secure: bool) -> Vec<u8> {
     match plugin {
         CACHING_SHA2 => sha2_password(password, nonce),
         SHA256_PASSWORD if password.is_empty() => vec![SHA256_NO_PASSWORD],
+        SHA256_PASSWORD if secure => with_nul(password),
         SHA256_PASSWORD => vec![SHA256_REQUEST_PUBLIC_KEY],
+        ED25519 => mysql_common::scramble::create_response_for_ed25519(password.as_bytes(), nonce).to_vec(),
         _ => native_password(password, nonce),
     }
 }
@@ -947,6 +1134,7 @@ fn login_of(plugin: &str) -> Login {
     match plugin {
         CACHING_SHA2 => Login::Sha2Fast,
         SHA256_PASSWORD => Login::Sha256,
+        ED25519 => Login::Ed25519,
         _ => Login::Native,
     }
 }
@@ -1249,7 +1437,7 @@ eQIDAQAB\n\
             plugin: String::new(),
         };
         let conn = Connection {
-            stream: BufReader::new(Stream::Unix(ours)),
+            stream: BufReader::new(Stream::Plain(Plain::Unix(ours))),
             greeting,
             seq: 0,
             broken: false,

@@ -142,6 +142,15 @@ unsafe fn connect(config: Config, out: *mut *mut mysqllock_client) -> Result<()>
 /// Also `lease_table=distributed_locks` (the lease mode's table) and `allow_cluster=1`
 /// (as `mysqllock_client_allow_cluster()`).
 ///
+/// TLS, with the `mysql` client's option names (dashes or underscores): `ssl-mode` =
+/// `DISABLED`, `PREFERRED` (the default: TLS when the server offers it over TCP),
+/// `REQUIRED`, `VERIFY_CA` (the certificate must chain to `ssl-ca`, or to the system's CA
+/// store) or `VERIFY_IDENTITY` (and be for the host connected to); `ssl-ca=/path/ca.pem`
+/// alone means `VERIFY_CA`; `ssl-cert` and `ssl-key` for an account created
+/// `REQUIRE X509`. A refused certificate or a server that wants TLS fails with
+/// `MYSQLLOCK_CONNECTION` and a message naming the CA, the host or the setting.
+/// `mysqllock_client_open()` connects with the default, `PREFERRED`.
+///
 /// On success, `*out` receives a new client that the caller owns and must release with
 /// `mysqllock_client_free()`. On failure `*out` is not written. Any thread may call this.
 ///

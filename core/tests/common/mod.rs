@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use mysqllock_core::{Config, MysqlSession, NativeLocker, Session, Value};
+use mysqllock_core::{Config, MysqlSession, NativeLocker, Session, SslMode, Tls, Value};
 use parking_lot::Mutex;
 
 pub fn dsn() -> String {
@@ -221,7 +221,12 @@ impl Relay {
     }
 
     /// `config` pointed at the relay (over TCP).
+    /// `config` pointed at the relay. Without TLS unless the test asks for a mode: the
+    /// relay's readers look into the packets (TLS is tested in tls.rs).
     pub fn config(&self, mut config: Config) -> Config {
+        if config.tls == Tls::default() {
+            config.tls.mode = Some(SslMode::Disabled);
+        }
         config.host = "127.0.0.1".into();
         config.port = self.port;
         config.socket = None;
