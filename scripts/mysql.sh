@@ -33,6 +33,11 @@
 # plus MYSQLLOCK_TEST_PORT, MYSQLLOCK_TEST_SOCKET (where locker@localhost and
 # locker_sha@localhost log in), MYSQLLOCK_TEST_DIR,
 # MYSQLLOCK_TEST_SERVER=mysql and MYSQLLOCK_SERVER_SCRIPT (this script).
+#
+# MYSQLLOCK_SERVER_TLS=require (for start; restart keeps it): as in mariadb.sh, the
+# certificates of scripts/tls.sh DIR/tls (copied into the chroot, ROOT/srv/mysqllock/ID/tls,
+# in place of the ones the server made itself), require_secure_transport=ON, the account
+# locker_x509@127.0.0.1 (REQUIRE X509) and the same four more lines in DIR/env.
 set -euo pipefail
 # shellcheck source=scripts/lib/servers.sh
 . "$(dirname "$0")/lib/servers.sh"
@@ -117,7 +122,11 @@ root_sql() {
 }
 
 launch() {
-  local port=$1
+  local port=$1 tls_options=()
+  if [ "$tls" = require ]; then
+    tls_options=(--ssl-ca="$inner/tls/ca.pem" --ssl-cert="$inner/tls/server-cert.pem"
+      --ssl-key="$inner/tls/server-key.pem" --require-secure-transport=ON)
+  fi
   rm -f "$outer/mysqld.sock" "$outer/mysqld.sock.lock"
   # --no-defaults: never read a my.cnf; everything we rely on is here. setsid + nohup:
   # started from a shell that exits right away, mysqld would die with it.
@@ -125,7 +134,7 @@ launch() {
   setsid nohup chroot "$chroot_root" /usr/sbin/mysqld --no-defaults --user=root \
     --datadir="$inner/data" --socket="$inner/mysqld.sock" --pid-file="$inner/mysqld.pid" \
     --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --tmpdir="$inner/tmp" \
-    --log-error="$inner/error.log" --max-connections=500 --mysqlx=OFF --secure-file-priv= \
+    --log-error="$inner/error.log" --max-connections=500 --mysqlx=OFF --secure-file-priv= "${tls_options[@]}" \
     --innodb-buffer-pool-size=32M --innodb-redo-log-capacity=16M --skip-log-bin \
     --myisam-recover-options=OFF >/dev/null 2>&1 </dev/null &
   # myisam-recover-options=OFF: a crashed lock table is reported to the client, so the
@@ -138,6 +147,26 @@ launch() {
     sleep 0.1
   done
   echo "mysql.sh: server did not become ready; log follows" >&2
+  tail -20 "$outer/error.log" >&2
+  return 1
+}
+
+# The test CA's certificates where the chrooted server can read them.
+install_tls() {
+  [ "$tls" = require ] || return 0
+  bash "$here/tls.sh" "$dir/tls"
+  mkdir -p "$outer/tls"
+  cp "$dir/tls/ca.pem" "$dir/tls/server-cert.pem" "$dir/tls/server-key.pem" "$outer/tls/"
+}
+
+# A server whose certificates do not load may start without TLS (and then refuse every
+# TCP client): the certificate it serves must be the test CA's, or the start fails here.
+check_tls() {
+  [ "$tls" = require ] || return 0
+  local serving
+  serving=$(root_sql -N -e "SHOW GLOBAL STATUS LIKE 'Current_tls_cert'" | cut -f2)
+  [ "$serving" = "$inner/tls/server-cert.pem" ] && return 0
+  echo "mysql.sh: the server serves ${serving:-no certificate}, not $inner/tls/server-cert.pem; log follows" >&2
   tail -20 "$outer/error.log" >&2
   return 1
 }
@@ -163,12 +192,14 @@ if [ "$cmd" = root ]; then
   exit 0
 fi
 dir=${2:?usage: mysql.sh start|stop|restart|crash-table|sql DIR}
+tls=
 
 case "$cmd" in
   start)
     ensure_root
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
+    tls=$(server_tls)
     instance_paths
     sweep
     mkdir -p "$outer/tmp"
@@ -179,8 +210,10 @@ case "$cmd" in
         --datadir="$inner/data" --tmpdir="$inner/tmp" >"$dir/install.log" 2>&1 \
         || { cat "$dir/install.log" >&2; exit 1; }
     fi
+    install_tls
     port=$(free_ports 1)
     launch "$port"
+    check_tls
     ln -sfn "$outer/mysqld.sock" "$dir/mysqld.sock"
     ln -sfn "$outer/mysqld.pid" "$dir/mysqld.pid"
     root_sql <<'SQL'
@@ -202,6 +235,16 @@ CREATE USER IF NOT EXISTS 'locker_sha'@'localhost' IDENTIFIED WITH sha256_passwo
 GRANT ALL ON mysqllock_test.* TO 'locker_sha'@'localhost';
 CREATE USER IF NOT EXISTS 'locker_sha_nopw'@'127.0.0.1' IDENTIFIED WITH sha256_password;
 SQL
+    if [ "$tls" = require ]; then
+      root_sql <<'SQL'
+-- The account that must show a client certificate signed by the test CA.
+CREATE USER IF NOT EXISTS 'locker_x509'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret' REQUIRE X509;
+GRANT ALL ON mysqllock_test.* TO 'locker_x509'@'127.0.0.1';
+GRANT PROCESS, RELOAD ON *.* TO 'locker_x509'@'127.0.0.1';
+GRANT CONNECTION_ADMIN ON *.* TO 'locker_x509'@'127.0.0.1';
+GRANT SELECT ON performance_schema.* TO 'locker_x509'@'127.0.0.1';
+SQL
+    fi
     cat >"$dir/env" <<ENV
 MYSQLLOCK_TEST_DSN=mysql://locker:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
 MYSQLLOCK_TEST_ED25519_DSN=mysql://locker_sha:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
@@ -214,6 +257,7 @@ MYSQLLOCK_TEST_DIR=$dir
 MYSQLLOCK_TEST_SERVER=mysql
 MYSQLLOCK_SERVER_SCRIPT=$here/mysql.sh
 ENV
+    [ "$tls" != require ] || tls_env "$dir" "$port" >>"$dir/env"
     ;;
   stop)
     dir=$(cd "$dir" && pwd)
@@ -224,8 +268,10 @@ ENV
     dir=$(cd "$dir" && pwd)
     instance_paths
     port=$(sed -n 's/^MYSQLLOCK_TEST_PORT=//p' "$dir/env")
+    tls=$(started_tls "$dir")
     stop_server
     launch "$port"
+    check_tls
     ;;
   sql)
     dir=$(cd "$dir" && pwd)

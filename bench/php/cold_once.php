@@ -37,6 +37,11 @@ switch ($impl) {
             $user,
             $pass,
             [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION, PDO::ATTR_EMULATE_PREPARES => false]
+            // bench/tls.sh: encrypted, as ssl-mode=REQUIRED (see common.php's pdoTls()).
+            + (getenv('MYSQLLOCK_BENCH_PDO_SSL_CA') ? [
+                PDO::MYSQL_ATTR_SSL_CA => getenv('MYSQLLOCK_BENCH_PDO_SSL_CA'),
+                PDO::MYSQL_ATTR_SSL_VERIFY_SERVER_CERT => false,
+            ] : [])
         );
         $get = $pdo->prepare('SELECT GET_LOCK(?, 0)');
         $get->execute([$name]);

@@ -42,8 +42,22 @@ function pdo(): \PDO
         "mysql:host={$s['host']};port={$s['port']};dbname={$s['db']};charset=utf8mb4",
         $s['user'],
         $s['pass'],
-        [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION, \PDO::ATTR_EMULATE_PREPARES => false]
+        [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION, \PDO::ATTR_EMULATE_PREPARES => false] + pdoTls()
     );
+}
+
+/**
+ * PDO's TLS options when MYSQLLOCK_BENCH_PDO_SSL_CA names a CA (bench/tls.sh): encrypted,
+ * the certificate not verified (mysqlnd's verification checks the name too, and the test
+ * certificate names `localhost`, which PDO reaches over the socket): as ssl-mode=REQUIRED.
+ */
+function pdoTls(): array
+{
+    $ca = getenv('MYSQLLOCK_BENCH_PDO_SSL_CA');
+    if (!is_string($ca) || $ca === '') {
+        return [];
+    }
+    return [\PDO::MYSQL_ATTR_SSL_CA => $ca, \PDO::MYSQL_ATTR_SSL_VERIFY_SERVER_CERT => false];
 }
 
 /** One way of locking a name. */

@@ -1,9 +1,12 @@
 //! `mysqllock`: a cluster-wide `flock(1)` for crontab lines, backed by the MySQL server
 //! the nodes already share.
 
+mod argv;
+mod connection;
 mod duration;
 mod exit;
 mod lease;
+mod option_files;
 mod run;
 mod session;
 mod session_locks;
@@ -11,15 +14,32 @@ mod signals;
 mod status;
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Parser, Subcommand};
 use mysqllock_core::{AcquireOptions, Config, DistributedLock, Error, LeaseRow, LockStatus, NativeLocker};
 
 const EXIT_CODES: &str = "\
+Connection settings, each source overriding single parts of the ones before:
+  1. option files in the mysql client's syntax, groups [client] then [mysqllock]
+     (which wins): --defaults-extra-file, then ~/.my.cnf; --defaults-file reads only
+     its file, --no-defaults none. Keys: user, password, host, port, socket, database,
+     ssl-mode, ssl-ca, ssl-cert, ssl-key. A world-writable file is ignored. A socket
+     from a file is used only if the host is unset or localhost.
+  2. MYSQLLOCK_DSN
+  3. --dsn (a password in it is hidden from `ps` once mysqllock runs, with a warning)
+  4. --ssl-mode, --ssl-ca, --ssl-cert, --ssl-key
+  A crontab line keeps the password out of `ps` with ~/.my.cnf (mode 600):
+    [client]
+    user=app
+    password=...
+    host=db.example
+    database=prod
+
 Exit codes:
   0     success (for `run`: the command's own exit code is passed through)
-  64    bad arguments or connection URL; nothing was changed
+  64    bad arguments, option file or connection URL; nothing was changed
   69    the server is unreachable, refused the login, or dropped the connection,
         or cannot take the statement now (a cluster node outside its primary
         component or majority, a read-only Group Replication secondary)
@@ -45,7 +65,12 @@ Exit codes:
   128+N run: the command was killed by signal N
 
 Environment:
-  MYSQLLOCK_DSN  the connection URL, instead of --dsn (keeps the password out of `ps`)";
+  MYSQLLOCK_DSN  a connection URL as for --dsn, which overrides it part by part (keeps
+                 the password out of `ps`)
+  HOME           where ~/.my.cnf is looked for";
+
+/// The heading of the connection options in `--help`, apart from each command's own.
+const CONNECTION: &str = "Connection";
 
 /// Runs a command on exactly one node of a cluster, using a MySQL table as the arbiter.
 #[derive(Parser)]
@@ -53,9 +78,44 @@ Environment:
 struct Cli {
     /// Connection URL: mysql://user:password@host:port/database?table=shared_locks
     /// (also: lease_table=distributed_locks, quote=ansi, socket=/path, charset=...,
-    /// connect_timeout=seconds, allow_cluster=1).
-    #[arg(long, global = true, env = "MYSQLLOCK_DSN", hide_env_values = true, value_name = "URL")]
+    /// connect_timeout=seconds, allow_cluster=1, ssl-mode=..., ssl-ca=/path,
+    /// ssl-cert=/path, ssl-key=/path). Overrides the option files and MYSQLLOCK_DSN part
+    /// by part: mysql://otherhost/db keeps their user and password. Not needed when an
+    /// option file or MYSQLLOCK_DSN names the server. A password here is visible in `ps`
+    /// until mysqllock hides it: prefer ~/.my.cnf or MYSQLLOCK_DSN.
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "URL")]
     dsn: Option<String>,
+
+    /// Read only this option file (my.cnf syntax, groups [client] and [mysqllock]),
+    /// not ~/.my.cnf.
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE", conflicts_with_all = ["defaults_extra_file", "no_defaults"])]
+    defaults_file: Option<PathBuf>,
+
+    /// Read this option file before ~/.my.cnf, whose settings override it.
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE", conflicts_with = "no_defaults")]
+    defaults_extra_file: Option<PathBuf>,
+
+    /// Read no option file, not even ~/.my.cnf.
+    #[arg(long, global = true, help_heading = CONNECTION)]
+    no_defaults: bool,
+
+    /// TLS: DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY
+    /// [default: PREFERRED; VERIFY_CA with --ssl-ca].
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "MODE")]
+    ssl_mode: Option<String>,
+
+    /// The CA certificates (PEM) to check the server's certificate against, instead of
+    /// the system's.
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE")]
+    ssl_ca: Option<String>,
+
+    /// A client certificate (PEM), with --ssl-key, for accounts that require one.
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE")]
+    ssl_cert: Option<String>,
+
+    /// The client certificate's private key (PEM).
+    #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE")]
+    ssl_key: Option<String>,
 
     /// Allow the GET_LOCK-based locks (run without --lease) on a replicated cluster node
     /// (Galera, Group Replication), where they are refused (exit 80) because GET_LOCK
@@ -228,7 +288,13 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // The copy clap parses, taken before the passwords in the process's own arguments are
+    // overwritten (the standard library reads those anew on every call).
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some(warning) = argv::hide_dsn_passwords(&args).warning() {
+        eprintln!("mysqllock: {warning}");
+    }
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version end up here too, and are not errors.
@@ -236,15 +302,55 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { exit::USAGE } else { 0 });
         }
     };
-    let Some(dsn) = cli.dsn else {
-        eprintln!("mysqllock: no database: pass --dsn URL or set MYSQLLOCK_DSN");
-        return ExitCode::from(exit::USAGE);
+    match connect_config(&cli) {
+        Ok(config) => ExitCode::from(dispatch(&config, &cli.command)),
+        Err(code) => ExitCode::from(code),
+    }
+}
+
+/// The connection from the option files, `MYSQLLOCK_DSN` and the options (see
+/// [`connection`]); on failure, says why on stderr and returns the exit code.
+fn connect_config(cli: &Cli) -> Result<Config, u8> {
+    let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+    let files = match (&cli.defaults_file, cli.no_defaults) {
+        (_, true) => option_files::Files::None,
+        (Some(only), false) => option_files::Files::Only(only),
+        (None, false) => option_files::Files::Defaults {
+            extra: cli.defaults_extra_file.as_deref(),
+            home: home.as_deref().map(Path::new),
+        },
     };
-    let config = match Config::from_url(&dsn) {
-        Ok(config) => Config { allow_cluster: config.allow_cluster || cli.allow_cluster, ..config },
-        Err(e) => return ExitCode::from(exit::report(&e)),
+    let read = option_files::read(files).map_err(|e| {
+        eprintln!("mysqllock: {e}");
+        exit::USAGE
+    })?;
+    for warning in &read.warnings {
+        eprintln!("mysqllock: {warning}");
+    }
+    let env_dsn = match std::env::var("MYSQLLOCK_DSN") {
+        Ok(dsn) => Some(dsn).filter(|dsn| !dsn.is_empty()),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(_)) => {
+            eprintln!("mysqllock: MYSQLLOCK_DSN is not UTF-8");
+            return Err(exit::USAGE);
+        }
     };
-    ExitCode::from(dispatch(&config, &cli.command))
+    let tls: Vec<(&'static str, &str)> =
+        [("ssl-mode", &cli.ssl_mode), ("ssl-ca", &cli.ssl_ca), ("ssl-cert", &cli.ssl_cert), ("ssl-key", &cli.ssl_key)]
+            .into_iter()
+            .filter_map(|(key, value)| Some((key, value.as_deref()?)))
+            .collect();
+    let sources = connection::Sources {
+        files: &read.settings,
+        env_dsn: env_dsn.as_deref(),
+        dsn: cli.dsn.as_deref(),
+        tls: &tls,
+        allow_cluster: cli.allow_cluster,
+    };
+    connection::config(&sources).map_err(|refused| {
+        eprintln!("mysqllock: {}", refused.message);
+        refused.code
+    })
 }
 
 /// The lease mode's default TTL for `run --lease`: renewed every third of it, so a

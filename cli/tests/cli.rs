@@ -387,10 +387,18 @@ fn missing_table_exits_78_and_points_to_init() {
 }
 
 #[test]
-fn missing_dsn_is_a_usage_error() {
-    let out: Ran = Command::new(BIN).args(["status"]).env_remove("MYSQLLOCK_DSN").output().expect("runs").into();
+fn missing_dsn_is_a_usage_error_naming_the_three_ways_to_give_one() {
+    let out: Ran = Command::new(BIN)
+        .args(["status"])
+        .env_remove("MYSQLLOCK_DSN")
+        .env("HOME", common::NO_HOME)
+        .output()
+        .expect("runs")
+        .into();
     assert_eq!(out.code, Some(64), "{}", out.stderr);
-    assert!(out.stderr.contains("MYSQLLOCK_DSN"), "{}", out.stderr);
+    for way in ["--dsn", "MYSQLLOCK_DSN", "host=", "[client]", "~/.my.cnf"] {
+        assert!(out.stderr.contains(way), "{way} not named: {}", out.stderr);
+    }
 }
 
 /// Runs `mysqllock run` with bad input and checks it exits 64 with `message`, without

@@ -182,7 +182,8 @@ impl SslMode {
 /// TLS settings, named as the `mysql` client's options.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tls {
-    /// `ssl-mode`; `None` when not given: see [`Tls::mode`].
+    /// `ssl-mode`; `None` when not given: see [`Tls::mode`]. `DISABLED` wins over the
+    /// files below (an option file may name a CA that a command line then turns off).
     pub mode: Option<SslMode>,
     /// `ssl-ca`: a PEM file of the CA certificates to trust, instead of the system's.
     pub ca: Option<String>,
@@ -212,12 +213,6 @@ impl Tls {
     fn check(&self) -> Result<()> {
         if self.cert.is_some() != self.key.is_some() {
             return Err(Error::invalid("ssl-cert/ssl-key", "a client certificate needs both ssl-cert and ssl-key"));
-        }
-        if self.mode == Some(SslMode::Disabled) && (self.ca.is_some() || self.cert.is_some()) {
-            return Err(Error::invalid(
-                "ssl-mode",
-                "DISABLED contradicts ssl-ca/ssl-cert: drop them or choose another mode",
-            ));
         }
         Ok(())
     }
@@ -502,7 +497,6 @@ mod tests {
     fn contradictory_tls_settings_are_refused() {
         for bad in [
             "mysql://h/db?ssl-mode=sometimes",
-            "mysql://h/db?ssl-mode=DISABLED&ssl-ca=/ca.pem",
             "mysql://h/db?ssl-cert=/c.pem",
             "mysql://h/db?ssl-key=/k.pem",
         ] {

@@ -37,3 +37,36 @@ poll() {
     sleep 0.2
   done
 }
+
+# TLS for scripts/mariadb.sh and mysql.sh (issue 22). `start` with
+# MYSQLLOCK_SERVER_TLS=require gives the server scripts/tls.sh's certificates (DIR/tls)
+# and require_secure_transport=ON, and an account locker_x509 (REQUIRE X509); `restart`
+# keeps what `start` chose (DIR/env says). Unset: no TLS setup, as before.
+
+# server_tls: the TLS setup asked for, "" or "require"; anything else is refused.
+server_tls() {
+  case ${MYSQLLOCK_SERVER_TLS:-} in
+    '' | require) echo "${MYSQLLOCK_SERVER_TLS:-}" ;;
+    *)
+      echo "${0##*/}: MYSQLLOCK_SERVER_TLS=$MYSQLLOCK_SERVER_TLS: the only setting is require (or leave it unset)" >&2
+      return 1
+      ;;
+  esac
+}
+
+# started_tls DIR: the TLS setup DIR's server was started with (its env file says).
+started_tls() {
+  sed -n 's/^MYSQLLOCK_TEST_TLS=//p' "$1/env"
+}
+
+# tls_env DIR PORT: what a TLS server's DIR/env holds beyond the usual: the pem files
+# (readable by clients), and a URL of the X509 account without TLS keys (tests add
+# ssl-cert and ssl-key, or leave them out to see the refusal).
+tls_env() {
+  cat <<ENV
+MYSQLLOCK_TEST_TLS=require
+MYSQLLOCK_TEST_TLS_DIR=$1/tls
+MYSQLLOCK_TEST_X509_DSN=mysql://locker_x509:l0ck-s3cret@127.0.0.1:$2/mysqllock_test
+MYSQLLOCK_TEST_TLS_PORT=$2
+ENV
+}

@@ -11,5 +11,7 @@ python3 scripts/check-module-cycles.py --self-test
 python3 scripts/check-module-cycles.py
 cargo fmt --all -- --check
 cargo clippy --release --locked --workspace --all-targets -- -D warnings
+# core/tests/tls.rs is `test = false` (it needs a TLS-only server): --all-targets leaves it out.
+cargo clippy --release --locked -p mysqllock-core --test tls -- -D warnings
 RUSTDOCFLAGS=-Dwarnings cargo doc --release --locked --workspace --no-deps --quiet
 echo "lint: module graph, fmt, clippy and rustdoc clean"

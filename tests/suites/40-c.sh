@@ -84,8 +84,10 @@ build lockctl "${shared[@]}"
 build test_fork "${static[@]}"
 build example "${static[@]}"
 
+# On MySQL the connections are encrypted (ssl-mode PREFERRED, and MySQL makes its own
+# certificates): tests/c/valgrind-tls.supp says why ring's TLS records are suppressed.
 valgrind=(valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite
-  --errors-for-leak-kinds=definite)
+  --errors-for-leak-kinds=definite --suppressions="$MYSQLLOCK_ROOT/tests/c/valgrind-tls.supp")
 
 # Runs a test program, shows and counts its "ok" / "not ok" lines, and counts its exit
 # status as one more result (99 = valgrind found memory errors or definite leaks).

@@ -40,11 +40,14 @@ pub fn test_session() -> MysqlSession {
     MysqlSession::connect(&config).expect("connects")
 }
 
+/// A home directory that does not exist: no `~/.my.cnf` of the machine's user is read.
+pub const NO_HOME: &str = "/nonexistent/mysqllock-tests";
+
 /// `mysqllock ARGS` with `dsn` in the environment.
 pub fn mysqllock_on(dsn: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
-    // Never a token inherited from an outer run.
-    cmd.args(args).env("MYSQLLOCK_DSN", dsn).env_remove("MYSQLLOCK_TOKEN").stdin(Stdio::null());
+    // Never a token inherited from an outer run, nor the settings of whoever runs the tests.
+    cmd.args(args).env("MYSQLLOCK_DSN", dsn).env("HOME", NO_HOME).env_remove("MYSQLLOCK_TOKEN").stdin(Stdio::null());
     cmd
 }
 
