@@ -49,11 +49,12 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
-    public function disabledWithSslCaIsRefused(): void
+    public function disabledWinsOverSslCaOnThePdoToo(): void
     {
-        $e = $this->refusedSetting('ssl-mode=DISABLED;ssl-ca=/etc/mysql/ca.pem');
-        $this->assertInstanceOf(\InvalidArgumentException::class, $e);
-        $this->assertStringContainsString('ssl-mode', $e->getMessage());
+        // As for the extension's own connection (an option file's CA, turned off later).
+        self::configureWith(server()['host'], 'ssl-ca=/nonexistent/mysqllock-ca.pem;ssl-mode=DISABLED');
+        $cipher = SharedLock::getConnection()->query("SHOW SESSION STATUS LIKE 'Ssl_cipher'")->fetch(\PDO::FETCH_NUM)[1];
+        $this->assertSame('', $cipher);
     }
 
     /** @test */

@@ -266,8 +266,9 @@ final class TlsTest extends TestCase
         $a = $this->x509Account();
         $this->assertNotSame('localhost', $a['host'], 'a PDO reaches localhost over the Unix socket, without TLS: the X509 account must be at an IP');
         $url = sprintf(
-            'mysql://%s@%s:%d/%s?ssl-mode=REQUIRED&ssl-cert=%s&ssl-key=%s',
+            'mysql://%s%s@%s:%d/%s?ssl-mode=REQUIRED&ssl-cert=%s&ssl-key=%s',
             rawurlencode($a['user']),
+            $a['pass'] === null ? '' : ':' . rawurlencode($a['pass']),
             $a['host'],
             $a['port'],
             rawurlencode($a['db']),
