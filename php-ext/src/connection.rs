@@ -10,7 +10,6 @@ use mysqllock_core::{Config, Connector, Error, MysqlSession, Session, SessionErr
 use crate::driver::Statements;
 use crate::ini;
 use crate::mysqli_session::MysqliSession;
-use crate::pdo_factory::{self, PdoTarget};
 use crate::pdo_session::PdoSession;
 use crate::php;
 
@@ -152,7 +151,7 @@ impl Settings {
             user: self.user.clone(),
             password: self.password.clone(),
             tls: self.tls.clone(),
-            over_socket: pdo_factory::is_socket_host(&self.host),
+            over_socket: is_socket_host(&self.host),
         }
     }
 
@@ -179,6 +178,23 @@ impl Settings {
         }
         dsn
     }
+}
+
+/// What opening a PDO takes (`pdo_factory`): its DSN and login, and the TLS settings
+/// with whether the PDO reaches the server over a Unix socket (where mysqlnd cannot
+/// encrypt).
+pub struct PdoTarget {
+    pub dsn: String,
+    pub user: String,
+    pub password: Option<String>,
+    pub tls: Tls,
+    pub over_socket: bool,
+}
+
+/// Whether PDO (mysqlnd) goes over the Unix socket to `host`: for `localhost`, whatever
+/// the port, and when no host is given.
+pub fn is_socket_host(host: &str) -> bool {
+    host.is_empty() || host.eq_ignore_ascii_case("localhost")
 }
 
 /// The `mysql` client's TLS options, as `Config::set` names them (`_` spellings too).

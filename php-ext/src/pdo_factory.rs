@@ -39,7 +39,7 @@ use ext_php_rs::zend::{ClassEntry, ExecuteData};
 use mysqllock_core::{Error, Tls};
 
 use crate::args::{self, Args};
-use crate::connection::Settings;
+use crate::connection::{is_socket_host, PdoTarget, Settings};
 use crate::exceptions::{to_php, Op};
 use crate::handler::{self, handlers};
 use crate::php::{self, Noise};
@@ -50,22 +50,6 @@ use crate::registry::Class;
 const ATTR_ERRMODE: i64 = 3;
 const ERRMODE_EXCEPTION: i64 = 2;
 const ATTR_EMULATE_PREPARES: i64 = 20;
-
-/// What opening a PDO takes: its DSN and login, and the TLS settings with whether the
-/// PDO reaches the server over a Unix socket (where mysqlnd cannot encrypt).
-pub struct PdoTarget {
-    pub dsn: String,
-    pub user: String,
-    pub password: Option<String>,
-    pub tls: Tls,
-    pub over_socket: bool,
-}
-
-/// Whether PDO (mysqlnd) goes over the Unix socket to `host`: for `localhost`, whatever
-/// the port, and when no host is given.
-pub fn is_socket_host(host: &str) -> bool {
-    host.is_empty() || host.eq_ignore_ascii_case("localhost")
-}
 
 /// `new PDO(...)` for `target`: exceptions on, real prepared statements, the TLS
 /// attributes. Called outside the state: `new PDO` may warn, and a user's error handler

@@ -29,11 +29,10 @@ use std::cell::RefCell;
 use ext_php_rs::types::{ZendObject, Zval};
 use mysqllock_core::{AcquireOptions, Error, Lease, LockStatus, Locker, Loss, QuoteStyle, Table};
 
-use crate::connection::{PhpConnector, Settings, Target};
+use crate::connection::{PdoTarget, PhpConnector, Settings, Target};
 use crate::driver;
 use crate::ini;
 use crate::options;
-use crate::pdo_factory::PdoTarget;
 
 type PhpLocker = Locker<PhpConnector>;
 
