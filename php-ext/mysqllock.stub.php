@@ -77,9 +77,14 @@ namespace ItsMieger\MySqlSharedLocks {
          * @param string|null $password
          * @param string $charset connection character set
          * @param int|string|null $port TCP port (3306 when null)
-         * @param string|null $additionalDsn more PDO DSN settings, e.g. "unix_socket=/run/mysqld/mysqld.sock"
+         * @param string|null $additionalDsn more PDO DSN settings, e.g. "unix_socket=/run/mysqld/mysqld.sock";
+         *        also the TLS settings of the `mysql` client, which are taken out of the DSN
+         *        PDO sees: "ssl-mode=VERIFY_IDENTITY;ssl-ca=/etc/mysql/ca.pem" (ssl-mode:
+         *        DISABLED, PREFERRED (the default), REQUIRED, VERIFY_CA, VERIFY_IDENTITY;
+         *        ssl-ca alone means VERIFY_CA; ssl-cert and ssl-key for a client certificate;
+         *        "ssl_mode" and so on too)
          * @return void
-         * @throws \InvalidArgumentException for an invalid port or charset
+         * @throws \InvalidArgumentException for an invalid port, charset or TLS setting
          */
         public static function configureConnection($host, $dbName, $username, $password, $charset = 'utf8mb4', $port = null, $additionalDsn = null) {}
 
@@ -99,9 +104,15 @@ namespace ItsMieger\MySqlSharedLocks {
          * configured parameters (ERRMODE_EXCEPTION, emulated prepares off): every lock
          * held or taken from then on is lost when its session is killed.
          *
+         * The TLS settings become PDO::MYSQL_ATTR_SSL_* attributes, within what mysqlnd
+         * can do: PREFERRED (the default) gives an unencrypted PDO; VERIFY_CA, and
+         * REQUIRED with ssl-ca, also check the host name; TLS over a Unix socket (host
+         * localhost) is refused (see \MySqlLock\PdoFactory).
+         *
          * @return \PDO
          * @throws \PDOException if connecting fails
-         * @throws \InvalidArgumentException if no connection is configured
+         * @throws \InvalidArgumentException if no connection is configured, or for a TLS
+         *         setting the PDO cannot have
          */
         public static function getConnection() {}
 
@@ -728,5 +739,33 @@ namespace MySqlLock {
     /** Connecting failed, no connection is configured, or the connection was lost. */
     class ConnectionException extends LockException
     {
+    }
+
+    /**
+     * PDOs on the server of a `mysql://` URL, opened as SharedLock::getConnection() opens
+     * its own: for code that needs a PDO with the extension's connection settings (the
+     * Symfony and Laravel bridges lease on one).
+     */
+    final class PdoFactory
+    {
+        /**
+         * A new PDO (ERRMODE_EXCEPTION, emulated prepares off) on the server $url names,
+         * in the syntax of php.ini's mysqllock.dsn:
+         * `mysql://user:password@host:port/database?socket=...&charset=...&ssl-mode=...&ssl-ca=...&ssl-cert=...&ssl-key=...`.
+         * A `socket` is used instead of host and port.
+         *
+         * The TLS settings become PDO::MYSQL_ATTR_SSL_* attributes. mysqlnd cannot do all
+         * that the `mysql` client's modes ask: PREFERRED (the default) gives an
+         * unencrypted PDO; VERIFY_CA, and REQUIRED with ssl-ca, also check the host name
+         * (stricter, never weaker); TLS over a Unix socket (host localhost) is refused.
+         *
+         * @param string $url
+         * @return \PDO
+         * @throws \InvalidArgumentException for an invalid URL or TLS setting, a file that
+         *         cannot be read, or a mode that needs TLS over a Unix socket
+         * @throws \PDOException if connecting fails ("Cannot connect to MySQL using SSL" for
+         *         every TLS failure: a certificate refused, a server without TLS)
+         */
+        public static function fromUrl(string $url): \PDO {}
     }
 }

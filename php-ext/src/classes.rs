@@ -19,6 +19,7 @@ use crate::connection::{self, Settings};
 use crate::exceptions::{self, to_php, Op};
 use crate::handler::{self, handlers, int, php_int};
 use crate::options;
+use crate::pdo_factory;
 use crate::php::{self, CallError};
 use crate::registry::Class;
 use crate::state::{self, State};
@@ -171,7 +172,7 @@ fn set_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 }
 
 /// The PDO locks run on; without one, a new PDO from the configured parameters
-/// (`ERRMODE_EXCEPTION`, real prepares) on which every later lock runs.
+/// (`ERRMODE_EXCEPTION`, real prepares, the TLS settings) on which every later lock runs.
 fn get_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     Args::fetch(ex, &[], 0)?;
     let (existing, parameters) =
@@ -179,22 +180,9 @@ fn get_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     if let Some(pdo) = existing {
         return Ok(pdo);
     }
-    let (dsn, user, password) = parameters.map_err(|e| to_php(Op::Configure, &e))?;
-    let class = ClassEntry::try_find("PDO")
-        .ok_or_else(|| PhpException::from_message("the PDO extension is not loaded".to_owned()))?;
-    let mut options = ZendHashTable::new();
-    // PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION, PDO::ATTR_EMULATE_PREPARES => false
-    options.insert_at_index(3, 2i64)?;
-    options.insert_at_index(20, false)?;
-    let mut options_zval = Zval::new();
-    options_zval.set_hashtable(options);
-    let password = password.map_or_else(Zval::null, |p| {
-        let mut z = Zval::new();
-        let _ = z.set_string(&p, false);
-        z
-    });
+    let target = parameters.map_err(|e| to_php(Op::Configure, &e))?;
     // Outside the state: `new PDO` may warn, and a user error handler may run.
-    let pdo = php::instantiate(class, vec![&dsn, &user, &password, &options_zval]).map_err(handler::rethrow)?;
+    let pdo = pdo_factory::open(&target)?;
     state::with(|s| {
         s.use_pdo(pdo.shallow_clone(), true);
         Ok(())

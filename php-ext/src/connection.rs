@@ -23,7 +23,8 @@ pub struct Settings {
     pub charset: String,
     pub port: Option<u16>,
     pub socket: Option<String>,
-    /// `configureConnection()`'s `$additionalDsn`, appended verbatim to a PDO DSN.
+    /// `configureConnection()`'s `$additionalDsn` without its TLS keys, appended
+    /// verbatim to a PDO DSN.
     pub additional_dsn: Option<String>,
     /// `allow_cluster=1` in `mysqllock.dsn` (`mysqllock.allow_cluster` allows it too).
     pub allow_cluster: bool,
@@ -37,7 +38,10 @@ impl Settings {
     /// `configureConnection($host, $dbName, $username, $password, $charset, $port,
     /// $additionalDsn)`. The PDO DSN keys in `$additionalDsn` that the native
     /// connection understands (`unix_socket`, `host`, `port`, `dbname`, `charset`) are
-    /// applied to it too; others only reach PDOs made by `getConnection()`.
+    /// applied to it too; others only reach PDOs made by `getConnection()`. The TLS keys
+    /// of the `mysql` client (`ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`, or with `_`)
+    /// are no PDO DSN keys: they set `tls` and are taken out of the DSN (a PDO gets
+    /// them as attributes, see `pdo_tls`).
     pub fn from_parameters(
         host: String,
         database: Option<String>,
@@ -60,11 +64,21 @@ impl Settings {
             lease_table: Table::lease_default(),
             tls: Tls::default(),
         };
+        // The TLS keys go through the core's own parser, so they mean what they mean in
+        // mysqllock.dsn (spellings, values, contradictions).
+        let mut tls = Config::default();
+        let (mut pdo_pairs, mut took_tls) = (Vec::new(), false);
         if let Some(extra) = &additional_dsn {
             for pair in extra.split(';').map(str::trim).filter(|p| !p.is_empty()) {
                 let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
                 let value = value.trim().to_owned();
-                match key.trim().to_ascii_lowercase().as_str() {
+                let key = key.trim().to_ascii_lowercase();
+                if TLS_KEYS.contains(&key.replace('_', "-").as_str()) {
+                    tls.set(&key, &value)?;
+                    took_tls = true;
+                    continue;
+                }
+                match key.as_str() {
                     "unix_socket" => settings.socket = Some(value),
                     "host" => settings.host = value,
                     "dbname" => settings.database = Some(value),
@@ -72,9 +86,14 @@ impl Settings {
                     "port" => settings.port = Some(port_number(&value)?),
                     _ => {}
                 }
+                pdo_pairs.push(pair);
             }
         }
-        settings.additional_dsn = additional_dsn;
+        tls.validate()?;
+        settings.tls = tls.tls;
+        // PDO would ignore the TLS keys; they are not left in its DSN to look as if it did.
+        let pdo_extra = (!pdo_pairs.is_empty()).then(|| pdo_pairs.join(";"));
+        settings.additional_dsn = if took_tls { pdo_extra } else { additional_dsn };
         Ok(settings)
     }
 
@@ -124,6 +143,18 @@ impl Settings {
         }
     }
 
+    /// What `getConnection()` opens: the original package's DSN, the login, and the
+    /// TLS settings (PDO goes over the Unix socket for `localhost`).
+    pub fn pdo_target(&self) -> PdoTarget {
+        PdoTarget {
+            dsn: self.pdo_dsn(),
+            user: self.user.clone(),
+            password: self.password.clone(),
+            tls: self.tls.clone(),
+            over_socket: is_socket_host(&self.host),
+        }
+    }
+
     /// The DSN the original package would build: `mysql:host=..;dbname=..;charset=..`.
     pub fn pdo_dsn(&self) -> String {
         let mut dsn = format!("mysql:host={}", self.host);
@@ -148,6 +179,26 @@ impl Settings {
         dsn
     }
 }
+
+/// What opening a PDO takes (`pdo_factory`): its DSN and login, and the TLS settings
+/// with whether the PDO reaches the server over a Unix socket (where mysqlnd cannot
+/// encrypt).
+pub struct PdoTarget {
+    pub dsn: String,
+    pub user: String,
+    pub password: Option<String>,
+    pub tls: Tls,
+    pub over_socket: bool,
+}
+
+/// Whether PDO (mysqlnd) goes over the Unix socket to `host`: for `localhost`, whatever
+/// the port, and when no host is given.
+pub fn is_socket_host(host: &str) -> bool {
+    host.is_empty() || host.eq_ignore_ascii_case("localhost")
+}
+
+/// The `mysql` client's TLS options, as `Config::set` names them (`_` spellings too).
+const TLS_KEYS: [&str; 4] = ["ssl-mode", "ssl-ca", "ssl-cert", "ssl-key"];
 
 fn port_number(value: &str) -> Result<u16, Error> {
     value.trim().parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| Error::InvalidArgument {

@@ -2,20 +2,22 @@
 //!
 //! | setting | default | meaning |
 //! |---|---|---|
-//! | `mysqllock.dsn` | (empty) | `mysql://user:password@host:port/db?socket=...` used until `configureConnection()`/`setConnection()` is called |
+//! | `mysqllock.dsn` | (empty) | `mysql://user:password@host:port/db?socket=...&ssl-mode=...` used until `configureConnection()`/`setConnection()` is called |
 //! | `mysqllock.table` | `shared_locks` | the locks table (`name` or `schema.name`) until `setTable()` |
 //! | `mysqllock.connect_timeout` | `10` | seconds to wait for the server when connecting |
 //! | `mysqllock.allow_cluster` | `0` | let `SharedLock` (GET_LOCK) run on a Galera node or Group Replication member |
 //!
 //! All are `PHP_INI_ALL` (php.ini, `.user.ini`, `ini_set`). The password in
-//! `mysqllock.dsn` is shown masked by `php --ri` and `phpinfo()`.
+//! `mysqllock.dsn` is shown masked by `php --ri` and `phpinfo()`, which also show the
+//! TLS mode it puts in force (`ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key` in its query).
 
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_char, c_int, CStr, CString};
 use std::time::Duration;
 
 use ext_php_rs::ffi::{php_info_print_table_end, php_info_print_table_row, php_info_print_table_start, zend_ini_entry};
 use ext_php_rs::flags::IniEntryPermission;
 use ext_php_rs::zend::{IniEntryDef, IniEntryDefs, ModuleEntry, SapiModule};
+use mysqllock_core::Config;
 
 pub const DSN: &CStr = c"mysqllock.dsn";
 pub const TABLE: &CStr = c"mysqllock.table";
@@ -130,7 +132,7 @@ pub unsafe extern "C" fn info(module: *mut ModuleEntry) {
             (
                 c"Classes",
                 c"ItsMieger\\MySqlSharedLocks\\SharedLock, SharedLockHandle, Exception\\*; Nene\\Kit\\DistributedLock; \
-                  MySqlLock\\SessionLock, MySqlLock\\*Exception",
+                  MySqlLock\\SessionLock, MySqlLock\\PdoFactory, MySqlLock\\*Exception",
             ),
             (
                 c"Lock table protocol",
@@ -138,16 +140,43 @@ pub unsafe extern "C" fn info(module: *mut ModuleEntry) {
                   session locks (GET_LOCK only)",
             ),
         ];
-        // SAFETY: called by the engine while printing module info; C strings are static.
+        let tls = CString::new(tls_in_force()).unwrap_or_default();
+        // SAFETY: called by the engine while printing module info; the C strings live
+        // until the end of this block.
         unsafe {
             php_info_print_table_start();
             for (key, value) in rows {
                 php_info_print_table_row(2, key.as_ptr(), value.as_ptr());
             }
+            php_info_print_table_row(2, c"TLS (mysqllock.dsn)".as_ptr(), tls.as_ptr());
             php_info_print_table_end();
             display_ini_entries(module);
         }
     });
+}
+
+/// The TLS of the connection `mysqllock.dsn` names: the mode in force (given, or what
+/// the settings imply) and the files named. Paths only, never a password.
+fn tls_in_force() -> String {
+    let Some(url) = get(DSN) else {
+        return "PREFERRED (the default; mysqllock.dsn is not set)".to_owned();
+    };
+    let tls = match Config::from_url(&url) {
+        Ok(config) => config.tls,
+        Err(e) => return format!("unknown: mysqllock.dsn is invalid: {e}"),
+    };
+    let mut shown = tls.mode().name().to_owned();
+    match (tls.mode, &tls.ca) {
+        (None, Some(_)) => shown.push_str(" (ssl-ca without ssl-mode)"),
+        (None, None) => shown.push_str(" (the default)"),
+        (Some(_), _) => {}
+    }
+    for (key, path) in [("ssl-ca", &tls.ca), ("ssl-cert", &tls.cert), ("ssl-key", &tls.key)] {
+        if let Some(path) = path {
+            shown.push_str(&format!(", {key}={path}"));
+        }
+    }
+    shown
 }
 
 const VERSION: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {

@@ -7,7 +7,8 @@
 //! The glue is thin: `classes` and `session_lock` convert arguments and call `state`,
 //! which owns the core `Locker`s; `exceptions::to_php` and `lock_exceptions::to_php` map
 //! every core error; `pdo_session` and `mysqli_session` let the core run on a user's PDO
-//! or mysqli (sharing `driver`); `options` reads the `$options` array of the acquiring
+//! or mysqli (sharing `driver`); `pdo_factory` opens the PDOs the extension hands out,
+//! with the TLS settings as PDO takes them; `options` reads the `$options` array of the acquiring
 //! methods; `ini` holds the php.ini settings; `distributed` is `DistributedLock`. All
 //! lock decisions are the core's.
 
@@ -24,6 +25,7 @@ mod ini;
 mod lock_exceptions;
 mod mysqli_session;
 mod options;
+mod pdo_factory;
 mod pdo_session;
 mod php;
 mod registry;
@@ -60,7 +62,8 @@ fn module_startup(_type: i32, module_number: i32) -> i32 {
         lock_exceptions::register()?;
         classes::register()?;
         distributed::register()?;
-        session_lock::register()
+        session_lock::register()?;
+        pdo_factory::register()
     });
     let problem = match started {
         Ok(Ok(())) => return SUCCESS,

@@ -42,10 +42,12 @@ pub enum Class {
     AlreadyHeld,
     Deadlock,
     ConnectionException,
+    /// `MySqlLock\PdoFactory`: PDOs with the TLS settings of a `mysql://` URL.
+    PdoFactory,
 }
 
 impl Class {
-    pub const ALL: [Class; 18] = [
+    pub const ALL: [Class; 19] = [
         Class::SharedLock,
         Class::Handle,
         Class::SharedLockException,
@@ -64,6 +66,7 @@ impl Class {
         Class::AlreadyHeld,
         Class::Deadlock,
         Class::ConnectionException,
+        Class::PdoFactory,
     ];
 
     /// The fully qualified PHP class name.
@@ -87,6 +90,7 @@ impl Class {
             Class::AlreadyHeld => return format!("{OWN_NS}\\AlreadyHeldException"),
             Class::Deadlock => return format!("{OWN_NS}\\DeadlockException"),
             Class::ConnectionException => return format!("{OWN_NS}\\ConnectionException"),
+            Class::PdoFactory => return format!("{OWN_NS}\\PdoFactory"),
         };
         format!("{NS}\\{short}")
     }
@@ -126,6 +130,7 @@ impl Class {
             Class::AlreadyHeld => store::<15>,
             Class::Deadlock => store::<16>,
             Class::ConnectionException => store::<17>,
+            Class::PdoFactory => store::<18>,
         }
     }
 }

@@ -29,7 +29,7 @@ use std::cell::RefCell;
 use ext_php_rs::types::{ZendObject, Zval};
 use mysqllock_core::{AcquireOptions, Error, Lease, LockStatus, Locker, Loss, QuoteStyle, Table};
 
-use crate::connection::{PhpConnector, Settings, Target};
+use crate::connection::{PdoTarget, PhpConnector, Settings, Target};
 use crate::driver;
 use crate::ini;
 use crate::options;
@@ -379,13 +379,13 @@ impl State {
         self.current.as_ref().and_then(|l| l.connector().pdo()).map(Zval::shallow_clone)
     }
 
-    /// DSN, user and password for `new PDO(...)`.
-    pub fn pdo_parameters(&self) -> Result<(String, String, Option<String>), Error> {
+    /// DSN, login and TLS settings for `new PDO(...)`.
+    pub fn pdo_parameters(&self) -> Result<PdoTarget, Error> {
         let settings = self.settings.as_ref().ok_or_else(|| Error::InvalidArgument {
             what: "connection",
             reason: self.settings_problem.clone().unwrap_or_else(|| NOT_CONFIGURED.to_owned()),
         })?;
-        Ok((settings.pdo_dsn(), settings.user.clone(), settings.password.clone()))
+        Ok(settings.pdo_target())
     }
 
     pub fn table(&self) -> &Table {

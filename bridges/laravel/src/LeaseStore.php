@@ -40,8 +40,10 @@ class LeaseStore implements Store, LockProvider
      * The store for a `cache.stores.*` entry with `'driver' => 'mysqllock'`.
      *
      * @param array{connection?: ?string, dsn?: ?string, table?: ?string, prefix?: ?string, lock_timeout?: ?int} $config
-     *   connection: a connection of config/database.php whose PDO the locks use; else dsn:
-     *   `mysql://user:password@host:port/database` (a PDO opened here); else the
+     *   connection: a connection of config/database.php whose PDO the locks use (with its
+     *   `options`, PDO::MYSQL_ATTR_SSL_* included); else dsn:
+     *   `mysql://user:password@host:port/database` with mysqllock.dsn's query keys
+     *   (`?ssl-mode=VERIFY_IDENTITY&ssl-ca=...`; a PDO opened here); else the
      *   extension's own connection (php.ini mysqllock.dsn). table: the lease table
      *   (distributed_locks). prefix: before every name (default: cache.prefix).
      *   lock_timeout: seconds a lock with $seconds = 0 lives (86400).

@@ -5,6 +5,7 @@ declare(strict_types=1);
 namespace MySqlLock\Laravel;
 
 use Illuminate\Database\Connection;
+use MySqlLock\PdoFactory;
 use Nene\Kit\DistributedLock;
 use Nene\Kit\DistributedLockException;
 
@@ -64,7 +65,7 @@ final class Leases
                 . '(mysql://user:password@host:port/database), or give the store a "dsn" or a database "connection" in config/cache.php'
             );
         }
-        self::parseDsn($dsn);
+        self::checkDsn($dsn);
         $read = static function (bool $fresh) use ($dsn, &$pdo): \PDO {
             if ($fresh || $pdo === null) {
                 $pdo = self::connect($dsn);
@@ -76,13 +77,15 @@ final class Leases
 
     /**
      * Leases on a PDO connected here from $dsn, `mysql://user:password@host:port/database`
-     * (`?socket=/path` and `?charset=` understood, as in mysqllock.dsn).
+     * with the query keys of mysqllock.dsn (`socket`, `charset`, and the TLS settings
+     * `ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`), opened by the extension
+     * (MySqlLock\PdoFactory::fromUrl()) as it opens its own PDOs.
      *
      * @throws \InvalidArgumentException for a malformed DSN or table name
      */
     public static function onDsn(string $dsn, string $table = 'distributed_locks'): self
     {
-        self::parseDsn($dsn);
+        self::checkDsn($dsn);
         $pdo = static function (bool $fresh) use ($dsn, &$open): \PDO {
             if ($fresh || $open === null) {
                 $open = self::connect($dsn);
@@ -261,41 +264,24 @@ final class Leases
         return '`' . str_replace('.', '`.`', $table) . '`';
     }
 
-    /**
-     * @return array{host: string, port: ?int, user: string, pass: string, db: string, socket: ?string, charset: string}
-     */
-    private static function parseDsn(string $dsn): array
+    /** Refuses a DSN without the parts the leases need (scheme, host, database). */
+    private static function checkDsn(string $dsn): void
     {
         $u = parse_url($dsn);
         if (!is_array($u) || ($u['scheme'] ?? '') !== 'mysql' || !isset($u['host'])) {
             throw new \InvalidArgumentException('Invalid mysqllock DSN: expected mysql://user:password@host:port/database');
         }
-        parse_str($u['query'] ?? '', $query);
-        $db = ltrim(rawurldecode($u['path'] ?? ''), '/');
-        if ($db === '') {
+        if (ltrim(rawurldecode($u['path'] ?? ''), '/') === '') {
             throw new \InvalidArgumentException('Invalid mysqllock DSN: no database (mysql://user:password@host:port/database)');
         }
-        return [
-            'host' => rawurldecode($u['host']),
-            'port' => isset($u['port']) ? (int) $u['port'] : null,
-            'user' => rawurldecode($u['user'] ?? ''),
-            'pass' => rawurldecode($u['pass'] ?? ''),
-            'db' => $db,
-            'socket' => isset($query['socket']) && is_string($query['socket']) ? $query['socket'] : null,
-            'charset' => isset($query['charset']) && is_string($query['charset']) ? $query['charset'] : 'utf8mb4',
-        ];
     }
 
+    /**
+     * A PDO on $dsn, opened by the extension as it opens its own: its socket, character
+     * set and TLS settings as mysqllock.dsn has them.
+     */
     private static function connect(string $dsn): \PDO
     {
-        $d = self::parseDsn($dsn);
-        $pdoDsn = "mysql:host={$d['host']};dbname={$d['db']};charset={$d['charset']}";
-        if ($d['port'] !== null) {
-            $pdoDsn .= ";port={$d['port']}";
-        }
-        if ($d['socket'] !== null) {
-            $pdoDsn .= ";unix_socket={$d['socket']}";
-        }
-        return new \PDO($pdoDsn, $d['user'], $d['pass'], [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION]);
+        return PdoFactory::fromUrl($dsn);
     }
 }

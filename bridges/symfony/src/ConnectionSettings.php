@@ -4,12 +4,14 @@ declare(strict_types=1);
 
 namespace MySqlLock\Symfony;
 
+use MySqlLock\PdoFactory;
 use Symfony\Component\Lock\Exception\InvalidArgumentException;
 
 /**
  * Where a MySqlLockStore locks: a parsed `mysqllock://` / `mysql://` DSN, or the
  * extension's default connection (php.ini `mysqllock.dsn`). Opens PDOs on it for the
- * lease mode; the SharedLock mode hands the parts to SharedLock::configureConnection().
+ * lease mode (through the extension, so they get its TLS settings as it gives them to
+ * PDOs); the SharedLock mode hands the parts to SharedLock::configureConnection().
  *
  * @internal
  */
@@ -18,8 +20,12 @@ final class ConnectionSettings
     /** Options a DSN's query string may carry (the rest are refused, so typos are not silently ignored). */
     private const QUERY_KEYS = ['mode', 'table', 'initial_ttl', 'charset', 'socket'];
 
+    /** The `mysql` client's TLS settings a DSN may carry (also spelled with `_`), for the extension. */
+    private const TLS_KEYS = ['ssl-mode', 'ssl-ca', 'ssl-cert', 'ssl-key'];
+
     /**
      * @param array<string, string> $options the DSN's query options (mode, table, initial_ttl)
+     * @param array<string, string> $tls the TLS settings, by their `-` names (ssl-mode, ssl-ca, ssl-cert, ssl-key)
      */
     private function __construct(
         public readonly ?string $host,
@@ -30,6 +36,7 @@ final class ConnectionSettings
         public readonly string $charset,
         public readonly ?string $socket,
         public readonly array $options,
+        public readonly array $tls = [],
     ) {
     }
 
@@ -41,8 +48,10 @@ final class ConnectionSettings
 
     /**
      * `mysqllock://user:pass@host:port/db?mode=lease&table=...&initial_ttl=...&charset=...&socket=...`
-     * (or `mysql://`); `mysqllock:` alone (with an optional query) is the extension's
-     * default connection, whose server php.ini's `mysqllock.dsn` names.
+     * (or `mysql://`), with the TLS settings of mysqllock.dsn if wanted (`&ssl-mode=VERIFY_IDENTITY&ssl-ca=...`,
+     * `ssl-cert`, `ssl-key`); `mysqllock:` alone (with an optional query, not TLS: that is
+     * mysqllock.dsn's) is the extension's default connection, whose server php.ini's
+     * `mysqllock.dsn` names.
      *
      * @throws InvalidArgumentException for anything else
      */
@@ -50,15 +59,19 @@ final class ConnectionSettings
     {
         if (self::isDefaultDsn($dsn)) {
             $query = (string) parse_url('x://h' . substr($dsn, strcspn($dsn, '?')), PHP_URL_QUERY);
-            return self::fromIni(self::query($query, $dsn));
+            [$options, $tls] = self::query($query, $dsn);
+            if ($tls !== []) {
+                throw new InvalidArgumentException(sprintf('The mysqllock DSN "%s" names the default connection, whose TLS settings are those of php.ini\'s mysqllock.dsn: set %s there.', $dsn, implode(', ', array_keys($tls))));
+            }
+            return self::fromIni($options);
         }
         $parts = parse_url($dsn);
         $scheme = is_array($parts) ? strtolower($parts['scheme'] ?? '') : '';
         if (!in_array($scheme, ['mysqllock', 'mysql'], true) || !isset($parts['host'])) {
             throw new InvalidArgumentException(sprintf('Invalid mysqllock DSN "%s": expected mysqllock://user:password@host:port/database (or mysql://...), or mysqllock: for the extension\'s default connection.', self::mask($dsn)));
         }
-        $options = self::query($parts['query'] ?? '', $dsn);
-        return self::fromParts($parts, $options['charset'] ?? null, $options['socket'] ?? null, $options);
+        [$options, $tls] = self::query($parts['query'] ?? '', $dsn);
+        return self::fromParts($parts, $options['charset'] ?? null, $options['socket'] ?? null, $options, $tls);
     }
 
     /**
@@ -80,7 +93,13 @@ final class ConnectionSettings
         }
         parse_str($parts['query'] ?? '', $iniQuery);
         $charset = isset($iniQuery['charset']) ? (string) $iniQuery['charset'] : null;
-        return self::fromParts($parts, $charset, isset($iniQuery['socket']) ? (string) $iniQuery['socket'] : null, $options);
+        $tls = [];
+        foreach ($iniQuery as $key => $value) {
+            if (is_string($value) && in_array(self::tlsKey((string) $key), self::TLS_KEYS, true)) {
+                $tls[self::tlsKey((string) $key)] = $value;
+            }
+        }
+        return self::fromParts($parts, $charset, isset($iniQuery['socket']) ? (string) $iniQuery['socket'] : null, $options, $tls);
     }
 
     /**
@@ -89,8 +108,9 @@ final class ConnectionSettings
      *
      * @param array<string, mixed> $parts
      * @param array<string, string> $options
+     * @param array<string, string> $tls
      */
-    private static function fromParts(array $parts, ?string $charset, ?string $socket, array $options): self
+    private static function fromParts(array $parts, ?string $charset, ?string $socket, array $options, array $tls = []): self
     {
         $path = trim($parts['path'] ?? '', '/');
         return new self(
@@ -102,6 +122,7 @@ final class ConnectionSettings
             $charset ?? 'utf8mb4',
             $socket,
             $options,
+            $tls,
         );
     }
 
@@ -116,33 +137,76 @@ final class ConnectionSettings
         return is_string($table) && $table !== '' ? $table : null;
     }
 
-    /** A new PDO on this server: exceptions on, real prepared statements. */
+    /**
+     * A new PDO on this server: exceptions on, real prepared statements, the TLS settings
+     * as the extension gives them to PDOs (MySqlLock\PdoFactory).
+     *
+     * @throws \InvalidArgumentException for a TLS setting a PDO cannot have
+     * @throws \PDOException if connecting fails
+     */
     public function openPdo(): \PDO
     {
-        $dsn = 'mysql:' . ($this->socket !== null ? 'unix_socket=' . $this->socket : 'host=' . $this->host . ($this->port !== null ? ';port=' . $this->port : ''));
-        $dsn .= ($this->dbName !== null ? ';dbname=' . $this->dbName : '') . ';charset=' . $this->charset;
-        return new \PDO($dsn, $this->user, $this->password, [
-            \PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION,
-            \PDO::ATTR_EMULATE_PREPARES => false,
-        ]);
+        return PdoFactory::fromUrl($this->url());
+    }
+
+    /**
+     * The `$additionalDsn` of SharedLock::configureConnection(): the socket and the TLS
+     * settings, or null.
+     */
+    public function additionalDsn(): ?string
+    {
+        $pairs = $this->socket !== null ? ['unix_socket=' . $this->socket] : [];
+        foreach ($this->tls as $key => $value) {
+            $pairs[] = "$key=$value";
+        }
+        return $pairs === [] ? null : implode(';', $pairs);
     }
 
     /** What tells two settings apart (the password included, never shown). */
     public function identity(): string
     {
-        return hash('sha256', serialize([$this->host, $this->port, $this->dbName, $this->user, $this->password, $this->charset, $this->socket]));
+        return hash('sha256', serialize([$this->host, $this->port, $this->dbName, $this->user, $this->password, $this->charset, $this->socket, $this->tls]));
     }
 
-    /** @return array<string, string> */
+    /** These settings as a `mysql://` URL in the syntax of php.ini's mysqllock.dsn. */
+    private function url(): string
+    {
+        $host = (string) $this->host;
+        if (str_contains($host, ':') && !str_starts_with($host, '[')) {
+            $host = "[$host]";
+        }
+        $query = ['charset' => $this->charset] + ($this->socket !== null ? ['socket' => $this->socket] : []) + $this->tls;
+        return 'mysql://' . rawurlencode($this->user) . ($this->password !== null ? ':' . rawurlencode($this->password) : '')
+            . '@' . $host . ($this->port !== null ? ':' . $this->port : '') . '/' . rawurlencode($this->dbName ?? '')
+            . '?' . http_build_query($query, '', '&', PHP_QUERY_RFC3986);
+    }
+
+    /** `ssl_mode` as `ssl-mode` (the extension takes both); other keys unchanged. */
+    private static function tlsKey(string $key): string
+    {
+        return str_starts_with($key, 'ssl_') ? str_replace('_', '-', $key) : $key;
+    }
+
+    /**
+     * The store's options and the TLS settings of a DSN's query.
+     *
+     * @return array{0: array<string, string>, 1: array<string, string>}
+     */
     private static function query(string $query, string $dsn): array
     {
-        parse_str($query, $options);
-        foreach ($options as $key => $value) {
-            if (!in_array($key, self::QUERY_KEYS, true) || !is_string($value)) {
-                throw new InvalidArgumentException(sprintf('Unknown option "%s" in the mysqllock DSN "%s" (known: %s).', $key, self::mask($dsn), implode(', ', self::QUERY_KEYS)));
+        parse_str($query, $pairs);
+        $options = $tls = [];
+        foreach ($pairs as $key => $value) {
+            $key = (string) $key;
+            if (is_string($value) && in_array(self::tlsKey($key), self::TLS_KEYS, true)) {
+                $tls[self::tlsKey($key)] = $value;
+            } elseif (is_string($value) && in_array($key, self::QUERY_KEYS, true)) {
+                $options[$key] = $value;
+            } else {
+                throw new InvalidArgumentException(sprintf('Unknown option "%s" in the mysqllock DSN "%s" (known: %s).', $key, self::mask($dsn), implode(', ', [...self::QUERY_KEYS, ...self::TLS_KEYS])));
             }
         }
-        return $options;
+        return [$options, $tls];
     }
 
     /** The DSN with its password replaced, for messages. */

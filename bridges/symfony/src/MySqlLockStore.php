@@ -75,7 +75,10 @@ class MySqlLockStore implements BlockingStoreInterface
     /**
      * @param \PDO|string|null $connection a `mysqllock://user:password@host:port/database`
      *        (or `mysql://`) DSN, a pdo_mysql PDO, or null (or `mysqllock:`) for the
-     *        extension's default connection (php.ini `mysqllock.dsn`)
+     *        extension's default connection (php.ini `mysqllock.dsn`). A DSN may carry TLS
+     *        settings as mysqllock.dsn does (`?ssl-mode=VERIFY_IDENTITY&ssl-ca=/path/ca.pem`,
+     *        `ssl-cert`, `ssl-key`); the lease mode's PDO gets them as the extension gives
+     *        them to PDOs (see MySqlLock\PdoFactory::fromUrl()).
      * @param array{mode?: string, table?: string, initial_ttl?: float|int|string} $options
      *        `mode`: `shared` (default) or `lease`; `table`: the locks table (`shared_locks`
      *        or `distributed_locks` unless given); `initial_ttl`: seconds save() takes the
@@ -456,7 +459,7 @@ class MySqlLockStore implements BlockingStoreInterface
                     $settings->password,
                     $settings->charset,
                     $settings->port,
-                    $settings->socket !== null ? 'unix_socket=' . $settings->socket : null,
+                    $settings->additionalDsn(),
                 );
             }
             $table = $this->table ?? 'shared_locks';

@@ -73,7 +73,7 @@ final class ConnectionTest extends TestCase
         try {
             $store = new MySqlLockStore(null, ['mode' => 'lease']);
         } finally {
-            ini_set('mysqllock.dsn', testDsn());
+            ini_set('mysqllock.dsn', defaultDsn());
         }
         $store->createTable();
         $store->save(new Key($this->resource()));
@@ -160,6 +160,24 @@ final class ConnectionTest extends TestCase
         // Why MySqlLockBundle exists: framework.lock hands DSNs to this closed list.
         $this->expectException(InvalidArgumentException::class);
         StoreFactory::createStore('mysqllock://u:p@127.0.0.1/db');
+    }
+
+    public function testADsnTakesTheTlsSettingsOfMysqllockDsn(): void
+    {
+        $store = new MySqlLockStore(preg_replace('#^mysql:#', 'mysqllock:', testDsn()) . '?ssl-mode=sometimes');
+        try {
+            $store->save(new Key($this->resource()));
+            $this->fail('an invalid ssl-mode was accepted');
+        } catch (LockStorageException $e) {
+            $this->assertStringContainsString('ssl-mode', (string) $e->getPrevious()?->getMessage());
+        }
+    }
+
+    public function testTheDefaultConnectionDsnRefusesTlsSettingsOfItsOwn(): void
+    {
+        $this->expectException(InvalidArgumentException::class);
+        $this->expectExceptionMessage('mysqllock.dsn');
+        new MySqlLockStore('mysqllock:?ssl-mode=REQUIRED');
     }
 
     private function rows(string $mode, string $name): int

@@ -18,7 +18,7 @@ if (!extension_loaded('mysqllock')) {
 }
 loadFramework();
 // The extension's default connection: what MySqlLockStore uses without a DSN or PDO.
-ini_set('mysqllock.dsn', testDsn());
+ini_set('mysqllock.dsn', defaultDsn());
 
 try {
     (new MySqlLockStore(null, ['mode' => 'shared']))->createTable();
@@ -36,7 +36,7 @@ final class Child extends ChildProcess
     public function __construct(string $script = 'child.php', array $args = [])
     {
         parent::__construct(
-            [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'mysqllock.dsn=' . testDsn(), '-d', 'display_errors=stderr',
+            [PHP_BINARY, '-d', 'extension=' . extensionPath(), '-d', 'mysqllock.dsn="' . defaultDsn() . '"', '-d', 'display_errors=stderr',
                 __DIR__ . '/fixtures/' . $script, ...$args],
             'sft-child-',
         );
