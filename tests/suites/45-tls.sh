@@ -11,7 +11,9 @@
 #   CLI   tests/tls/cli.sh: issue 22's crontab line with its password in an option file
 #         on three "nodes" at once, refusals with their reasons, the X509 account, a
 #         --dsn password wiped from /proc/PID/cmdline
-#   PHP   its place is marked below (tls_php)
+#   PHP   the PHPUnit group tls of 30-php, 35-symfony and 36-laravel (tests/php/TlsTest.php,
+#         tests/bridges/*/TlsTest.php): mysqllock.dsn, configureConnection()'s
+#         $additionalDsn, the PDOs the extension and the bridges open
 #
 # Both servers are stopped on exit, whatever happens. A missing tool is a failure, never
 # a skip. MYSQLLOCK_TEST_SERVERS (as for scripts/test.sh) narrows it to one server.
@@ -118,9 +120,12 @@ tls_cli() { # tls_cli SERVER
 }
 
 tls_php() { # tls_php SERVER
-  # TO BE ADDED (issue 22, PHP extension): the extension's TLS settings against this
-  # server, through run() so its results are counted.
-  echo "# PHP extension over TLS on $1: no checks yet (issue 22)"
+  # The PHPUnit group tls of the extension's and the bridges' suites (excluded from their
+  # normal runs); each suite's exit status counts.
+  local suite
+  for suite in 30-php 35-symfony 36-laravel; do
+    run "PHPUnit --group tls of $suite on $1" bash "tests/suites/$suite.sh" --group tls
+  done
 }
 
 for server in "${up[@]}"; do
