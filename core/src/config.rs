@@ -495,11 +495,7 @@ mod tests {
 
     #[test]
     fn contradictory_tls_settings_are_refused() {
-        for bad in [
-            "mysql://h/db?ssl-mode=sometimes",
-            "mysql://h/db?ssl-cert=/c.pem",
-            "mysql://h/db?ssl-key=/k.pem",
-        ] {
+        for bad in ["mysql://h/db?ssl-mode=sometimes", "mysql://h/db?ssl-cert=/c.pem", "mysql://h/db?ssl-key=/k.pem"] {
             assert!(Config::from_url(bad).is_err(), "{bad:?} accepted");
         }
     }
