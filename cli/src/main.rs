@@ -86,7 +86,7 @@ struct Cli {
     #[arg(long, global = true, help_heading = CONNECTION, value_name = "URL")]
     dsn: Option<String>,
 
-    /// Read only this option file (my.cnf syntax, groups [client] and [mysqllock]),
+    /// Read only this option file (my.cnf syntax, groups `[client]` and `[mysqllock]`),
     /// not ~/.my.cnf.
     #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE", conflicts_with_all = ["defaults_extra_file", "no_defaults"])]
     defaults_file: Option<PathBuf>,
