@@ -20,16 +20,9 @@ require __DIR__ . '/session_common.php';
 $rounds = (int) arg(1, 'rounds');
 $block = (int) arg(2, 'cycles per block');
 
-if (($argv[3] ?? '') === 'child') {
-    // One SessionLock implementation: ROUNDS x BLOCK cycles timed per block, as
-    // nanoseconds per cycle on stdout (one line per round), after a warm-up.
-    $cycle = static function (): void {
-        $lock = new \MySqlLock\SessionLock('tls-cycle-' . getmypid());
-        if ($lock->acquire(0.0) !== true) {
-            fail('SessionLock acquire(0.0) did not return true');
-        }
-        $lock->release();
-    };
+/** 200 untimed cycles, then ROUNDS blocks of BLOCK: nanoseconds per cycle of each block. */
+function timeBlocks(\Closure $cycle, int $rounds, int $block): array
+{
     for ($i = 0; $i < 200; $i++) {
         $cycle();
     }
@@ -41,7 +34,20 @@ if (($argv[3] ?? '') === 'child') {
         }
         $out[] = (hrtime(true) - $t) / $block;
     }
-    echo implode("\n", $out), "\n";
+    return $out;
+}
+
+if (($argv[3] ?? '') === 'child') {
+    // One SessionLock implementation: ROUNDS x BLOCK cycles timed per block, as
+    // nanoseconds per cycle on stdout (one line per round), after a warm-up.
+    $cycle = static function (): void {
+        $lock = new \MySqlLock\SessionLock('tls-cycle-' . getmypid());
+        if ($lock->acquire(0.0) !== true) {
+            fail('SessionLock acquire(0.0) did not return true');
+        }
+        $lock->release();
+    };
+    echo implode("\n", timeBlocks($cycle, $rounds, $block)), "\n";
     exit(0);
 }
 
@@ -59,18 +65,7 @@ function pdoCycles(\PDO $pdo, int $rounds, int $block): array
             fail('GET_LOCK/RELEASE_LOCK through PDO did not return 1');
         }
     };
-    for ($i = 0; $i < 200; $i++) {
-        $cycle();
-    }
-    $out = [];
-    for ($r = 0; $r < $rounds; $r++) {
-        $t = hrtime(true);
-        for ($i = 0; $i < $block; $i++) {
-            $cycle();
-        }
-        $out[] = (hrtime(true) - $t) / $block;
-    }
-    return $out;
+    return timeBlocks($cycle, $rounds, $block);
 }
 
 /** The SessionLock child for one URL: its per-cycle nanoseconds. */

@@ -49,16 +49,19 @@ fn build(tls: &Tls) -> Result<ClientConfig, String> {
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS setup failed: {e}"))?;
-    let verifier: Arc<dyn ServerCertVerifier> = match tls.verifies_chain() {
-        false => Arc::new(Unchecked { algorithms: provider.signature_verification_algorithms }),
-        true => {
-            let roots = Arc::new(roots(tls.ca.as_deref())?);
-            let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+    let chain = match tls.verifies_chain() {
+        false => None,
+        true => Some(
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots(tls.ca.as_deref())?), provider.clone())
                 .build()
-                .map_err(|e| format!("TLS setup failed: {e}"))?;
-            Arc::new(Verified { webpki, check_name: tls.mode() == SslMode::VerifyIdentity })
-        }
+                .map_err(|e| format!("TLS setup failed: {e}"))?,
+        ),
     };
+    let verifier = Arc::new(Verifier {
+        chain,
+        check_name: tls.mode() == SslMode::VerifyIdentity,
+        algorithms: provider.signature_verification_algorithms,
+    });
     let builder = builder.dangerous().with_custom_certificate_verifier(verifier);
     match (&tls.cert, &tls.key) {
         (Some(cert), Some(key)) => {
@@ -138,24 +141,39 @@ pub(crate) fn handshake_failure(e: &std::io::Error, tls: &Tls, host: &str) -> St
     }
 }
 
-/// `PREFERRED` and `REQUIRED` without `ssl-ca`: the connection is encrypted, the
-/// certificate not checked (as the `mysql` client does in these modes). The handshake's
-/// signatures are still verified, so the session's keys belong to the certificate shown.
+/// How the server's certificate is judged. The handshake's signatures are verified
+/// in every mode, so the session's keys belong to the certificate shown.
+/// - `PREFERRED` and `REQUIRED` without `ssl-ca` (`chain` is `None`): the certificate is
+///   not checked, as the `mysql` client does in these modes.
+/// - `VERIFY_CA` and `VERIFY_IDENTITY` (and any mode given `ssl-ca`): the chain must lead
+///   to a trusted CA; the host name is checked only for `VERIFY_IDENTITY`. rustls's
+///   verifier checks the chain first and the name after, so a name error means the chain
+///   passed: that one error is what `VERIFY_CA` lets through.
 #[derive(Debug)]
-struct Unchecked {
+struct Verifier {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    check_name: bool,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
-impl ServerCertVerifier for Unchecked {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) if !self.check_name => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
     }
 
     fn verify_tls12_signature(
@@ -178,56 +196,6 @@ impl ServerCertVerifier for Unchecked {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.algorithms.supported_schemes()
-    }
-}
-
-/// `VERIFY_CA` and `VERIFY_IDENTITY` (and any mode given `ssl-ca`): the chain must lead
-/// to a trusted CA; the host name is checked only for `VERIFY_IDENTITY`. rustls's
-/// verifier checks the chain first and the name after, so a name error means the chain
-/// passed: that one error is what `VERIFY_CA` lets through.
-#[derive(Debug)]
-struct Verified {
-    webpki: Arc<WebPkiServerVerifier>,
-    check_name: bool,
-}
-
-impl ServerCertVerifier for Verified {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) if !self.check_name => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
     }
 }
 

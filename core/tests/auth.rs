@@ -23,17 +23,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 const FAST_AUTH_SUCCESS: &[u8] = &[0x01, 0x03];
 const PERFORM_FULL_AUTH: &[u8] = &[0x01, 0x04];
 
-/// Empties MySQL's authentication cache (on MariaDB it only reloads the grant tables),
-/// as root through the server's script: not through the client under test.
-fn empty_the_cache() {
-    let dir = std::env::var("MYSQLLOCK_TEST_DIR").expect("MYSQLLOCK_TEST_DIR is not set: export the server's env file");
-    let status = std::process::Command::new("bash")
-        .args([&server_script(), "sql", &dir, "-e", "FLUSH PRIVILEGES"])
-        .status()
-        .expect("running the server script");
-    assert!(status.success(), "FLUSH PRIVILEGES through {} failed", server_script());
-}
-
 /// The test account over the Unix socket (as `locker@localhost`).
 fn socket_config() -> Config {
     let mut config = config();

@@ -308,17 +308,6 @@ fn keep_alive_renews_over_its_own_connection_with_the_client_certificate() {
     a.release(&name).unwrap();
 }
 
-/// Empties MySQL's authentication cache (on MariaDB it only reloads the grant tables),
-/// as root over the Unix socket through the server's script.
-fn empty_the_cache() {
-    let dir = std::env::var("MYSQLLOCK_TEST_DIR").expect("MYSQLLOCK_TEST_DIR is not set: export the server's env file");
-    let status = std::process::Command::new("bash")
-        .args([&server_script(), "sql", &dir, "-e", "FLUSH PRIVILEGES"])
-        .status()
-        .expect("running the server script");
-    assert!(status.success(), "FLUSH PRIVILEGES through {} failed", server_script());
-}
-
 /// Whether the server offers the authentication plugin `plugin`: MariaDB lists every
 /// plugin it could load in `ALL_PLUGINS`, MySQL only has the loaded ones in `PLUGINS`.
 fn has_plugin(plugin: &str) -> bool {

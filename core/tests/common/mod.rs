@@ -140,6 +140,18 @@ pub fn server_script() -> String {
         .expect("MYSQLLOCK_SERVER_SCRIPT is not set: export the variables from the test server's DIR/env")
 }
 
+/// Empties MySQL's authentication cache (on MariaDB it only reloads the grant tables),
+/// as root over the Unix socket through the server's script: not through the client
+/// under test.
+pub fn empty_the_cache() {
+    let dir = std::env::var("MYSQLLOCK_TEST_DIR").expect("MYSQLLOCK_TEST_DIR is not set: export the server's env file");
+    let status = std::process::Command::new("bash")
+        .args([&server_script(), "sql", &dir, "-e", "FLUSH PRIVILEGES"])
+        .status()
+        .expect("running the server script");
+    assert!(status.success(), "FLUSH PRIVILEGES through {} failed", server_script());
+}
+
 /// Marks the MyISAM table `table` of the test database as crashed, through the test
 /// server's own script (it needs the server's datadir, which `MYSQLLOCK_TEST_DIR` names).
 pub fn crash_table(table: &str) {
