@@ -13,9 +13,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
-use crate::native::MysqlSession;
 use crate::session::Session;
 use crate::sql::Sql;
+use crate::transport::MysqlSession;
 
 /// Renew when this fraction of the TTL has passed since the last renewal: two chances
 /// to retry before the lease would run out.

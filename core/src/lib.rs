@@ -30,13 +30,11 @@ mod lease;
 pub mod limits;
 mod locker;
 pub mod name;
-mod native;
 mod session;
 mod sql;
-mod tls;
 pub mod topology;
+mod transport;
 mod value;
-mod wire;
 
 pub use config::{url_settings, Config, QuoteStyle, SslMode, Table, Tls, DEFAULT_LEASE_TABLE, DEFAULT_TABLE};
 pub use distributed::{
@@ -44,9 +42,9 @@ pub use distributed::{
 };
 pub use error::{Error, Loss, Result, SessionError};
 pub use locker::{AcquireOptions, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS};
-pub use native::{Authentication, MysqlSession};
 pub use session::{Connector, Session};
 pub use topology::Topology;
+pub use transport::{Authentication, MysqlSession};
 pub use value::{Outcome, Value};
 
 /// The locker most callers want: native sessions from a [`Config`].

@@ -1,4 +1,4 @@
-//! TLS for the own wire client ([`crate::wire`]): the rustls client configuration a
+//! TLS for the own wire client ([`super::wire`]): the rustls client configuration a
 //! connection's [`Tls`] settings call for, and messages that say why a handshake failed.
 //!
 //! rustls with ring as its crypto provider: no OpenSSL (none to install, none to match

@@ -1,0 +1,122 @@
+//! The `mysql` crate, for what the own wire client does not speak (an account on
+//! another authentication plugin, a server without the 4.1 protocol): connecting, and
+//! turning its results, values and errors into the core's. Built without TLS (a second
+//! TLS stack and an older webpki for a path no test server's account takes any more), so
+//! a mode that requires TLS is refused here rather than quietly weakened.
+
+use std::time::Duration;
+
+use mysql::{Conn, OptsBuilder};
+
+use super::wire;
+use crate::config::Config;
+use crate::error::SessionError;
+use crate::value::{Outcome, Value};
+
+/// The largest packet this client sends or accepts: far above any lock statement.
+const CLIENT_MAX_PACKET: usize = 4 * 1024 * 1024;
+
+/// Connects through the crate, because of `why` (said in its errors).
+pub(super) fn connect(config: &Config, io_timeout: Option<Duration>, why: &str) -> Result<Conn, SessionError> {
+    if config.tls.mode().requires_tls() {
+        return Err(SessionError::lost(format!(
+            "TLS: ssl-mode={} requires TLS, but {why}, and only the plain fallback client speaks that; \
+                 move the account to caching_sha2_password, mysql_native_password or ed25519",
+            config.tls.mode().name()
+        )));
+    }
+    let mut opts = OptsBuilder::new()
+        .user(Some(config.user.clone()))
+        .pass(config.password.clone())
+        .db_name(config.database.clone())
+        .tcp_connect_timeout(Some(config.connect_timeout))
+        .prefer_socket(false)
+        // Known here, so connecting does not ask the server for it (a round trip
+        // every short-lived process would pay). Lock statements are tiny.
+        .max_allowed_packet(Some(CLIENT_MAX_PACKET))
+        .read_timeout(io_timeout)
+        .write_timeout(io_timeout);
+    opts = match &config.socket {
+        Some(path) => opts.socket(Some(path.clone())),
+        None => opts.ip_or_hostname(Some(config.host.clone())).tcp_port(config.port),
+    };
+    Conn::new(opts).map_err(|e| {
+        let e = session_error(e);
+        SessionError { message: format!("{} (connecting through the mysql crate because {why})", e.message), ..e }
+    })
+}
+
+/// Every result of a query run through the `mysql` crate.
+pub(super) fn outcomes<P: mysql::prelude::Protocol>(mut result: mysql::QueryResult<'_, '_, '_, P>) -> wire::Answer {
+    let mut outcomes = Vec::new();
+    while let Some(mut set) = result.iter() {
+        // A statement without rows has its OK packet now; reading the (absent) rows
+        // moves past it.
+        let (affected_rows, last_insert_id) = (set.affected_rows(), set.last_insert_id().unwrap_or(0));
+        let rows = set
+            .by_ref()
+            .map(|row| {
+                let row = row.map_err(session_error)?;
+                let columns = row.columns();
+                Ok(row.unwrap().into_iter().zip(columns.iter()).map(|(v, c)| from_mysql(v, c)).collect())
+            })
+            .collect::<Result<_, SessionError>>()?;
+        outcomes.push(Outcome { rows, affected_rows, last_insert_id });
+    }
+    Ok(outcomes)
+}
+
+pub(super) fn to_mysql(v: &Value) -> mysql::Value {
+    match v {
+        Value::Null => mysql::Value::NULL,
+        Value::Int(i) => mysql::Value::Int(*i),
+        Value::UInt(u) => mysql::Value::UInt(*u),
+        Value::Float(f) => mysql::Value::Double(*f),
+        Value::Text(s) => mysql::Value::Bytes(s.as_bytes().to_vec()),
+        Value::Bytes(b) => mysql::Value::Bytes(b.clone()),
+    }
+}
+
+/// A value of the crate's, as the own client reads it: temporal values as the text
+/// protocol shows them (the column says DATE or DATETIME and how many fractional digits).
+pub(super) fn from_mysql(v: mysql::Value, column: &mysql::Column) -> Value {
+    use mysql::consts::ColumnType;
+    match v {
+        mysql::Value::NULL => Value::Null,
+        mysql::Value::Int(i) => Value::Int(i),
+        mysql::Value::UInt(u) => Value::UInt(u),
+        mysql::Value::Float(f) => Value::Float(f64::from(f)),
+        mysql::Value::Double(f) => Value::Float(f),
+        mysql::Value::Bytes(b) => match String::from_utf8(b) {
+            Ok(s) => Value::Text(s),
+            Err(e) => Value::Bytes(e.into_bytes()),
+        },
+        mysql::Value::Date(year, month, day, hour, minute, second, micros) => {
+            let date = format!("{year:04}-{month:02}-{day:02}");
+            Value::Text(match column.column_type() {
+                ColumnType::MYSQL_TYPE_DATE | ColumnType::MYSQL_TYPE_NEWDATE => date,
+                _ => format!("{date} {hour:02}:{minute:02}:{second:02}{}", wire::fraction(micros, column.decimals())),
+            })
+        }
+        mysql::Value::Time(negative, days, hours, minutes, seconds, micros) => {
+            let sign = if negative { "-" } else { "" };
+            let hours = days * 24 + u32::from(hours);
+            Value::Text(format!(
+                "{sign}{hours:02}:{minutes:02}:{seconds:02}{}",
+                wire::fraction(micros, column.decimals())
+            ))
+        }
+    }
+}
+
+/// The one mapping from the `mysql` crate's errors: server errors keep their number,
+/// everything about the transport means the session is gone.
+pub(super) fn session_error(e: mysql::Error) -> SessionError {
+    match e {
+        mysql::Error::MySqlError(m) => SessionError::server(m.code, m.message),
+        mysql::Error::UrlError(u) => SessionError { code: None, message: u.to_string(), lost: false },
+        mysql::Error::DriverError(d) => SessionError::lost(d.to_string()),
+        mysql::Error::IoError(io) => SessionError::lost(io.to_string()),
+        other => SessionError::lost(other.to_string()),
+    }
+}

@@ -1,0 +1,13 @@
+//! How the core talks to a server: the project's own wire client ([`wire`], with TLS in
+//! [`tls`]), the `mysql` crate as the fallback for what the wire client does not speak
+//! ([`fallback`]), and the [`MysqlSession`] built on either ([`session`]), whose first
+//! run of a statement carries its values as literals ([`literals`]). No lock protocol
+//! lives here: the lock kinds see a [`crate::Session`].
+
+mod fallback;
+mod literals;
+mod session;
+pub(crate) mod tls;
+pub(crate) mod wire;
+
+pub use session::{Authentication, MysqlSession};

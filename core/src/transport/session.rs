@@ -1,0 +1,442 @@
+//! The core's own session: the project's wire client ([`super::wire`]) where it can
+//! authenticate, the `mysql` crate where it cannot. Either way a statement's first run
+//! travels as text with its values written in as literals (one round trip, nothing to
+//! prepare), and later runs are prepared.
+
+use std::collections::{HashMap, HashSet};
+
+use parking_lot::Mutex;
+
+use mysql::prelude::Queryable;
+use mysql::{Conn, Params};
+
+use super::fallback::{self, outcomes, session_error, to_mysql};
+use super::literals::{check_values, inline};
+use super::wire::{self, OpenError};
+use crate::config::Config;
+use crate::error::{Error, Result, SessionError};
+use crate::session::{Connector, Session};
+use crate::topology::{self, Topology};
+use crate::value::{Outcome, Value};
+
+/// How long the server lets a lock-holding session sit idle: a week, well past any
+/// sensible job (MariaDB's maximum is a year).
+const IDLE_SECONDS: u32 = 7 * 24 * 3600;
+
+/// MariaDB's topology in one cheap statement: what [`topology::PROBE`] learns there,
+/// plus the session's `wait_timeout`.
+const MARIADB_PROBE: &str = "SELECT @@version, @@wsrep_on, @@session.wait_timeout";
+
+/// ER_UNSUPPORTED_PS: "This command is not supported in the prepared statement protocol yet".
+const ER_UNSUPPORTED_PS: u16 = 1295;
+
+/// ER_UNKNOWN_SYSTEM_VARIABLE.
+const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
+
+/// Targets (`Config::target`) whose setup may not travel behind the handshake response:
+/// learned the first time the server answers that response with a further step this
+/// client could have taken ([`OpenError::Switched`]: a fresh scramble, which only a proxy
+/// sends, a switch to `caching_sha2_password`, which a MySQL 8 greeting with
+/// `mysql_native_password` sends for an account on it, or MariaDB's switch to `ed25519`).
+/// That costs the one connection attempt (on MySQL it counts as a failed login of the
+/// account); per target, so other accounts of the process keep the pipelined setup.
+static SETUP_APART: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Targets (`Config::target`) whose account the wire client cannot authenticate, learned
+/// in this process: later connections go to the `mysql` crate at once instead of paying
+/// a refused handshake each time.
+static CRATE_TARGETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// How a session's connection logged in: which client, and what travelled. For
+/// diagnostics (a slow first connection) and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Authentication {
+    /// The project's own client, `mysql_native_password` (MariaDB, older MySQL): one
+    /// scramble.
+    NativePassword,
+    /// The own client, `caching_sha2_password` (MySQL's default) on its fast path: one
+    /// scramble the server's cache accepted (or an account without a password).
+    Sha2Fast,
+    /// The own client, `caching_sha2_password`'s full authentication: the server's cache
+    /// did not know the account (first login after a start, a `FLUSH PRIVILEGES` or a
+    /// password change), so the password travelled, RSA-encrypted over TCP (a round
+    /// trip more, to fetch the key) or in clear over a Unix socket. It fills the cache:
+    /// the account's next login takes the fast path.
+    Sha2Full,
+    /// The own client, `sha256_password` (deprecated on MySQL, which the `mysql` crate
+    /// does not speak): the password travelled RSA-encrypted with the server's public key,
+    /// fetched first (a round trip more), on every login and over a Unix socket too (the
+    /// plugin takes it in clear only over TLS). An account without a password sends none.
+    Sha256Password,
+    /// The own client, MariaDB's `ed25519`: a signature of the nonce, made with a key
+    /// derived from the password (which never travels).
+    Ed25519,
+    /// The `mysql` crate: an account on a plugin the own client does not speak.
+    Crate,
+}
+
+/// A native MySQL session. Never reconnects by itself: a new connection is a new
+/// session, and the locks of the old one are gone.
+pub struct MysqlSession {
+    link: Link,
+    id: u64,
+    /// The connection's character set, the introducer of every string literal.
+    charset: String,
+    /// Batches are used: the connection speaks utf8mb4 (so a name written as a
+    /// `_utf8mb4` literal in a batch is the very string a bound parameter carries), and
+    /// the server (or a proxy in between) has not refused a multi-statement query.
+    batches: bool,
+    /// Learned in the setup round trip.
+    topology: Topology,
+    /// The session's `wait_timeout` after the setup raised it, in seconds (also learned
+    /// in the setup round trip).
+    wait_timeout: Option<f64>,
+    /// Statement texts run once already (see [`Session::execute`] below).
+    seen: HashSet<String>,
+    /// Statements prepared on the own client's session, by text.
+    prepared: HashMap<String, wire::Prepared>,
+    /// Texts the server refused to prepare: always written in.
+    unpreparable: HashSet<String>,
+}
+
+/// Prepared statements kept per session; lock statements are a handful of texts per
+/// table, so this is only reached by a program using many tables.
+const STATEMENT_CACHE: usize = 64;
+
+/// The connection under a session.
+enum Link {
+    Own(wire::Connection),
+    /// For what the wire client does not speak (see [`wire`]): another authentication
+    /// plugin, an old server.
+    Crate(Conn),
+}
+
+impl Link {
+    /// Connects; returns whether the server looks like MariaDB, and the setup's answer
+    /// when the setup travelled with the handshake.
+    fn open(config: &Config, io_timeout: Option<std::time::Duration>, set: &str) -> SetupStart {
+        let build = |greeting: &wire::Greeting| setup_query(looks_mariadb(version_of(&greeting.version)), set);
+        let target = config.target();
+        let why = loop {
+            if CRATE_TARGETS.lock().contains(&target) {
+                break "an earlier connection found the account on another plugin".to_owned();
+            }
+            let with_setup = !SETUP_APART.lock().contains(&target);
+            let first: Option<&dyn Fn(&wire::Greeting) -> String> = if with_setup { Some(&build) } else { None };
+            match wire::Connection::open(config, io_timeout, first) {
+                Ok((conn, answer)) => {
+                    let mariadb = looks_mariadb(version_of(&conn.greeting().version));
+                    return Ok((Link::Own(conn), mariadb, answer));
+                }
+                Err(OpenError::Failed(e)) => return Err(e),
+                Err(OpenError::Switched) => SETUP_APART.lock().push(target.clone()),
+                Err(OpenError::Unsupported(why)) => {
+                    CRATE_TARGETS.lock().push(target.clone());
+                    break why;
+                }
+            }
+        };
+        Self::open_crate(config, io_timeout, &why)
+    }
+
+    /// Connects through the `mysql` crate, because of `why`.
+    fn open_crate(config: &Config, io_timeout: Option<std::time::Duration>, why: &str) -> SetupStart {
+        let conn = fallback::connect(config, io_timeout, why)?;
+        let mariadb = looks_mariadb(conn.server_version());
+        Ok((Link::Crate(conn), mariadb, None))
+    }
+
+    fn connection_id(&self) -> u64 {
+        match self {
+            Link::Own(conn) => u64::from(conn.greeting().connection_id),
+            Link::Crate(conn) => u64::from(conn.connection_id()),
+        }
+    }
+
+    /// One text-protocol query, one outcome per statement in it.
+    fn query(&mut self, sql: &str) -> wire::Answer {
+        match self {
+            Link::Own(conn) => conn.query(sql),
+            Link::Crate(conn) => outcomes(conn.query_iter(sql).map_err(session_error)?),
+        }
+    }
+
+    /// The rows of each result set (a SET has none).
+    fn query_sets(&mut self, sql: &str) -> Result<Vec<Vec<Vec<Value>>>, SessionError> {
+        Ok(self.query(sql)?.into_iter().map(|outcome| outcome.rows).collect())
+    }
+}
+
+/// A connected link, whether the server looks like MariaDB, and the setup's answer when
+/// it travelled with the handshake.
+type SetupStart = Result<(Link, bool, Option<wire::Answer>), SessionError>;
+
+impl MysqlSession {
+    pub fn connect(config: &Config) -> Result<Self> {
+        Self::open(config, None)
+    }
+
+    /// A session whose every read and write gives up after `timeout`: for helpers (the
+    /// keep-alive thread) that must never hang their owner on a stalled server.
+    pub fn connect_with_io_timeout(config: &Config, timeout: std::time::Duration) -> Result<Self> {
+        Self::open(config, Some(timeout))
+    }
+
+    fn open(config: &Config, io_timeout: Option<std::time::Duration>) -> Result<Self> {
+        config.validate()?;
+        let connect_error = |e: SessionError| Error::Connect { target: config.target(), source: e };
+        let set = session_settings(&config.charset);
+        let (mut link, mariadb, answer) = Link::open(config, io_timeout, &set).map_err(connect_error)?;
+        let (rows, wait_timeout) = setup(&mut link, mariadb, answer, &set).map_err(connect_error)?;
+        let mut session = MysqlSession {
+            id: link.connection_id(),
+            link,
+            charset: config.charset.clone(),
+            batches: config.charset.eq_ignore_ascii_case("utf8mb4"),
+            topology: Topology::from_probe(&rows),
+            wait_timeout,
+            seen: HashSet::new(),
+            prepared: HashMap::new(),
+            unpreparable: HashSet::new(),
+        };
+        let mut topology = session.topology;
+        topology::complete(|sql| session.execute(sql, &[]), &mut topology).map_err(connect_error)?;
+        session.topology = topology;
+        Ok(session)
+    }
+
+    /// The seconds this session may sit idle before the server ends it (its
+    /// `wait_timeout`, at least a week unless the server caps it lower), as learned
+    /// while connecting: no statement.
+    pub fn wait_timeout(&self) -> Option<f64> {
+        self.wait_timeout
+    }
+
+    /// How this session's connection logged in.
+    pub fn authentication(&self) -> Authentication {
+        match &self.link {
+            Link::Own(conn) => match conn.login() {
+                wire::Login::Native => Authentication::NativePassword,
+                wire::Login::Sha2Fast => Authentication::Sha2Fast,
+                wire::Login::Sha2Full => Authentication::Sha2Full,
+                wire::Login::Sha256 => Authentication::Sha256Password,
+                wire::Login::Ed25519 => Authentication::Ed25519,
+            },
+            Link::Crate(_) => Authentication::Crate,
+        }
+    }
+
+    /// Whether the session's connection runs over TLS.
+    pub fn encrypted(&self) -> bool {
+        match &self.link {
+            Link::Own(conn) => conn.encrypted(),
+            Link::Crate(_) => false,
+        }
+    }
+}
+
+/// A server whose greeting looks like MariaDB's: `5.5.5-…` before 11.0, `1x.…` after.
+fn looks_mariadb(version: (u16, u16, u16)) -> bool {
+    version == (5, 5, 5) || version.0 >= 10
+}
+
+/// The leading `major.minor.patch` of a greeting's version text (0 where it has none).
+fn version_of(text: &str) -> (u16, u16, u16) {
+    let mut numbers = text.split(['.', '-']).map(|part| part.parse::<u16>().unwrap_or(0));
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
+}
+
+/// The session variables. A holder sits idle while its job runs; the server's default
+/// wait_timeout (8 h) would end the session, and with it the lock, under a long job.
+/// SET NAMES although the handshake named a character set: a server started with
+/// skip-character-set-client-handshake ignores that, and string literals must mean what
+/// bound parameters would. The CAST: MySQL refuses GREATEST's result for an integer
+/// variable (error 1232, "Incorrect argument type"), MariaDB takes either.
+fn session_settings(charset: &str) -> String {
+    format!("SET NAMES {charset}, SESSION wait_timeout = CAST(GREATEST(@@session.wait_timeout, {IDLE_SECONDS}) AS UNSIGNED)")
+}
+
+/// The setup: the session variables, and what the server is (the topology probe's rows)
+/// with the session's `wait_timeout`, in one query.
+///
+/// What the server is: `SHOW VARIABLES` (the topology probe) reads every variable, some
+/// 200 µs of server time per connection. A server that looks like MariaDB is asked for
+/// the two variables instead (`@@wsrep_on`), and only one that then does not say
+/// MariaDB in `@@version` or has no `wsrep_on` (a build without Galera support) gets the
+/// full probe as well. MariaDB has no Group Replication, so the probe's third variable
+/// is not needed there.
+fn setup_query(mariadb: bool, set: &str) -> String {
+    match mariadb {
+        true => format!("{set}; {MARIADB_PROBE}"),
+        false => format!("{set}; SELECT @@session.wait_timeout; {}", topology::PROBE),
+    }
+}
+
+/// Reads the setup's answer (running the setup first unless it travelled with the
+/// handshake): the topology probe's rows and the session's `wait_timeout`.
+fn setup(
+    link: &mut Link,
+    mariadb: bool,
+    answer: Option<wire::Answer>,
+    set: &str,
+) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
+    let answer = match answer {
+        Some(answer) => answer,
+        None => link.query(&setup_query(mariadb, set)),
+    };
+    let mut sets: Vec<Vec<Vec<Value>>> = match answer {
+        Ok(outcomes) => outcomes.into_iter().map(|outcome| outcome.rows).collect(),
+        // No such variable: not a Galera-capable MariaDB; the full probe tells.
+        Err(e) if mariadb && e.code == Some(UNKNOWN_SYSTEM_VARIABLE) => return full_probe(link),
+        Err(e) => return Err(e),
+    };
+    if !mariadb {
+        return Ok(probe_answer(sets));
+    }
+    if let Some([version, wsrep_on, wait_timeout]) = sets.pop().as_ref().and_then(|s| s.first()?.get(..3)) {
+        let rows = vec![
+            vec![Value::Text("version".into()), version.clone()],
+            vec![Value::Text("wsrep_on".into()), wsrep_on.clone()],
+        ];
+        if Topology::from_probe(&rows).mariadb {
+            return Ok((rows, wait_timeout.as_f64()));
+        }
+    }
+    // The variables are set either way (SET ran first).
+    full_probe(link)
+}
+
+/// `SHOW VARIABLES` (the topology probe) and the session's `wait_timeout`.
+fn full_probe(link: &mut Link) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
+    Ok(probe_answer(link.query_sets(&format!("SELECT @@session.wait_timeout; {}", topology::PROBE))?))
+}
+
+/// The probe's rows (the last result) and the `wait_timeout` (the one before).
+fn probe_answer(mut sets: Vec<Vec<Vec<Value>>>) -> (Vec<Vec<Value>>, Option<f64>) {
+    let rows = sets.pop().unwrap_or_default();
+    let wait_timeout = sets.pop().and_then(|rows| rows.first()?.first()?.as_f64());
+    (rows, wait_timeout)
+}
+
+/// The outcome of a single statement.
+fn first(sql: &str, mut outcomes: Vec<Outcome>) -> Result<Outcome, SessionError> {
+    match outcomes.is_empty() {
+        true => Err(SessionError { code: None, message: format!("no result for {sql:?}"), lost: false }),
+        false => Ok(outcomes.swap_remove(0)),
+    }
+}
+
+impl MysqlSession {
+    /// Runs a statement prepared (binary protocol), preparing it on first need.
+    fn execute_prepared(&mut self, sql: &str, params: &[Value]) -> wire::Answer {
+        let conn = match &mut self.link {
+            Link::Own(conn) => conn,
+            Link::Crate(conn) => {
+                // The crate keeps its own statement cache.
+                let params = Params::Positional(params.iter().map(to_mysql).collect());
+                return outcomes(conn.exec_iter(sql, params).map_err(session_error)?);
+            }
+        };
+        if !self.prepared.contains_key(sql) {
+            if self.prepared.len() >= STATEMENT_CACHE {
+                if let Some(old) = self.prepared.keys().next().cloned() {
+                    if let Some(statement) = self.prepared.remove(&old) {
+                        conn.close(statement)?;
+                    }
+                }
+            }
+            let statement = match conn.prepare(sql) {
+                Ok(statement) => statement,
+                // Not a statement the server prepares: written in every time.
+                Err(e) if e.code == Some(ER_UNSUPPORTED_PS) => {
+                    self.unpreparable.insert(sql.to_owned());
+                    return conn.query(&inline(sql, params, &self.charset));
+                }
+                Err(e) => return Err(e),
+            };
+            self.prepared.insert(sql.to_owned(), statement);
+        }
+        match self.prepared.get(sql) {
+            Some(statement) => conn.execute(statement, params),
+            None => Err(SessionError::lost("a prepared statement went missing")),
+        }
+    }
+}
+
+impl Session for MysqlSession {
+    /// A statement's first run travels as text with its values written in: a
+    /// short-lived process (a cron job taking one lock) never pays a prepare round trip.
+    /// From its second run on it is prepared once and executed: the server skips
+    /// parsing, about 5 µs per statement, which a process locking in a loop notices.
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
+        if params.is_empty() {
+            return first(sql, self.link.query(sql)?);
+        }
+        check_values(sql, params)?;
+        // Through the mysql crate (the fallback), always prepared: its parameters are not
+        // quite what this module writes in (bytes bound as strings).
+        let written_in =
+            matches!(self.link, Link::Own(_)) && (!self.seen.contains(sql) || self.unpreparable.contains(sql));
+        let answer = if !written_in {
+            self.execute_prepared(sql, params)
+        } else {
+            if self.seen.len() >= 4 * STATEMENT_CACHE {
+                self.seen.clear();
+            }
+            self.seen.insert(sql.to_owned());
+            self.link.query(&inline(sql, params, &self.charset))
+        };
+        first(sql, answer?)
+    }
+
+    fn connection_id(&self) -> u64 {
+        self.id
+    }
+
+    fn batches(&self) -> bool {
+        self.batches
+    }
+
+    fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
+        self.link.query(sql).inspect_err(|e| {
+            // A syntax error at the first `;`: multi-statements are off somewhere on
+            // the way (nothing ran). Statement by statement from now on.
+            if e.code == Some(1064) {
+                self.batches = false;
+            }
+        })
+    }
+
+    fn topology(&self) -> Option<Topology> {
+        Some(self.topology)
+    }
+
+    fn kill(&mut self, id: u64) -> Result<(), SessionError> {
+        // KILL cannot take a bound parameter; the id is an integer, formatted here.
+        self.link.query(&format!("KILL {id}")).map(|_| ())
+    }
+}
+
+impl Connector for Config {
+    type Session = MysqlSession;
+    fn connect(&mut self) -> Result<MysqlSession> {
+        MysqlSession::connect(self)
+    }
+
+    fn keep_alive_config(&self) -> Option<Config> {
+        Some(self.clone())
+    }
+
+    fn spreads(&self) -> bool {
+        true
+    }
+
+    fn allows_cluster(&self) -> bool {
+        self.allow_cluster
+    }
+}
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;

@@ -1,0 +1,322 @@
+//! The session's tests: literals, the setup, the fallback, against the test server.
+
+#![allow(clippy::unwrap_used)] // tests: a panic is the failure report
+use super::super::literals::placeholders;
+use super::*;
+
+fn config() -> Config {
+    let dsn = std::env::var("MYSQLLOCK_TEST_DSN")
+        .expect("MYSQLLOCK_TEST_DSN is not set: start a server with scripts/mariadb.sh or scripts/mysql.sh");
+    Config::from_url(&dsn).unwrap()
+}
+
+/// Whether the test server is MariaDB (`MYSQLLOCK_TEST_SERVER`, written by
+/// scripts/mariadb.sh and scripts/mysql.sh): some answers differ by server.
+fn on_mariadb() -> bool {
+    match std::env::var("MYSQLLOCK_TEST_SERVER").as_deref() {
+        Ok("mariadb") => true,
+        Ok("mysql") => false,
+        other => panic!("MYSQLLOCK_TEST_SERVER is {other:?}, not mariadb or mysql: export DIR/env of scripts/mariadb.sh or scripts/mysql.sh"),
+    }
+}
+
+fn session() -> MysqlSession {
+    MysqlSession::connect(&config()).unwrap()
+}
+
+#[test]
+fn greetings_of_mariadb_look_like_mariadb_and_mysqls_do_not() {
+    for (text, mariadb) in
+        [("5.5.5-10.11.19-MariaDB-0+deb12u1", true), ("11.4.2-MariaDB", true), ("8.0.36", false), ("5.7.44-log", false)]
+    {
+        assert_eq!(looks_mariadb(version_of(text)), mariadb, "{text}");
+    }
+    assert_eq!(version_of("5.7.44-log"), (5, 7, 44));
+}
+
+#[test]
+fn a_session_runs_on_the_projects_own_client() {
+    // mysql_native_password on MariaDB, caching_sha2_password on MySQL.
+    let session = session();
+    assert!(matches!(session.link, Link::Own(_)));
+    let native = session.authentication() == Authentication::NativePassword;
+    assert_eq!(native, on_mariadb(), "{:?}", session.authentication());
+}
+
+#[test]
+fn the_short_mariadb_setup_learns_what_the_full_probe_learns() {
+    let config = config();
+    let set = session_settings(&config.charset);
+    let (mut link, mariadb, _) = Link::open(&config, None, &set).unwrap();
+    assert_eq!(mariadb, on_mariadb(), "the greeting tells MariaDB from MySQL");
+    if !mariadb {
+        // MySQL gets the full probe in its setup: the same rows as the probe alone.
+        let (rows, wait) = setup(&mut link, false, None, &set).unwrap();
+        let (full_rows, full_wait) = full_probe(&mut link).unwrap();
+        assert_eq!((rows, wait), (full_rows, full_wait));
+        return;
+    }
+    let (short_rows, short_wait) = setup(&mut link, true, None, &set).unwrap();
+    let (full_rows, full_wait) = full_probe(&mut link).unwrap();
+    assert_eq!(short_rows.len(), 2, "the MariaDB probe was not used: {full_rows:?}");
+    assert_eq!(Topology::from_probe(&short_rows), Topology::from_probe(&full_rows));
+    assert!(Topology::from_probe(&short_rows).mariadb);
+    assert_eq!(short_wait, full_wait);
+}
+
+#[test]
+fn a_session_knows_its_raised_wait_timeout_without_asking() {
+    let mut session = session();
+    let asked = session.execute("SELECT @@session.wait_timeout", &[]).unwrap().first(0).as_f64();
+    assert_eq!(session.wait_timeout(), asked);
+    assert!(asked.unwrap() >= f64::from(IDLE_SECONDS));
+}
+
+#[test]
+fn a_session_knows_its_own_connection_id() {
+    let mut session = session();
+    let asked = session.execute("SELECT CONNECTION_ID()", &[]).unwrap().first(0).as_u64();
+    assert_eq!(asked, Some(session.connection_id()));
+}
+
+#[test]
+fn values_come_back_exactly_written_in_and_bound() {
+    let mut session = session();
+    let text = "it's \\ a \"?\" `x` ü 🔒 \0 end";
+    let params = [
+        Value::from(text),
+        Value::Text(String::new()),
+        Value::Bytes(vec![0, 0x27, 0x5C, 0xFF]),
+        Value::Int(i64::MIN),
+        Value::UInt(u64::MAX),
+        Value::Float(0.000_125),
+        Value::Null,
+    ];
+    // The first run travels as text, the later ones prepared.
+    for run in 0..3 {
+        let out = session.execute("SELECT ?, ?, ?, ?, ?, ?, ?", &params).unwrap();
+        let row = &out.rows[0];
+        assert_eq!(row[0], Value::from(text), "run {run}");
+        assert_eq!(row[1], Value::Text(String::new()), "run {run}");
+        assert_eq!(row[2], Value::Bytes(vec![0, 0x27, 0x5C, 0xFF]), "run {run}");
+        assert_eq!(row[3].as_i64(), Some(i64::MIN), "run {run}");
+        assert_eq!(row[4].as_text().as_deref(), Some("18446744073709551615"), "run {run}");
+        assert_eq!(row[5].as_f64(), Some(0.000_125), "run {run}");
+        assert!(row[6].is_null(), "run {run}");
+    }
+}
+
+#[test]
+fn a_written_in_value_means_what_the_bound_one_means() {
+    let mut session = session();
+    // A float is a DOUBLE (as a DECIMAL, 0.1 + 0.2 would equal 0.3); bytes are a
+    // binary string (compared byte by byte, not in the connection's collation).
+    let sql = "SELECT ? + 0.2 = 0.3, ? = 'a', ? = 'A', ? LIKE 'x%'";
+    let params = [Value::Float(0.1), Value::Bytes(b"A".to_vec()), Value::Bytes(b"A".to_vec()), Value::from("xy")];
+    for run in ["written in", "bound"] {
+        let row = session.execute(sql, &params).unwrap().rows.remove(0);
+        let flags: Vec<_> = row.iter().map(Value::as_i64).collect();
+        assert_eq!(flags, [Some(0), Some(0), Some(1), Some(1)], "{run}");
+    }
+    assert_eq!(session.prepared.len(), 1, "the second run prepares, the third reuses");
+}
+
+#[test]
+fn results_read_the_same_as_text_and_prepared() {
+    let mut session = session();
+    let sql = "SELECT ? + 0, CAST(7 AS UNSIGNED), -5, CAST(-3 AS SIGNED) * 1000000000000, 2.5e0, 1.25, \
+               DATE('2024-02-03'), TIMESTAMP('2024-02-03 04:05:06.000007'), CAST('2024-02-03 04:05:06' AS DATETIME), \
+               TIME('-25:01:02'), CONNECTION_ID(), NULL, 'x'";
+    let runs: Vec<Vec<Option<String>>> = (0..2)
+        .map(|_| session.execute(sql, &[Value::Int(1)]).unwrap().rows[0].iter().map(Value::as_text).collect())
+        .collect();
+    assert_eq!(runs[0], runs[1], "text first, prepared second");
+    let id = session.connection_id().to_string();
+    let expected = [
+        Some("1"),
+        Some("7"),
+        Some("-5"),
+        Some("-3000000000000"),
+        Some("2.5"),
+        Some("1.25"),
+        Some("2024-02-03"),
+        Some("2024-02-03 04:05:06.000007"),
+        Some("2024-02-03 04:05:06"),
+        Some("-25:01:02"),
+        Some(id.as_str()),
+        None,
+        Some("x"),
+    ];
+    assert_eq!(runs[1].iter().map(Option::as_deref).collect::<Vec<_>>(), expected);
+}
+
+#[test]
+fn a_written_in_string_compares_like_a_bound_one() {
+    // Coercibility: the column's collation decides, so a latin1 case-insensitive
+    // column matches another spelling, written in or bound, through its index.
+    let mut session = session();
+    session
+        .execute(
+            "CREATE TEMPORARY TABLE spellings (n VARCHAR(10) CHARACTER SET latin1 COLLATE latin1_swedish_ci, KEY (n))",
+            &[],
+        )
+        .unwrap();
+    session.execute("INSERT INTO spellings VALUES ('Fóo'), ('bar')", &[]).unwrap();
+    for run in ["written in", "bound"] {
+        let out = session.execute("SELECT COUNT(*) FROM spellings WHERE n = ?", &[Value::from("FÓO")]).unwrap();
+        assert_eq!(out.first(0).as_i64(), Some(1), "{run}");
+        let coercibility = session.execute("SELECT COERCIBILITY(?), 1", &[Value::from("x")]).unwrap();
+        assert_eq!(coercibility.first(0).as_i64(), Some(4), "{run}: as coercible as a parameter");
+    }
+    let plan = session.execute("EXPLAIN SELECT n FROM spellings WHERE n = ?", &[Value::from("x")]).unwrap();
+    // MariaDB's plan is a table (key = n); MySQL 9's default is a tree of text.
+    let uses_n = |v: &Value| v.as_text().is_some_and(|t| t == "n" || t.contains(" on spellings using n "));
+    assert!(plan.rows[0].iter().any(uses_n), "the index is used: {plan:?}");
+}
+
+#[test]
+fn question_marks_in_strings_and_comments_are_not_placeholders() {
+    let cases = [
+        ("SELECT '?', \"?\", ? AS `?`", 1),
+        ("SELECT 'it\\'s ?', ?", 1),
+        ("SELECT ? -- why?\n, ?", 2),
+        ("SELECT ? # why?\n, ?", 2),
+        ("SELECT ? /* why? */, ?", 2),
+        ("SELECT ?--1", 1),
+        ("SELECT ? /*! , ? */", 2),
+        ("SELECT ? /*M!100000 , ? */", 2),
+        ("SELECT `a\\`, ?", 1),
+    ];
+    for (sql, count) in cases {
+        assert_eq!(placeholders(sql).len(), count, "{sql}");
+    }
+    let mut session = session();
+    let sql = "SELECT 'it\\'s ?', ? /* ? */ -- ?\n";
+    for run in ["written in", "bound"] {
+        let row = session.execute(sql, &[Value::Int(7)]).unwrap().rows.remove(0);
+        assert_eq!(
+            row.iter().map(Value::as_text).collect::<Vec<_>>(),
+            [Some("it's ?".into()), Some("7".into())],
+            "{run}"
+        );
+    }
+}
+
+#[test]
+fn an_error_in_the_middle_of_the_rows_leaves_the_session_usable() {
+    let mut session = session();
+    let e = session
+        .execute(
+            "SELECT IF(seq = 3, (SELECT 1 UNION SELECT 2), seq) \
+         FROM (SELECT 1 AS seq UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5) AS s",
+            &[],
+        )
+        .unwrap_err();
+    assert_eq!((e.code, e.lost), (Some(1242), false), "{e:?}");
+    assert_eq!(session.execute("SELECT ?", &[Value::Int(5)]).unwrap().first(0).as_i64(), Some(5));
+}
+
+#[test]
+fn a_placeholder_count_mismatch_is_an_error_not_a_statement() {
+    let mut session = session();
+    // Each statement once written in, then prepared.
+    session.execute("SELECT ?, ?", &[Value::Int(1), Value::Int(2)]).unwrap();
+    session.execute("SELECT ?", &[Value::Int(1)]).unwrap();
+    for _ in 0..2 {
+        for (sql, params) in [("SELECT ?, ?", vec![Value::Int(1)]), ("SELECT ?", vec![Value::Int(1), Value::Int(2)])] {
+            let e = session.execute(sql, &params).unwrap_err();
+            assert!(!e.lost && e.code.is_none(), "{e:?}");
+        }
+        let e = session.execute("SELECT ?", &[Value::Float(f64::NAN)]).unwrap_err();
+        assert!(!e.lost && e.message.contains("NaN"), "{e:?}");
+    }
+    assert_eq!(session.execute("SELECT 1", &[]).unwrap().first(0).as_i64(), Some(1), "the session must stay usable");
+}
+
+#[test]
+fn a_batch_returns_each_statements_outcome_and_stops_at_an_error() {
+    let mut session = session();
+    let outcomes =
+        session.execute_batch("SET @mysqllock_t = 1; SELECT @mysqllock_t + 1; SELECT 'a' UNION SELECT 'b'").unwrap();
+    assert_eq!(outcomes.len(), 3);
+    assert_eq!(outcomes[1].first(0).as_i64(), Some(2));
+    assert_eq!(outcomes[2].rows, vec![vec![Value::from("a")], vec![Value::from("b")]]);
+    let e = session
+        .execute_batch("SET @mysqllock_t = 5; SELECT * FROM no_such_table_here; SET @mysqllock_t = 9")
+        .unwrap_err();
+    assert_eq!(e.code, Some(1146));
+    assert!(!e.lost);
+    assert_eq!(session.execute("SELECT @mysqllock_t", &[]).unwrap().first(0).as_i64(), Some(5));
+}
+
+#[test]
+fn a_killed_session_reports_itself_lost() {
+    let mut victim = session();
+    let mut killer = session();
+    killer.kill(victim.connection_id()).unwrap();
+    let e = victim.execute("SELECT 1", &[]).unwrap_err();
+    assert!(e.lost, "{e:?}");
+    assert!(victim.execute("SELECT 1", &[]).unwrap_err().lost);
+}
+
+#[test]
+fn the_mysql_crate_fallback_connects_and_runs_the_setup() {
+    // No account on either test server needs the fallback any more (the own client
+    // speaks every plugin they offer a password account on), so it is called
+    // directly: what an account on another plugin, or an old server, would get.
+    let config = config();
+    let (mut link, mariadb, answer) = Link::open_crate(&config, None, "a test asked for it").unwrap();
+    assert!(matches!(link, Link::Crate(_)) && answer.is_none());
+    assert_eq!(mariadb, on_mariadb());
+    let who = link.query("SELECT CURRENT_USER(), _utf8mb4'ü''?'").unwrap();
+    assert_eq!(who[0].rows[0][1], Value::from("ü'?"));
+}
+
+#[test]
+fn the_fallback_refuses_a_mode_that_requires_tls() {
+    let mut config = config();
+    config.tls.mode = Some(crate::config::SslMode::Required);
+    let e = Link::open_crate(&config, None, "a test asked for it").err().expect("a plain connection was made");
+    assert!(e.message.contains("ssl-mode=REQUIRED"), "{e}");
+}
+
+#[test]
+fn an_account_on_the_second_plugin_connects_through_the_own_client() {
+    let dsn = std::env::var("MYSQLLOCK_TEST_ED25519_DSN")
+        .expect("MYSQLLOCK_TEST_ED25519_DSN is not set: start the server with scripts/mariadb.sh or scripts/mysql.sh");
+    let mut session = MysqlSession::connect(&Config::from_url(&dsn).unwrap()).unwrap();
+    // MariaDB: ed25519. MySQL 9.7 has no ed25519: its env file names a
+    // sha256_password account (which the crate would refuse).
+    let (path, user) = match on_mariadb() {
+        true => (Authentication::Ed25519, "locker_ed@127.0.0.1"),
+        false => (Authentication::Sha256Password, "locker_sha@127.0.0.1"),
+    };
+    assert_eq!(session.authentication(), path);
+    let user_row = session.execute("SELECT CURRENT_USER(), ?", &[Value::from("ü'?")]).unwrap();
+    assert_eq!(user_row.rows[0], vec![Value::from(user), Value::from("ü'?")]);
+    assert!(session.wait_timeout().unwrap() >= f64::from(IDLE_SECONDS), "the setup must run on this path too");
+}
+
+#[test]
+fn a_server_that_accepts_but_never_greets_fails_within_the_connect_timeout() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut config = config();
+    config.host = "127.0.0.1".into();
+    config.port = silent.local_addr().unwrap().port();
+    config.connect_timeout = std::time::Duration::from_millis(300);
+    let started = std::time::Instant::now();
+    let e = MysqlSession::connect(&config).err().expect("a silent server must not give a session");
+    assert!(matches!(e, Error::Connect { .. }), "{e:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "waited {:?}", started.elapsed());
+    drop(silent);
+}
+
+#[test]
+fn a_wrong_password_is_refused_with_the_servers_error() {
+    let mut config = config();
+    config.password = Some("certainly-not-the-password".into());
+    match MysqlSession::connect(&config) {
+        Err(Error::Connect { source, .. }) => assert_eq!(source.code, Some(1045), "{source:?}"),
+        other => panic!("expected access denied, got {:?}", other.err()),
+    }
+}

@@ -1,0 +1,682 @@
+//! The core's own client for the MySQL wire protocol: a connection over TCP or a Unix
+//! socket, in clear or inside TLS ([`super::tls`]: the SSL request, then rustls on the
+//! socket), authenticated with `mysql_native_password` (MariaDB, older MySQL),
+//! `caching_sha2_password` (MySQL's default since 8.0), `sha256_password` (deprecated,
+//! still in MySQL 9, and not spoken by the `mysql` crate) or MariaDB's `ed25519`
+//! (through mysql_common's signature, already compiled), running text-protocol queries
+//! and prepared statements.
+//!
+//! Why not the `mysql` crate for everything: it parses the server's greeting with two
+//! regular expressions, compiled on the first connection of every process (about 0.6 ms
+//! of CPU, measured), and it cannot send a query behind the handshake response, so a
+//! short-lived process paid a round trip and the regex before its first lock. This
+//! client does neither. Whatever it does not speak (another authentication plugin,
+//! a server without the 4.1 protocol) it reports as [`OpenError::Unsupported`], and
+//! the caller connects through the `mysql` crate instead: nothing a user could connect
+//! with before is refused now.
+
+use std::io::{self, BufReader, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use crate::config::{Config, SslMode};
+use crate::error::SessionError;
+use crate::value::{Outcome, Value};
+
+mod auth;
+mod binary;
+#[cfg(test)]
+mod tests;
+
+use auth::*;
+use binary::*;
+pub(crate) use binary::{fraction, Prepared};
+
+/// A packet of this length continues in the next one.
+const MAX_PAYLOAD: usize = 0xFF_FFFF;
+/// What the client accepts, told to the server in the handshake. Lock statements and
+/// their results are tiny; a status listing of many locks stays far below.
+const CLIENT_MAX_PACKET: u32 = 16 * 1024 * 1024;
+/// utf8mb4_general_ci: the handshake's character set, for the user and database names
+/// it carries. The session's own character set is set by `SET NAMES` afterwards.
+const HANDSHAKE_COLLATION: u8 = 45;
+
+const COM_QUIT: u8 = 0x01;
+const COM_QUERY: u8 = 0x03;
+const COM_STMT_PREPARE: u8 = 0x16;
+const COM_STMT_EXECUTE: u8 = 0x17;
+const COM_STMT_CLOSE: u8 = 0x19;
+
+const CLIENT_LONG_PASSWORD: u32 = 0x1;
+const CLIENT_LONG_FLAG: u32 = 0x4;
+const CLIENT_CONNECT_WITH_DB: u32 = 0x8;
+const CLIENT_PROTOCOL_41: u32 = 0x200;
+/// Sent in the SSL request, and again in the handshake response that follows it
+/// inside TLS.
+const CLIENT_SSL: u32 = 0x800;
+const CLIENT_TRANSACTIONS: u32 = 0x2000;
+const CLIENT_SECURE_CONNECTION: u32 = 0x8000;
+const CLIENT_MULTI_STATEMENTS: u32 = 0x1_0000;
+const CLIENT_MULTI_RESULTS: u32 = 0x2_0000;
+const CLIENT_PS_MULTI_RESULTS: u32 = 0x4_0000;
+const CLIENT_PLUGIN_AUTH: u32 = 0x8_0000;
+/// What this client asks for. Not CLIENT_FOUND_ROWS: the protocol reads an UPDATE's
+/// affected rows as rows changed. Not CLIENT_INTERACTIVE: an idle holder's session is
+/// governed by `wait_timeout`, which the setup raises. Not CLIENT_DEPRECATE_EOF: result
+/// sets end with the classic EOF packet, which every server sends.
+const CLIENT_WANTS: u32 = CLIENT_LONG_PASSWORD
+    | CLIENT_LONG_FLAG
+    | CLIENT_PROTOCOL_41
+    | CLIENT_TRANSACTIONS
+    | CLIENT_SECURE_CONNECTION
+    | CLIENT_MULTI_STATEMENTS
+    | CLIENT_MULTI_RESULTS
+    | CLIENT_PS_MULTI_RESULTS
+    | CLIENT_PLUGIN_AUTH;
+
+const SERVER_MORE_RESULTS_EXISTS: u16 = 0x8;
+
+/// What a query produced: one outcome per statement, or the first failing one's error.
+pub(crate) type Answer = Result<Vec<Outcome>, SessionError>;
+
+/// Why [`Connection::open`] did not produce a connection.
+#[derive(Debug)]
+pub(crate) enum OpenError {
+    /// The server wants something this client does not speak; the text says what. The
+    /// caller connects another way.
+    Unsupported(String),
+    /// The query sent behind the handshake response met a further authentication step
+    /// this client could take (a switch to `mysql_native_password` with a fresh scramble,
+    /// or to `caching_sha2_password` or `sha256_password`): nothing ran; connect again
+    /// without it.
+    Switched,
+    /// Connecting failed (refused, timed out, access denied, too many connections).
+    Failed(SessionError),
+}
+
+/// How the handshake went beyond the handshake response: what [`Connection::open`]
+/// reports, for [`crate::Authentication`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Login {
+    /// `mysql_native_password`: a scramble.
+    Native,
+    /// `caching_sha2_password`, a scramble the server's cache accepted (or an account
+    /// without a password).
+    Sha2Fast,
+    /// `caching_sha2_password`'s full authentication: the password itself travelled.
+    Sha2Full,
+    /// `sha256_password`: the password itself travelled, RSA-encrypted (in clear over
+    /// TLS; for an account without one, a "no password").
+    Sha256,
+    /// MariaDB's `ed25519`: a signature of the nonce.
+    Ed25519,
+}
+
+/// What the server said about itself in its greeting.
+#[derive(Debug, Clone)]
+pub(crate) struct Greeting {
+    pub version: String,
+    pub connection_id: u32,
+    capabilities: u32,
+    scramble: Vec<u8>,
+    plugin: String,
+}
+
+/// The socket under a connection.
+enum Plain {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Plain {
+    fn set_timeouts(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self {
+            Plain::Tcp(s) => s.set_read_timeout(timeout).and_then(|()| s.set_write_timeout(timeout)),
+            Plain::Unix(s) => s.set_read_timeout(timeout).and_then(|()| s.set_write_timeout(timeout)),
+        }
+    }
+
+    fn shutdown(&self) {
+        let _ = match self {
+            Plain::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+            Plain::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+
+    fn set_nonblocking(&self) {
+        let _ = match self {
+            Plain::Tcp(s) => s.set_nonblocking(true),
+            Plain::Unix(s) => s.set_nonblocking(true),
+        };
+    }
+}
+
+impl Read for Plain {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Plain::Tcp(s) => s.read(buf),
+            Plain::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Plain {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Plain::Tcp(s) => s.write(buf),
+            Plain::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What a connection reads and writes: the socket, or TLS over it.
+enum Stream {
+    Plain(Plain),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, Plain>>),
+    /// Only while the socket moves under TLS.
+    Moving,
+}
+
+impl Stream {
+    fn socket(&self) -> Option<&Plain> {
+        match self {
+            Stream::Plain(p) => Some(p),
+            Stream::Tls(t) => Some(&t.sock),
+            Stream::Moving => None,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(p) => p.read(buf),
+            Stream::Tls(t) => t.read(buf),
+            Stream::Moving => Err(io::ErrorKind::NotConnected.into()),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(p) => p.write(buf),
+            Stream::Tls(t) => t.write(buf),
+            Stream::Moving => Err(io::ErrorKind::NotConnected.into()),
+        }
+    }
+
+    /// TLS holds written records until flushed; the socket itself holds nothing.
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Tls(t) => t.flush(),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One authenticated session. Never reconnects; after an I/O or protocol failure every
+/// further call reports the session lost.
+pub(crate) struct Connection {
+    /// Reads are buffered (a result arrives as many small packets in one segment);
+    /// writes go straight to the socket, each request in one `write`.
+    stream: BufReader<Stream>,
+    greeting: Greeting,
+    /// The sequence number of the next packet, read or written: one count per exchange,
+    /// shared by both directions. A packet out of order means the connection is out of
+    /// step with the server, and is treated as lost.
+    seq: u8,
+    broken: bool,
+    /// Past the handshake: only then does closing say goodbye (COM_QUIT); during the
+    /// handshake the server would read it as an answer.
+    authenticated: bool,
+    login: Login,
+}
+
+impl Connection {
+    /// Connects and authenticates with the plugin the greeting names when it is
+    /// `caching_sha2_password` (MySQL 8 and later) or `sha256_password`, with
+    /// `mysql_native_password` otherwise; a switch to any of the three is followed, a
+    /// switch to any other plugin is reported as [`OpenError::Unsupported`].
+    ///
+    /// `first` is a query sent in the same write as the handshake response, so that its
+    /// answer arrives with the server's OK: a setup that costs no round trip of its own.
+    /// It is only sent when the greeting names `mysql_native_password`, whose accounts
+    /// take no further step. Should the server still ask for one (an account on another
+    /// plugin), it reads the query as that step's answer, out of sequence, and refuses it
+    /// (nothing runs): reported as [`OpenError::Switched`] or [`OpenError::Unsupported`].
+    ///
+    /// Never behind a `caching_sha2_password` response: whether the server then asks for
+    /// the full authentication depends on its cache, which the client cannot see and
+    /// which any `FLUSH PRIVILEGES`, restart or password change empties. The server would
+    /// read the query as the password ("Got packets out of order"), and that is a failed
+    /// login: on MySQL 9.7.4 an account with `FAILED_LOGIN_ATTEMPTS 1` is then blocked
+    /// (error 3955; measured with a raw client). Remembering
+    /// a fast login per target would not make it safe (the cache may be emptied since),
+    /// and would not help the short-lived processes the pipelining is for: a process's
+    /// first connection has nothing to remember. On MySQL the setup costs its own round
+    /// trip. The outcome of `first` is returned when it was sent.
+    pub fn open(
+        config: &Config,
+        io_timeout: Option<Duration>,
+        first: Option<&dyn Fn(&Greeting) -> String>,
+    ) -> Result<(Connection, Option<Answer>), OpenError> {
+        // Until the session is authenticated, a server that accepted the connection but
+        // says nothing counts as not answering the connect.
+        let handshake_timeout =
+            Some(io_timeout.map_or(config.connect_timeout, |t| t.min(config.connect_timeout))).filter(|t| !t.is_zero());
+        let stream = connect_stream(config, handshake_timeout).map_err(|e| OpenError::Failed(lost(&e)))?;
+        let mut conn = Connection {
+            stream: BufReader::with_capacity(16 * 1024, stream),
+            greeting: Greeting {
+                version: String::new(),
+                connection_id: 0,
+                capabilities: 0,
+                scramble: Vec::new(),
+                plugin: String::new(),
+            },
+            seq: 0,
+            broken: false,
+            authenticated: false,
+            login: Login::Native,
+        };
+        let greeting = conn.read_greeting()?;
+        if greeting.capabilities & (CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION)
+            != CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION
+        {
+            return Err(OpenError::Unsupported(format!("server {} lacks the 4.1 protocol", greeting.version)));
+        }
+        if greeting.capabilities & CLIENT_PLUGIN_AUTH == 0 {
+            return Err(OpenError::Unsupported(format!("server {} names no authentication plugin", greeting.version)));
+        }
+        let first = first.filter(|_| greeting.plugin == NATIVE_PASSWORD).map(|build| build(&greeting));
+        let offered = greeting.capabilities & CLIENT_SSL != 0;
+        let encrypt = match config.tls.mode() {
+            SslMode::Disabled => false,
+            // A Unix socket is local, and the server counts it as secure.
+            SslMode::Preferred => offered && config.socket.is_none(),
+            _ => true,
+        };
+        if encrypt && !offered {
+            return Err(OpenError::Failed(SessionError::lost(format!(
+                "TLS: the server ({}) does not offer TLS, and ssl-mode={} requires it",
+                greeting.version,
+                config.tls.mode().name()
+            ))));
+        }
+        let plugin = match greeting.plugin.as_str() {
+            CACHING_SHA2 => CACHING_SHA2,
+            SHA256_PASSWORD => SHA256_PASSWORD,
+            _ => NATIVE_PASSWORD,
+        };
+        conn.greeting = greeting;
+        if encrypt {
+            conn.start_tls(config)?;
+        }
+        let mut request = conn.handshake_response(config, plugin);
+        if let Some(sql) = &first {
+            frame_command(&mut request, COM_QUERY, sql.as_bytes());
+        }
+        conn.send(&request).map_err(OpenError::Failed)?;
+        conn.login = match conn.finish_auth(config, plugin, first.is_some()) {
+            Err(OpenError::Failed(e)) => return Err(OpenError::Failed(conn.explain_refusal(e, config, offered))),
+            other => other?,
+        };
+        conn.authenticated = true;
+        if let Err(e) = conn.set_timeouts(io_timeout) {
+            return Err(OpenError::Failed(conn.fail(lost(&e))));
+        }
+        let answer = first.map(|_| {
+            // The query's answer is numbered from its own command's 0.
+            conn.seq = 1;
+            conn.read_results(false)
+        });
+        Ok((conn, answer))
+    }
+
+    pub fn greeting(&self) -> &Greeting {
+        &self.greeting
+    }
+
+    pub fn login(&self) -> Login {
+        self.login
+    }
+
+    /// Whether the connection runs over TLS.
+    pub fn encrypted(&self) -> bool {
+        matches!(self.stream.get_ref(), Stream::Tls(_))
+    }
+
+    /// Runs a text-protocol query (several `;`-separated statements allowed) and
+    /// returns one outcome per statement. The first failing statement ends the query
+    /// and its error is returned: the server runs nothing after it.
+    pub fn query(&mut self, sql: &str) -> Answer {
+        if self.broken {
+            return Err(SessionError::lost("the connection was lost earlier"));
+        }
+        self.command(COM_QUERY, sql.as_bytes())?;
+        self.read_results(false)
+    }
+
+    /// Sends a command: a new exchange, numbered from 0.
+    fn command(&mut self, command: u8, body: &[u8]) -> Result<(), SessionError> {
+        let mut request = Vec::with_capacity(body.len() + 5);
+        self.seq = frame_command(&mut request, command, body);
+        self.send(&request)
+    }
+
+    fn set_timeouts(&mut self, timeout: Option<Duration>) -> io::Result<()> {
+        match self.stream.get_ref().socket() {
+            Some(socket) => socket.set_timeouts(timeout),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads every result of one query; `binary`: of a prepared statement.
+    fn read_results(&mut self, binary: bool) -> Answer {
+        let mut outcomes = Vec::new();
+        loop {
+            let packet = self.read_packet()?;
+            let (outcome, status) = match packet.first() {
+                Some(0x00) => self.parse_ok(&packet)?,
+                Some(0xFF) => return Err(server_error(&packet)),
+                Some(_) => self.read_result_set(&packet, binary)?,
+                None => return Err(self.malformed("an empty packet")),
+            };
+            outcomes.push(outcome);
+            if status & SERVER_MORE_RESULTS_EXISTS == 0 {
+                return Ok(outcomes);
+            }
+        }
+    }
+
+    fn parse_ok(&mut self, packet: &[u8]) -> Result<(Outcome, u16), SessionError> {
+        let mut c = Cursor::new(&packet[1..]);
+        match (c.lenenc(), c.lenenc(), c.u16()) {
+            (Some(affected_rows), Some(last_insert_id), Some(status)) => {
+                Ok((Outcome { rows: Vec::new(), affected_rows, last_insert_id }, status))
+            }
+            _ => Err(self.malformed("an OK packet")),
+        }
+    }
+
+    /// A result set whose first packet (the column count) is `head`: the column
+    /// definitions (text rows carry every value as a string, so only binary rows need
+    /// their types), an EOF, the rows, an EOF with the status.
+    fn read_result_set(&mut self, head: &[u8], binary: bool) -> Result<(Outcome, u16), SessionError> {
+        let count = match Cursor::new(head).lenenc() {
+            Some(n) if n > 0 && n <= u64::from(u16::MAX) => n as usize,
+            _ => return Err(self.malformed("a column count")),
+        };
+        let mut columns = Vec::with_capacity(if binary { count.min(64) } else { 0 });
+        for _ in 0..count {
+            let definition = self.read_packet()?;
+            if binary {
+                columns.push(parse_column(&definition).ok_or_else(|| self.malformed("a column definition"))?);
+            }
+        }
+        let eof = self.read_packet()?;
+        if !is_eof(&eof) {
+            return Err(self.malformed("the end of the column definitions"));
+        }
+        let mut rows = Vec::new();
+        loop {
+            let packet = self.read_packet()?;
+            if is_eof(&packet) {
+                let status = Cursor::new(&packet[1..]).skip(2).and_then(|mut c| c.u16()).unwrap_or(0);
+                return Ok((Outcome { rows, affected_rows: 0, last_insert_id: 0 }, status));
+            }
+            if packet.first() == Some(&0xFF) {
+                return Err(server_error(&packet));
+            }
+            let row = match binary {
+                true => parse_binary_row(&packet, &columns),
+                false => parse_text_row(&packet, count),
+            };
+            rows.push(row.ok_or_else(|| self.malformed("a row"))?);
+        }
+    }
+
+    fn malformed(&mut self, what: &str) -> SessionError {
+        self.fail(SessionError::lost(format!(
+            "the server sent {what} this client cannot read; the connection is closed"
+        )))
+    }
+
+    /// The connection is out of step or gone: closed at once (so the server ends the
+    /// session and its locks now, not when this object is dropped), and every later call
+    /// reports it lost.
+    fn fail(&mut self, e: SessionError) -> SessionError {
+        self.broken = true;
+        if let Some(socket) = self.stream.get_ref().socket() {
+            socket.shutdown();
+        }
+        e
+    }
+
+    /// One logical packet, reassembled from 16 MiB pieces.
+    fn read_packet(&mut self) -> Result<Vec<u8>, SessionError> {
+        let mut payload = Vec::new();
+        loop {
+            let mut header = [0u8; 4];
+            self.read_exact(&mut header)?;
+            let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+            if header[3] != self.seq {
+                let message = format!("packet {} arrived where {} was due", header[3], self.seq);
+                return Err(self.fail(SessionError::lost(message)));
+            }
+            self.seq = self.seq.wrapping_add(1);
+            let start = payload.len();
+            payload.resize(start + len, 0);
+            self.read_exact(&mut payload[start..])?;
+            if len < MAX_PAYLOAD {
+                return Ok(payload);
+            }
+        }
+    }
+
+    fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), SessionError> {
+        match self.stream.read_exact(buf) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(lost(&e))),
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
+        let stream = self.stream.get_mut();
+        match stream.write_all(bytes).and_then(|()| stream.flush()) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(lost(&e))),
+        }
+    }
+
+    /// Frames `payload` as packets continuing this exchange's sequence.
+    fn append_packets(&mut self, out: &mut Vec<u8>, payload: &[u8]) {
+        self.seq = frame(out, payload, self.seq);
+    }
+}
+
+impl Drop for Connection {
+    /// Says goodbye, so the server does not count an aborted connection. Best effort,
+    /// and never blocking (a full send buffer just loses the goodbye): the socket closes
+    /// either way.
+    fn drop(&mut self) {
+        if self.authenticated && !self.broken {
+            let mut quit = Vec::with_capacity(5);
+            frame_command(&mut quit, COM_QUIT, &[]);
+            if let Some(socket) = self.stream.get_ref().socket() {
+                socket.set_nonblocking();
+            }
+            let stream = self.stream.get_mut();
+            let _ = stream.write_all(&quit).and_then(|()| stream.flush());
+        }
+    }
+}
+
+fn connect_stream(config: &Config, timeout: Option<Duration>) -> io::Result<Stream> {
+    let stream = match &config.socket {
+        Some(path) => {
+            let s = UnixStream::connect(path)?;
+            s.set_read_timeout(timeout)?;
+            s.set_write_timeout(timeout)?;
+            Stream::Plain(Plain::Unix(s))
+        }
+        None => {
+            let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{} resolves to no address", config.host));
+            let mut connected = None;
+            for addr in (config.host.as_str(), config.port).to_socket_addrs()? {
+                let attempt = match config.connect_timeout.is_zero() {
+                    true => TcpStream::connect(addr),
+                    false => TcpStream::connect_timeout(&addr, config.connect_timeout),
+                };
+                match attempt {
+                    Ok(s) => {
+                        connected = Some(s);
+                        break;
+                    }
+                    Err(e) => last = e,
+                }
+            }
+            let s = connected.ok_or(last)?;
+            s.set_nodelay(true)?;
+            s.set_read_timeout(timeout)?;
+            s.set_write_timeout(timeout)?;
+            Stream::Plain(Plain::Tcp(s))
+        }
+    };
+    Ok(stream)
+}
+
+/// Appends a command: a new exchange, numbered from 0. Returns the next number.
+fn frame_command(out: &mut Vec<u8>, command: u8, body: &[u8]) -> u8 {
+    let mut payload = Vec::with_capacity(body.len() + 1);
+    payload.push(command);
+    payload.extend_from_slice(body);
+    frame(out, &payload, 0)
+}
+
+/// Appends `payload` as packets numbered from `seq`; returns the next number. A payload
+/// that fills a packet exactly is followed by an empty one, as the protocol says.
+fn frame(out: &mut Vec<u8>, payload: &[u8], mut seq: u8) -> u8 {
+    let mut rest = payload;
+    loop {
+        let len = rest.len().min(MAX_PAYLOAD);
+        out.extend_from_slice(&(len as u32).to_le_bytes()[..3]);
+        out.push(seq);
+        out.extend_from_slice(&rest[..len]);
+        seq = seq.wrapping_add(1);
+        rest = &rest[len..];
+        if len < MAX_PAYLOAD {
+            return seq;
+        }
+    }
+}
+
+fn is_eof(packet: &[u8]) -> bool {
+    packet.first() == Some(&0xFE) && packet.len() < 9
+}
+
+/// A text-protocol row: each value a length-encoded string, NULL as 0xFB.
+fn parse_text_row(packet: &[u8], columns: usize) -> Option<Vec<Value>> {
+    let mut c = Cursor::new(packet);
+    let mut row = Vec::with_capacity(columns);
+    for _ in 0..columns {
+        if c.peek()? == 0xFB {
+            c.u8()?;
+            row.push(Value::Null);
+            continue;
+        }
+        let len = usize::try_from(c.lenenc()?).ok()?;
+        let bytes = c.bytes(len)?.to_vec();
+        row.push(match String::from_utf8(bytes) {
+            Ok(s) => Value::Text(s),
+            Err(e) => Value::Bytes(e.into_bytes()),
+        });
+    }
+    Some(row)
+}
+
+/// An ERR packet: code, `#` and the SQL state (protocol 4.1), message.
+fn server_error(packet: &[u8]) -> SessionError {
+    let code = packet.get(1..3).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+    let mut message = packet.get(3..).unwrap_or_default();
+    if message.first() == Some(&b'#') && message.len() >= 6 {
+        message = &message[6..];
+    }
+    SessionError::server(code, String::from_utf8_lossy(message).into_owned())
+}
+
+fn lost(e: &io::Error) -> SessionError {
+    SessionError::lost(e.to_string())
+}
+
+/// Reads little-endian protocol fields; `None` past the end.
+struct Cursor<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Cursor<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Cursor { buf }
+    }
+
+    fn skip(mut self, n: usize) -> Option<Self> {
+        self.bytes(n)?;
+        Some(self)
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.buf.first().copied()
+    }
+
+    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.buf.len() {
+            return None;
+        }
+        let (head, tail) = self.buf.split_at(n);
+        self.buf = tail;
+        Some(head)
+    }
+
+    fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.buf)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.bytes(1)?[0])
+    }
+
+    fn u16(&mut self) -> Option<u16> {
+        let b = self.bytes(2)?;
+        Some(u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        let b = self.bytes(4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// A length-encoded integer (0xFB, NULL, is not one).
+    fn lenenc(&mut self) -> Option<u64> {
+        let wide = |b: &[u8]| b.iter().rev().fold(0u64, |acc, &x| acc << 8 | u64::from(x));
+        match self.u8()? {
+            n @ 0..=0xFA => Some(u64::from(n)),
+            0xFC => Some(wide(self.bytes(2)?)),
+            0xFD => Some(wide(self.bytes(3)?)),
+            0xFE => Some(wide(self.bytes(8)?)),
+            _ => None,
+        }
+    }
+
+    fn nul_str(&mut self) -> Option<String> {
+        let end = self.buf.iter().position(|&b| b == 0)?;
+        let s = String::from_utf8_lossy(&self.buf[..end]).into_owned();
+        self.buf = &self.buf[end + 1..];
+        Some(s)
+    }
+}
