@@ -9,7 +9,6 @@ mod lease;
 mod option_files;
 mod run;
 mod session;
-mod session_locks;
 mod signals;
 mod status;
 
@@ -18,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Parser, Subcommand};
-use mysqllock_core::{AcquireOptions, Config, DistributedLock, Error, LeaseRow, LockStatus, NativeLocker};
+use mysqllock_core::{
+    session_lock, AcquireOptions, Config, DistributedLock, Error, LeaseRow, LockStatus, NativeLocker,
+};
 
 const EXIT_CODES: &str = "\
 Connection settings, each source overriding single parts of the ones before:
@@ -474,13 +475,13 @@ fn status(config: &Config, locker: &mut NativeLocker, name: Option<&str>, json: 
 /// server shows them (exit 78 with what is missing where it does not).
 fn session_status(locker: &mut NativeLocker, name: Option<&str>, json: bool) -> u8 {
     let (locks, empty) = match name {
-        Some(name) => match session_locks::holder(locker, name) {
+        Some(name) => match session_lock::holder(locker, name) {
             Ok(holder) => (holder.into_iter().collect(), free_message(name)),
             Err(e) => return exit::report(&e),
         },
-        None => match session_locks::list(locker) {
-            Ok(session_locks::Listing::Visible(locks)) => (locks, "no session locks held".to_owned()),
-            Ok(session_locks::Listing::Hidden(why)) => {
+        None => match session_lock::list(locker) {
+            Ok(session_lock::Listing::Visible(locks)) => (locks, "no session locks held".to_owned()),
+            Ok(session_lock::Listing::Hidden(why)) => {
                 eprintln!("mysqllock: {why}");
                 return exit::NOT_SET_UP;
             }

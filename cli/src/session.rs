@@ -8,9 +8,9 @@ use std::io;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-use mysqllock_core::{limits, Error, NativeLocker, Session};
+use mysqllock_core::{limits, session_lock, Error, NativeLocker, Session};
 
-use crate::{exit, session_locks, signals};
+use crate::{exit, signals};
 
 /// How often the session is checked by default (one statement per check); less often
 /// than half the session's `wait_timeout` is never chosen, so the server does not end
@@ -99,11 +99,7 @@ fn ping_every(secs: f64) -> Result<Duration, Error> {
 /// is shorter, so an idle session is never ended by the server while the command runs.
 /// The session learned its `wait_timeout` while connecting; asked only if it did not.
 fn check_interval(locker: &mut NativeLocker, ping_every: Duration) -> Result<Duration, Error> {
-    let wait_timeout = match locker.session()?.wait_timeout() {
-        Some(known) => Some(known),
-        None => session_locks::query(locker, "SELECT @@session.wait_timeout", &[])?.first(0).as_f64(),
-    };
-    let wait_timeout = wait_timeout.filter(|t| *t > 0.0);
+    let wait_timeout = session_lock::wait_timeout(locker)?.filter(|t| *t > 0.0);
     Ok(wait_timeout.map_or(ping_every, |t| ping_every.min(Duration::from_secs_f64(t / 2.0))))
 }
 

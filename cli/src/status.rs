@@ -5,7 +5,7 @@
 use mysqllock_core::{LeaseRow, LockStatus};
 use serde_json::json;
 
-use crate::session_locks::SessionLock;
+use mysqllock_core::session_lock::Holder as SessionLock;
 
 /// The column titles of the human-readable table.
 const HEADER: [&str; COLUMNS] =

@@ -31,6 +31,7 @@ pub mod limits;
 mod locker;
 pub mod name;
 mod session;
+pub mod session_lock;
 mod sql;
 pub mod topology;
 mod transport;

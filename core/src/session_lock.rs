@@ -1,4 +1,5 @@
-//! Who holds session locks (plain `GET_LOCK`s), for `mysqllock status --session`.
+//! Who holds session locks (plain `GET_LOCK`s): for `mysqllock status --session`, and
+//! for any caller that wants to show them.
 //!
 //! One lock's holder is always visible: `IS_USED_LOCK` answers for any session. Listing
 //! every lock of every client needs the server's help, which is detected, never assumed:
@@ -7,11 +8,15 @@
 //! and MariaDB with the `wait/lock/metadata/sql/mdl` instrument enabled). What the
 //! holders' sessions are doing comes from the process list, where the user may see it.
 
-use mysqllock_core::{name, Error, NativeLocker, Outcome, Session, SessionError, Value};
+use crate::error::{Error, SessionError};
+use crate::locker::Locker;
+use crate::name;
+use crate::session::{Connector, Session};
+use crate::value::{Outcome, Value};
 
 /// A session lock and, where the process list shows it, its holder's session.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SessionLock {
+pub struct Holder {
     /// The name as asked for; in a listing, the GET_LOCK name itself.
     pub name: String,
     /// The GET_LOCK name the lock takes ([`name::session_key`]).
@@ -29,7 +34,7 @@ pub struct SessionLock {
 }
 
 /// The holder of the session lock `name` now, `None` when it is free.
-pub fn holder(locker: &mut NativeLocker, name: &str) -> Result<Option<SessionLock>, Error> {
+pub fn holder<C: Connector>(locker: &mut Locker<C>, name: &str) -> Result<Option<Holder>, Error> {
     let key = name::session_key(name)?;
     let Some(holder) = locker.session_lock_holder(name)? else {
         return Ok(None);
@@ -39,7 +44,7 @@ pub fn holder(locker: &mut NativeLocker, name: &str) -> Result<Option<SessionLoc
     let out = query(locker, sql, &[holder.into()])?;
     let session = out.rows.first();
     let text = |i: usize| session.and_then(|row| row[i].as_text());
-    Ok(Some(SessionLock {
+    Ok(Some(Holder {
         name: name.to_owned(),
         key,
         holder,
@@ -52,7 +57,7 @@ pub fn holder(locker: &mut NativeLocker, name: &str) -> Result<Option<SessionLoc
 
 /// Every session lock on the server, or why the server does not show them.
 pub enum Listing {
-    Visible(Vec<SessionLock>),
+    Visible(Vec<Holder>),
     /// What is missing and how to provide it, one line.
     Hidden(String),
 }
@@ -70,7 +75,7 @@ const FROM_PERFORMANCE_SCHEMA: &str = "SELECT m.OBJECT_NAME, t.PROCESSLIST_ID, t
 const MDL_INSTRUMENT: &str = "wait/lock/metadata/sql/mdl";
 
 /// Every session lock of every client, where the server shows them.
-pub fn list(locker: &mut NativeLocker) -> Result<Listing, Error> {
+pub fn list<C: Connector>(locker: &mut Locker<C>) -> Result<Listing, Error> {
     let probe = "SELECT VERSION(), (SELECT COUNT(*) FROM information_schema.PLUGINS \
                  WHERE PLUGIN_NAME = 'METADATA_LOCK_INFO' AND PLUGIN_STATUS = 'ACTIVE')";
     let out = query(locker, probe, &[])?;
@@ -96,7 +101,7 @@ pub fn list(locker: &mut NativeLocker) -> Result<Listing, Error> {
 
 /// Whether performance_schema shows user-level locks to this user: `Ok(Err(why not))`
 /// when it does not, with what would change that.
-fn performance_schema(locker: &mut NativeLocker, mariadb: bool) -> Result<Result<(), String>, Error> {
+fn performance_schema<C: Connector>(locker: &mut Locker<C>, mariadb: bool) -> Result<Result<(), String>, Error> {
     match query(locker, "SELECT @@performance_schema", &[]) {
         Ok(out) if out.first(0).as_i64() == Some(1) => {}
         Ok(_) => {
@@ -132,12 +137,12 @@ fn performance_schema(locker: &mut NativeLocker, mariadb: bool) -> Result<Result
 }
 
 /// Listing rows: name, holder id, user, host, command, time.
-fn rows(out: Outcome) -> Vec<SessionLock> {
+fn rows(out: Outcome) -> Vec<Holder> {
     out.rows
         .iter()
         .map(|row| {
             let key = row[0].as_text().unwrap_or_default();
-            SessionLock {
+            Holder {
                 name: key.clone(),
                 key,
                 holder: row[1].as_u64().unwrap_or(0),
@@ -150,9 +155,17 @@ fn rows(out: Outcome) -> Vec<SessionLock> {
         .collect()
 }
 
-/// A statement of the CLI's own on the locker's first session (the one holding the
-/// session locks). Its failures are not about a lock: a lost connection, or a plain
-/// database error the caller may look into.
-pub fn query(locker: &mut NativeLocker, sql: &str, params: &[Value]) -> Result<Outcome, Error> {
+/// The seconds the locker's first session may sit idle before the server ends it: as
+/// learned while connecting, else asked.
+pub fn wait_timeout(locker: &mut crate::NativeLocker) -> Result<Option<f64>, Error> {
+    if let Some(known) = locker.session()?.wait_timeout() {
+        return Ok(Some(known));
+    }
+    Ok(query(locker, "SELECT @@session.wait_timeout", &[])?.first(0).as_f64())
+}
+
+/// A statement on the locker's first session (the one holding the session locks). Its
+/// failures are not about a lock: a lost connection, or a plain database error.
+fn query<C: Connector>(locker: &mut Locker<C>, sql: &str, params: &[Value]) -> Result<Outcome, Error> {
     locker.session()?.execute(sql, params).map_err(|source| Error::from_session(source, None))
 }
