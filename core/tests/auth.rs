@@ -122,9 +122,12 @@ fn a_wrong_password_is_refused_with_access_denied_on_every_path() {
         config
     };
     let refused = |result: mysqllock_core::Result<MysqlSession>, path: &str| match result {
-        Err(Error::Connect { source, .. }) => {
+        Err(e @ Error::Connect { .. }) => {
+            let Error::Connect { source, .. } = &e else { unreachable!() };
             assert_eq!(source.code, Some(1045), "{path}: {source:?}");
             assert!(source.message.starts_with("Access denied for user 'locker'@"), "{path}: {source:?}");
+            // Whatever TLS adds to it, the likelier cause is said first.
+            assert!(e.to_string().contains("(check the user name and password)"), "{path}: {e}");
         }
         other => panic!("{path}: expected access denied, got {:?}", other.err()),
     };
@@ -150,6 +153,8 @@ fn a_wrong_password_is_refused_with_access_denied_on_every_path() {
             );
         }
         refused(MysqlSession::connect(&wrong(socket_config())), &format!("Unix socket, cached {cached}"));
+        // Straight to the server: over TLS on MySQL (which offers it), in clear on MariaDB.
+        refused(MysqlSession::connect(&wrong(config())), &format!("TCP with the default ssl-mode, cached {cached}"));
     }
 }
 

@@ -52,7 +52,8 @@ impl Connection {
     /// A login the server refused, with what TLS may have to do with it: MariaDB
     /// answers a plain connection to a server with `require_secure_transport` (or to an
     /// account created `REQUIRE SSL`) with the same "Access denied" as a wrong password,
-    /// and an `X509` account without a client certificate too.
+    /// and an `X509` account without a client certificate too. The usual advice for an
+    /// access denied comes first: it is still the likelier cause.
     pub(super) fn explain_refusal(&self, mut e: SessionError, config: &Config, offered: bool) -> SessionError {
         let hint = match e.code {
             // MySQL's ER_SECURE_TRANSPORT_REQUIRED
@@ -61,15 +62,16 @@ impl Connection {
                 config.tls.mode().name()
             ),
             Some(1045) if !self.encrypted() && offered => format!(
-                "; TLS: this connection did not use TLS (ssl-mode={}{}), and a server with \
-                 require_secure_transport or an account created REQUIRE SSL refuses such logins so: \
-                 if the password is right, connect with ssl-mode=REQUIRED or VERIFY_IDENTITY",
+                " (check the user name and password); TLS: this connection did not use TLS \
+                 (ssl-mode={}{}), and a server with require_secure_transport or an account created \
+                 REQUIRE SSL refuses such logins so: if the password is right, connect with \
+                 ssl-mode=REQUIRED or VERIFY_IDENTITY",
                 config.tls.mode().name(),
                 if config.socket.is_some() { ", over a Unix socket" } else { "" }
             ),
             Some(1045) if self.encrypted() && config.tls.cert.is_none() => {
-                "; TLS: if the account was created REQUIRE X509 (or SUBJECT/ISSUER), it needs a client \
-                 certificate: set ssl-cert and ssl-key"
+                " (check the user name and password); TLS: if the account was created REQUIRE X509 \
+                 (or SUBJECT/ISSUER), it needs a client certificate: set ssl-cert and ssl-key"
                     .to_owned()
             }
             _ => return e,
