@@ -221,7 +221,8 @@ class MySqlLockStore implements BlockingStoreInterface
         }
         $key->reduceLifetime($ttl);
         try {
-            $held['handle']->renew($ttl);
+            // The lease ends $ttl from now, sooner than save() took it for too (renew() never shortens).
+            $held['handle']->setRemainingTTL($ttl);
         } catch (SharedLockRemainingTTLException $e) {
             self::forget($name);
             throw new LockConflictedException(sprintf('The "%s" lock was lost: %s', $key, $e->getMessage()), 0, $e);
