@@ -67,6 +67,12 @@ namespace ItsMieger\MySqlSharedLocks {
         public const QUOTE_STYLE_ANSI = 1;
 
         /**
+         * The longest TTL (and timeout) in seconds any method accepts. Not part of the
+         * original package.
+         */
+        public const MAX_TTL = 1.0E9;
+
+        /**
          * Sets the connection parameters and closes the current connection: locks held
          * on it are released (as with the original, whose PDO was closed). The
          * connection is opened at the next lock.
@@ -210,6 +216,21 @@ namespace ItsMieger\MySqlSharedLocks {
         public static function renew($name, $ttl) {}
 
         /**
+         * Sets a lock this process holds to end $ttl seconds from now (database clock),
+         * sooner or later than it would have: another process may take it over once
+         * they are up (Symfony's putOffExpiration()). Whole seconds, rounded up. A
+         * keep-alive goes on renewing it. Not part of the original package.
+         *
+         * @param string $name
+         * @param int|float $ttl seconds from now
+         * @return void
+         * @throws SharedLockRemainingTTLException if the lock is not held any more (taken
+         *         over, session lost, keep-alive failed) or $ttl is invalid
+         * @throws \TypeError if $ttl is not a number
+         */
+        public static function setRemainingTTL($name, $ttl) {}
+
+        /**
          * @param string $name
          * @param int|float $minRemainingTTL seconds the lock must still live
          * @return void
@@ -227,6 +248,18 @@ namespace ItsMieger\MySqlSharedLocks {
          *         ends with the server's own status texts
          */
         public static function tryRepairTable() {}
+
+        /**
+         * Creates the locks table (getTable()) on the current connection unless it
+         * exists: the original package's DDL, as `mysqllock init` runs it (InnoDB on a
+         * Group Replication member). Not part of the original package.
+         *
+         * @return bool true if it was created
+         * @throws \RuntimeException if the database refuses (getPrevious(): the
+         *         PDOException, if any)
+         * @throws \InvalidArgumentException if no connection is configured
+         */
+        public static function createTable() {}
 
         /**
          * Whether any process (this one included) holds the lock now. Not part of the
@@ -316,6 +349,15 @@ namespace ItsMieger\MySqlSharedLocks {
          * @throws SharedLockRemainingTTLException if the lock is not held any more
          */
         public function renew($ttl) {}
+
+        /**
+         * SharedLock::setRemainingTTL() for this lock. Not part of the original package.
+         *
+         * @param int|float $ttl seconds from now
+         * @return static
+         * @throws SharedLockRemainingTTLException if the lock is not held any more
+         */
+        public function setRemainingTTL($ttl) {}
     }
 }
 
@@ -467,16 +509,25 @@ namespace Nene\Kit {
      */
     class DistributedLock
     {
+        /** The longest TTL in seconds acquire() and renew() accept: a year. */
+        public const MAX_TTL = 31622400;
+
         /**
          * @param \PDO|null $pdo a pdo_mysql PDO (MySQL/MariaDB) or a pdo_sqlite PDO (tests
          *   with crafted rows); null: the extension's own connection from php.ini's
          *   mysqllock.dsn (whose `?lease_table=` names the table when $table is not given)
          * @param string $table the lease table, `name` or `schema.name`
+         * @param callable(): \PDO|null $reconnect with a PDO: called for a new PDO (of the
+         *   same driver) when the extension finds the connection of the one in use lost
+         *   (MySQL 2006, 2013, a killed session, ...); the statement is then sent again on
+         *   it, as the extension's own connection does by itself. Without it a lost PDO
+         *   stays lost. What it throws is the getPrevious() of the DistributedLockException.
          * @throws DistributedLockException without a PDO when mysqllock.dsn is not set or invalid
-         * @throws \InvalidArgumentException for another PDO driver or an invalid table name
-         * @throws \TypeError if $pdo is not a PDO
+         * @throws \InvalidArgumentException for another PDO driver, an invalid table name,
+         *   or $reconnect without a PDO
+         * @throws \TypeError if $pdo is not a PDO or $reconnect not callable
          */
-        public function __construct(?\PDO $pdo = null, string $table = 'distributed_locks') {}
+        public function __construct(?\PDO $pdo = null, string $table = 'distributed_locks', ?callable $reconnect = null) {}
 
         /**
          * Takes $resource for $owner when it is free, expired, or already $owner's (the
@@ -515,6 +566,38 @@ namespace Nene\Kit {
          * @throws DistributedLockException if the database fails
          */
         public function isHeld(string $resource): bool {}
+
+        /**
+         * Whether $owner holds an unexpired lease on $resource. Owners compare exactly, as
+         * release() and renew() compare them; read as isHeld() reads.
+         *
+         * @throws \InvalidArgumentException for bad input
+         * @throws DistributedLockException if the database fails
+         */
+        public function isHeldBy(string $resource, string $owner): bool {}
+
+        /**
+         * The owner of the unexpired lease on $resource, expiry judged as by every other
+         * method (database clock, the table's precision); null when it is free. On a
+         * Galera node or a Group Replication member read after every commit the cluster
+         * made before it, as isHeld().
+         *
+         * @throws \InvalidArgumentException for bad input
+         * @throws DistributedLockException if the database fails (a cluster node that is
+         *   not ready: code 1047, 3796, 3797)
+         */
+        public function owner(string $resource): ?string {}
+
+        /**
+         * Ends the unexpired lease on $resource whoever holds it (a holder that died or
+         * hangs), as its owner's release() would: on an upgraded table the row stays,
+         * so fencing tokens count on. One statement, no read first.
+         *
+         * @return bool true if a live lease was ended, false if there was none
+         * @throws \InvalidArgumentException for bad input
+         * @throws DistributedLockException if the database fails
+         */
+        public function forceRelease(string $resource): bool {}
 
         /**
          * The fencing token of the last successful acquire()/renew() on this object:

@@ -278,6 +278,52 @@ impl<C: Connector> DistributedLock<C> {
         Ok(out.first(0).as_i64().unwrap_or(0) > 0)
     }
 
+    /// The owner of the unexpired lease on `resource`, `None` when there is none: expiry
+    /// judged as by every other call (database clock, the table's precision), read as
+    /// [`is_held`](Self::is_held) reads, after every commit the cluster made before it.
+    pub fn owner(&mut self, resource: &str) -> Result<Option<String>> {
+        self.check_names(resource, None)?;
+        let shape = self.shape(resource)?;
+        let sql = statements::owner(self.dialect, &self.table, shape.upgraded);
+        let out = self.read(resource, &sql, &[Value::from(resource)], shape.sync)?;
+        Ok(out.rows.first().and_then(|row| row.first()).and_then(Value::as_text))
+    }
+
+    /// Whether `owner` holds an unexpired lease on `resource`: owners compare exactly, as
+    /// [`release`](Self::release) and [`renew`](Self::renew) compare them; read as
+    /// [`is_held`](Self::is_held) reads.
+    pub fn is_held_by(&mut self, resource: &str, owner: &str) -> Result<bool> {
+        self.check_names(resource, Some(owner))?;
+        let shape = self.shape(resource)?;
+        let sql = statements::is_held_by(self.dialect, &self.table, shape.upgraded);
+        let out = self.read(resource, &sql, &[Value::from(resource), Value::from(owner)], shape.sync)?;
+        Ok(out.first(0).as_i64().unwrap_or(0) > 0)
+    }
+
+    /// Ends the unexpired lease on `resource` whoever holds it, as its owner's
+    /// [`release`](Self::release) would (on an upgraded table the row stays, ended, so
+    /// the token counts on): one conditional write, no read first, so an owner that
+    /// changes meanwhile is ended too. `false` when no lease was live. For a holder that
+    /// died or hangs (a scheduler mutex cleared by hand); its own later release and
+    /// renew answer `false`.
+    pub fn force_release(&mut self, resource: &str) -> Result<bool> {
+        self.check_names(resource, None)?;
+        let shape = self.shape(resource)?;
+        let sql = statements::force_release(self.dialect, &self.table, shape.upgraded);
+        match self.write(resource, &sql, &[Value::from(resource)])? {
+            Some((out, _)) => Ok(out.affected_rows > 0),
+            // Unlike a refused release, "false" would claim the resource is free.
+            None => Err(Error::Database {
+                name: Some(resource.to_owned()),
+                source: SessionError {
+                    code: None,
+                    message: format!("other writers kept changing the lease first ({ATTEMPTS} attempts); try again"),
+                    lost: false,
+                },
+            }),
+        }
+    }
+
     /// The row of `resource`, live or not; `None` when there is none.
     pub fn holder(&mut self, resource: &str) -> Result<Option<LeaseRow>> {
         self.check_names(resource, None)?;
@@ -1010,19 +1056,30 @@ mod statements {
     }
 
     pub fn release(dialect: Dialect, table: &Table, upgraded: bool) -> String {
+        end(dialect, table, upgraded, true)
+    }
+
+    /// [`release`] whoever the owner is.
+    pub fn force_release(dialect: Dialect, table: &Table, upgraded: bool) -> String {
+        end(dialect, table, upgraded, false)
+    }
+
+    /// Ends the live lease on a resource (`?`), of the owner bound second if `of_owner`.
+    fn end(dialect: Dialect, table: &Table, upgraded: bool, of_owner: bool) -> String {
         let t = table.sql_name();
         match dialect {
             Dialect::Sqlite => {
-                format!("DELETE FROM {t} WHERE resource = ? AND owner = ? AND expires_at >= datetime('now')")
+                let mine = if of_owner { " AND owner = ?" } else { "" };
+                format!("DELETE FROM {t} WHERE resource = ?{mine} AND expires_at >= datetime('now')")
             }
             Dialect::MySql => {
                 let (now, _, live, _) = clock(upgraded);
-                let mine = owner_is("?");
+                let mine = if of_owner { format!(" AND {}", owner_is("?")) } else { String::new() };
                 if upgraded {
                     // The row stays, ended now, so the next acquisition's token counts on.
-                    format!("UPDATE {t} SET expires_at = {now} WHERE resource = ? AND {mine} AND {live}")
+                    format!("UPDATE {t} SET expires_at = {now} WHERE resource = ?{mine} AND {live}")
                 } else {
-                    format!("DELETE FROM {t} WHERE resource = ? AND {mine} AND {live}")
+                    format!("DELETE FROM {t} WHERE resource = ?{mine} AND {live}")
                 }
             }
         }
@@ -1057,6 +1114,32 @@ mod statements {
             Dialect::MySql => {
                 let (_, _, live, _) = clock(upgraded);
                 format!("SELECT COUNT(*) FROM {t} WHERE resource = ? AND {live}")
+            }
+        }
+    }
+
+    /// The owner of the live lease on a resource.
+    pub fn owner(dialect: Dialect, table: &Table, upgraded: bool) -> String {
+        let t = table.sql_name();
+        match dialect {
+            Dialect::Sqlite => format!("SELECT owner FROM {t} WHERE resource = ? AND expires_at >= datetime('now')"),
+            Dialect::MySql => {
+                let (_, _, live, _) = clock(upgraded);
+                format!("SELECT owner FROM {t} WHERE resource = ? AND {live}")
+            }
+        }
+    }
+
+    /// Whether the owner bound second holds the live lease on a resource.
+    pub fn is_held_by(dialect: Dialect, table: &Table, upgraded: bool) -> String {
+        let t = table.sql_name();
+        match dialect {
+            Dialect::Sqlite => {
+                format!("SELECT COUNT(*) FROM {t} WHERE resource = ? AND owner = ? AND expires_at >= datetime('now')")
+            }
+            Dialect::MySql => {
+                let (_, _, live, _) = clock(upgraded);
+                format!("SELECT COUNT(*) FROM {t} WHERE resource = ? AND {} AND {live}", owner_is("?"))
             }
         }
     }

@@ -756,13 +756,29 @@ impl<C: Connector> Locker<C> {
     /// [`Error::NotHeld`] when the lease was lost (it is not re-acquired).
     pub fn renew(&mut self, name: &str, ttl: f64) -> Result<()> {
         let ttl = limits::ttl_seconds(ttl)?;
-        let slot = self.check_renewals(name)?;
         let sql = self.sql.renew.clone();
-        let me = self.session_of(slot)?.connection_id();
         let no_cap = i64::from(i32::MAX);
-        let renewed =
-            self.with_db_on(slot, |db, _| db.run(name, &sql, &[ttl.into(), no_cap.into(), name.into(), me.into()]));
-        match renewed {
+        self.change_ttl(name, &sql, |me| vec![ttl.into(), no_cap.into(), name.into(), me.into()])
+    }
+
+    /// Sets the lease to end `ttl` seconds from now (database clock), sooner or later
+    /// than it would have: a holder that needs less time than it took lets another
+    /// session take the lock over sooner (Symfony's `putOffExpiration()`). Rounded up to
+    /// whole seconds, counted as [`renew`](Self::renew) counts. Only while this session
+    /// still owns its row and holds its GET_LOCK: [`Error::NotHeld`] when the lease was
+    /// lost. A keep-alive goes on renewing it ([`renew`](Self::renew) never shortens).
+    pub fn set_remaining_ttl(&mut self, name: &str, ttl: f64) -> Result<()> {
+        let ttl = limits::ttl_seconds(ttl)?;
+        let sql = self.sql.set_remaining.clone();
+        self.change_ttl(name, &sql, |me| vec![ttl.into(), name.into(), me.into()])
+    }
+
+    /// Runs a statement that changes the TTL of the held lease `name` (`params` get the
+    /// holding session's id) and tells a lost lease from one the statement left as it was.
+    fn change_ttl(&mut self, name: &str, sql: &str, params: impl FnOnce(u64) -> Vec<Value>) -> Result<()> {
+        let slot = self.check_renewals(name)?;
+        let params = params(self.session_of(slot)?.connection_id());
+        match self.with_db_on(slot, |db, _| db.run(name, sql, &params)) {
             Ok(out) if out.affected_rows == 1 => Ok(()),
             // Unchanged (already that long) or lost: the ownership check tells which.
             Ok(_) => self.remaining_ttl(name).map(|_| ()),

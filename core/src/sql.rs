@@ -85,6 +85,10 @@ pub(crate) struct Sql {
     /// only while the given session owns the row and holds its GET_LOCK. Keeps `created`
     /// as the acquisition time, so a cap counts from there.
     pub renew: String,
+    /// Sets a lease to end `ttl` seconds from now, sooner or later than it would have
+    /// (Symfony's `putOffExpiration()`), on the same conditions as [`Sql::renew`]. Keeps
+    /// `created`; counted from the same whole second as a renewal.
+    pub set_remaining: String,
     /// After a renewal that changed nothing: is the lease still the given session's?
     pub owns: String,
     /// Release for "at least" leases: the row stays until `created + at_least` but no
@@ -176,6 +180,10 @@ impl Sql {
             ),
             renew: format!(
                 "UPDATE {t} SET ttl = GREATEST(ttl, LEAST(UNIX_TIMESTAMP() - created + ?, ?)) \
+                 WHERE name = ? AND connection_id = ? AND lock_acquired = 1 AND IS_USED_LOCK(CAST(name AS CHAR)) <=> connection_id"
+            ),
+            set_remaining: format!(
+                "UPDATE {t} SET ttl = UNIX_TIMESTAMP() - created + ? \
                  WHERE name = ? AND connection_id = ? AND lock_acquired = 1 AND IS_USED_LOCK(CAST(name AS CHAR)) <=> connection_id"
             ),
             owns: format!(

@@ -155,6 +155,90 @@ fn is_held_is_true_exactly_while_an_unexpired_row_exists() {
 }
 
 #[test]
+fn owner_names_the_live_holder_only() {
+    let (free, live, expired) = (unique("owner-free"), unique("owner-live"), unique("owner-expired"));
+    let mut lock = plain();
+    assert_eq!(lock.owner(&free).unwrap(), None);
+    lock.acquire(&live, "Owner-A ", 30.0).unwrap();
+    assert_eq!(lock.owner(&live).unwrap().as_deref(), Some("Owner-A "), "the owner exactly as stored");
+    craft(PLAIN, &expired, "owner-a", "2000-01-01 00:00:00");
+    assert_eq!(lock.owner(&expired).unwrap(), None, "an expired row has no owner");
+}
+
+#[test]
+fn is_held_by_compares_owners_exactly_and_only_for_a_live_lease() {
+    let (r, expired) = (unique("held-by"), unique("held-by-expired"));
+    let mut lock = plain();
+    lock.acquire(&r, "Worker", 30.0).unwrap();
+    assert!(lock.is_held_by(&r, "Worker").unwrap());
+    for other in ["worker", "Worker ", "WORKER", "Worke"] {
+        assert!(!lock.is_held_by(&r, other).unwrap(), "{other:?} taken for \"Worker\"");
+    }
+    craft(PLAIN, &expired, "Worker", "2000-01-01 00:00:00");
+    assert!(!lock.is_held_by(&expired, "Worker").unwrap(), "an expired lease is nobody's");
+}
+
+/// On the whole-second table a lease lives through the second `expires_at` names: every
+/// verdict says so alike, the reads as the writes (the Symfony bridge's own read once
+/// took such a lease for ended).
+#[test]
+fn reads_and_writes_agree_on_a_lease_in_its_last_second() {
+    let r = unique("last-second");
+    let mut lock = plain();
+    let mut admin = raw();
+    for _ in 0..5 {
+        let now = query(&mut admin, "SELECT UTC_TIMESTAMP(), MICROSECOND(UTC_TIMESTAMP(6))", &[]);
+        if now[0][1].as_i64().unwrap() > 600_000 {
+            std::thread::sleep(Duration::from_millis(450)); // start early in a second
+            continue;
+        }
+        let second = now[0][0].as_text().unwrap();
+        craft(PLAIN, &r, "owner-a", &second);
+        let verdicts = (
+            lock.owner(&r).unwrap(),
+            lock.is_held_by(&r, "owner-a").unwrap(),
+            lock.is_held(&r).unwrap(),
+            lock.acquire(&r, "owner-b", 30.0).unwrap().is_none(),
+        );
+        let after = query(&mut admin, "SELECT UTC_TIMESTAMP()", &[]);
+        if after[0][0].as_text().unwrap() != second {
+            continue; // the second ended meanwhile: the verdicts may differ rightly
+        }
+        assert_eq!(verdicts, (Some("owner-a".to_owned()), true, true, true));
+        return;
+    }
+    panic!("five tries never ran within one second");
+}
+
+#[test]
+fn force_release_ends_any_owners_live_lease_and_nothing_else() {
+    let (r, expired, free) = (unique("force"), unique("force-expired"), unique("force-free"));
+    let mut lock = plain();
+    lock.acquire(&r, "owner-a", 30.0).unwrap();
+    assert!(lock.force_release(&r).unwrap());
+    assert!(row_of(PLAIN, &r).is_none(), "the row is gone, as after the owner's release");
+    assert!(!lock.release(&r, "owner-a").unwrap(), "the owner's lease was still there");
+    assert!(lock.acquire(&r, "owner-b", 30.0).unwrap().is_some());
+    assert!(!lock.force_release(&free).unwrap(), "nothing to end");
+    craft(PLAIN, &expired, "owner-a", "2000-01-01 00:00:00");
+    assert!(!lock.force_release(&expired).unwrap(), "an expired lease is not live");
+}
+
+#[test]
+fn force_release_on_the_upgraded_table_keeps_the_row_and_tokens_count_on() {
+    let r = unique("force-fenced");
+    let mut lock = fenced();
+    let first = lock.acquire(&r, "owner-a", 30.0).unwrap().unwrap().token.unwrap();
+    assert!(lock.force_release(&r).unwrap());
+    let (owner, left) = row_of(FENCED, &r).unwrap();
+    assert_eq!(owner, "owner-a");
+    assert!(left <= 0.0, "the lease still has {left} s");
+    assert_eq!(lock.owner(&r).unwrap(), None);
+    let next = lock.acquire(&r, "owner-b", 30.0).unwrap().unwrap().token.unwrap();
+    assert!(next > first, "token {next} after {first}");
+}
+
+#[test]
 fn expiry_is_judged_in_utc_whatever_the_session_time_zone() {
     let r = unique("utc");
     let mut far_east = raw();

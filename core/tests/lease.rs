@@ -156,6 +156,23 @@ fn assert_ttl_passes_with_enough_left_and_fails_with_too_little() {
 }
 
 #[test]
+fn set_remaining_ttl_shortens_or_extends_the_lease_and_another_session_takes_it_once_it_ran_out() {
+    let name = unique("set-remaining");
+    let (mut holder, mut next) = (locker(), locker());
+    holder.acquire(&name, 0.0, 300.0).unwrap();
+    holder.set_remaining_ttl(&name, 60.0).unwrap();
+    let left = holder.remaining_ttl(&name).unwrap();
+    assert!((58.0..=60.0).contains(&left), "shortened to {left} s, not 60");
+    holder.set_remaining_ttl(&name, 2.0).unwrap();
+    let left = holder.remaining_ttl(&name).unwrap();
+    assert!(left <= 2.0, "{left} s left after setting 2");
+    let start = Instant::now();
+    next.acquire(&name, 10.0, 30.0).unwrap();
+    assert!(start.elapsed() < Duration::from_secs(6), "took {:?}", start.elapsed());
+    assert!(matches!(holder.set_remaining_ttl(&name, 30.0), Err(Error::NotHeld { .. })));
+}
+
+#[test]
 fn row_whose_owner_never_took_the_get_lock_is_reclaimed_only_after_its_ttl() {
     let name = unique("pending");
     let mut other = raw();

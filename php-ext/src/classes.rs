@@ -12,7 +12,7 @@ use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::flags::{ConstantFlags, DataType, MethodFlags};
 use ext_php_rs::types::{ZendHashTable, Zval};
 use ext_php_rs::zend::{ClassEntry, ExecuteData};
-use mysqllock_core::{Error, QuoteStyle, Table};
+use mysqllock_core::{limits, Error, QuoteStyle, Table};
 
 use crate::args::{self, Args, Name};
 use crate::connection::{self, Settings};
@@ -73,17 +73,20 @@ pub fn register() -> ext_php_rs::error::Result<()> {
         },
         static_method("unlock", unlock, &["name"]),
         static_method("renew", renew, &["name", "ttl"]),
+        static_method("setRemainingTTL", set_remaining_ttl, &["name", "ttl"]),
         {
             let (f, flags) = static_method("assertTTL", assert_ttl, &["name"]);
             (f.not_required().arg(arg("minRemainingTTL").default("1")), flags)
         },
         static_method("tryRepairTable", try_repair_table, &[]),
+        static_method("createTable", create_table, &[]),
         static_method("isLocked", is_locked, &["name"]),
         static_method("holder", holder, &["name"]),
     ];
     let mut shared_lock = ClassBuilder::new(Class::SharedLock.name())
         .constant("QUOTE_STYLE_DEFAULT", 0i64, &[], ConstantFlags::Public)?
-        .constant("QUOTE_STYLE_ANSI", 1i64, &[], ConstantFlags::Public)?;
+        .constant("QUOTE_STYLE_ANSI", 1i64, &[], ConstantFlags::Public)?
+        .constant("MAX_TTL", limits::MAX_SECONDS, &[], ConstantFlags::Public)?;
     for (method, flags) in methods {
         shared_lock = shared_lock.method(method, flags);
     }
@@ -102,6 +105,7 @@ pub fn register() -> ext_php_rs::error::Result<()> {
         .method(FunctionBuilder::new("getRemainingTTL", handle_get_remaining_ttl), public)
         .method(FunctionBuilder::new("getToken", handle_get_token), public)
         .method(FunctionBuilder::new("renew", handle_renew).arg(arg("ttl")), public)
+        .method(FunctionBuilder::new("setRemainingTTL", handle_set_remaining_ttl).arg(arg("ttl")), public)
         .registration(Class::Handle.registration())
         .register()
 }
@@ -118,8 +122,10 @@ handlers! {
     synchronized => synchronized_body,
     unlock => unlock_body,
     renew => renew_body,
+    set_remaining_ttl => set_remaining_ttl_body,
     assert_ttl => assert_ttl_body,
     try_repair_table => try_repair_table_body,
+    create_table => create_table_body,
     is_locked => is_locked_body,
     holder => holder_body,
     handle_construct => handle_construct_body,
@@ -129,6 +135,7 @@ handlers! {
     handle_get_remaining_ttl => handle_get_remaining_ttl_body,
     handle_get_token => handle_get_token_body,
     handle_renew => handle_renew_body,
+    handle_set_remaining_ttl => handle_set_remaining_ttl_body,
 }
 
 // ---------------------------------------------------------------------------------
@@ -326,6 +333,20 @@ fn renew_lock(name: &Zval, name_position: u32, ttl: &Zval, ttl_position: u32) ->
     state::with(|s| s.renew(&name, seconds)).map_err(|e| to_php(Op::Renew { name: &name, ttl }, &e))
 }
 
+fn set_remaining_ttl_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let a = Args::fetch(ex, &["name", "ttl"], 2)?;
+    set_remaining(&a.value(0), 1, &a.value(1), 2)?;
+    Ok(handler::null())
+}
+
+/// Sets the lease to end `$ttl` seconds from now, sooner or later than it would have;
+/// failures as `renew_lock`'s.
+fn set_remaining(name: &Zval, name_position: u32, ttl: &Zval, ttl_position: u32) -> PhpResult<()> {
+    let name = name_arg(name, name_position, |name, e| to_php(Op::Renew { name, ttl }, e))?;
+    let seconds = args::seconds(ttl, ttl_position)?;
+    state::with(|s| s.set_remaining_ttl(&name, seconds)).map_err(|e| to_php(Op::Renew { name: &name, ttl }, &e))
+}
+
 fn assert_ttl_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let a = Args::fetch(ex, &["name", "minRemainingTTL"], 1)?;
     let min = a.get(1).map_or_else(|| int(1), Zval::shallow_clone);
@@ -346,6 +367,14 @@ fn try_repair_table_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     Args::fetch(ex, &[], 0)?;
     state::with(State::repair_table).map_err(|e| to_php(Op::Repair, &e))?;
     Ok(handler::null())
+}
+
+/// Creates the locks table (the original package's DDL; InnoDB on a Group Replication
+/// member) on the current connection unless it exists; `true` if it was created.
+fn create_table_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    Args::fetch(ex, &[], 0)?;
+    let created = state::with(State::create_table).map_err(|e| to_php(Op::Configure, &e))?;
+    Ok(handler::boolean(created))
 }
 
 /// Whether anyone (this process included) holds `$name` now.
@@ -460,6 +489,13 @@ fn handle_renew_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let (this, name) = handle_name(ex)?;
     let a = Args::fetch(ex, &["ttl"], 1)?;
     renew_lock(&name, 1, &a.value(0), 1)?;
+    Ok(this)
+}
+
+fn handle_set_remaining_ttl_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let (this, name) = handle_name(ex)?;
+    let a = Args::fetch(ex, &["ttl"], 1)?;
+    set_remaining(&name, 1, &a.value(0), 1)?;
     Ok(this)
 }
 

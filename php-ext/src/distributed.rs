@@ -14,6 +14,10 @@
 //! - fork: a child must neither use nor close the parent's native session (COM_QUIT would
 //!   end it), nor free the parent's prepared PDO statements; the first call in a child
 //!   abandons them and starts afresh on the same target.
+//!
+//! A PDO whose connection the core finds lost is replaced by what the constructor's
+//! `$reconnect` returns, where one is given: the core decides what "lost" is and sends
+//! the statement again, as on its own connection.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -21,12 +25,12 @@ use std::collections::HashMap;
 use ext_php_rs::args::Arg;
 use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
 use ext_php_rs::exception::{PhpException, PhpResult};
-use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags, PropertyFlags};
+use ext_php_rs::flags::{ClassFlags, ConstantFlags, DataType, MethodFlags, PropertyFlags};
 use ext_php_rs::types::Zval;
 use ext_php_rs::zend::{ce, ClassEntry, ExecuteData};
 use mysqllock_core::{
-    Config, Connector, Dialect, DistributedLock, Error, Grant, MysqlSession, QuoteStyle, Session, Table,
-    DEFAULT_LEASE_TABLE,
+    Config, Connector, Dialect, DistributedLock, Error, Grant, MysqlSession, QuoteStyle, Session, SessionError, Table,
+    DEFAULT_LEASE_TABLE, MAX_LEASE_TTL,
 };
 
 use crate::args::{self, Args};
@@ -35,7 +39,7 @@ use crate::driver::{self, Statements};
 use crate::exceptions::{lease_exception, lease_to_php, protected_property};
 use crate::handler::{self, boolean, double, handlers, int, php_int};
 use crate::ini;
-use crate::pdo_session::PdoSession;
+use crate::pdo_session::{self, PdoSession};
 use crate::php::{self, Noise};
 use crate::registry::Class;
 
@@ -58,7 +62,20 @@ thread_local! {
 /// Where an object's sessions come from.
 enum LeaseConnector {
     Native(Box<Config>),
-    Pdo { pdo: Zval, statements: Statements },
+    Pdo(PdoTarget),
+}
+
+/// A user's PDO, and what replaces it once its connection is lost.
+struct PdoTarget {
+    pdo: Zval,
+    statements: Statements,
+    /// The constructor's `$reconnect`: called for a new PDO each time the core asks for
+    /// a session again (it does only after the session was lost).
+    reconnect: Option<Zval>,
+    /// `pdo`'s driver, which a replacement must have too.
+    dialect: Dialect,
+    /// A session was made from `pdo` already: the next request for one means it was lost.
+    used: bool,
 }
 
 impl LeaseConnector {
@@ -66,9 +83,13 @@ impl LeaseConnector {
     fn fresh(&self) -> LeaseConnector {
         match self {
             LeaseConnector::Native(config) => LeaseConnector::Native(config.clone()),
-            LeaseConnector::Pdo { pdo, .. } => {
-                LeaseConnector::Pdo { pdo: pdo.shallow_clone(), statements: Statements::default() }
-            }
+            LeaseConnector::Pdo(target) => LeaseConnector::Pdo(PdoTarget {
+                pdo: target.pdo.shallow_clone(),
+                statements: Statements::default(),
+                reconnect: target.reconnect.as_ref().map(Zval::shallow_clone),
+                dialect: target.dialect,
+                used: false,
+            }),
         }
     }
 }
@@ -79,9 +100,40 @@ impl Connector for LeaseConnector {
     fn connect(&mut self) -> mysqllock_core::Result<Box<dyn Session>> {
         match self {
             LeaseConnector::Native(config) => Ok(Box::new(MysqlSession::connect(config)?)),
-            LeaseConnector::Pdo { pdo, statements } => Ok(Box::new(PdoSession::attach(pdo, statements.clone()))),
+            LeaseConnector::Pdo(target) => {
+                if target.used {
+                    if let Some(reconnect) = &target.reconnect {
+                        target.pdo = replacement(reconnect, target.dialect)?;
+                    }
+                }
+                target.used = true;
+                Ok(Box::new(PdoSession::attach(&target.pdo, target.statements.clone())))
+            }
         }
     }
+}
+
+/// `$reconnect()`: the PDO that takes the lost one's place, of the same driver.
+fn replacement(reconnect: &Zval, dialect: Dialect) -> mysqllock_core::Result<Zval> {
+    let failed = |source: SessionError| Error::Connect { target: "the PDO $reconnect returns".to_owned(), source };
+    let pdo = php::call(reconnect, vec![]).map_err(|e| failed(pdo_session::failure(e)))?;
+    if !is_pdo(&pdo) {
+        return Err(failed(driver::unknown(&format!("$reconnect returned {}, not a PDO", php::type_name(&pdo)))));
+    }
+    let driver = php::call_method(&pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet)
+        .map_err(|e| failed(pdo_session::failure(e)))?
+        .string()
+        .unwrap_or_default();
+    if Dialect::from_driver(&driver).ok() != Some(dialect) {
+        return Err(failed(driver::unknown(&format!(
+            "$reconnect returned a PDO of the driver {driver:?}, not of the lost one's"
+        ))));
+    }
+    Ok(pdo)
+}
+
+fn is_pdo(value: &Zval) -> bool {
+    ClassEntry::try_find("PDO").zip(value.object()).is_some_and(|(class, object)| object.instance_of(class))
 }
 
 type Core = DistributedLock<LeaseConnector>;
@@ -154,8 +206,8 @@ impl Entry {
 /// Never closes or frees what a core lock inherited from a parent process: its native
 /// socket (no COM_QUIT) and its prepared PDO statements (no COM_STMT_CLOSE).
 fn abandon(lock: Core) {
-    if let LeaseConnector::Pdo { statements, .. } = lock.connector() {
-        connection::never_free_statements(statements);
+    if let LeaseConnector::Pdo(target) = lock.connector() {
+        connection::never_free_statements(&target.statements);
     }
     std::mem::forget(lock);
 }
@@ -189,13 +241,17 @@ pub fn register() -> ext_php_rs::error::Result<()> {
     };
     let mut handle = protected_property(HANDLE);
     handle.flags = PropertyFlags::Private;
+    #[allow(clippy::cast_possible_truncation)] // a year of seconds
+    let max_ttl = MAX_LEASE_TTL as i64;
     ClassBuilder::new(Class::DistributedLock.name())
+        .constant("MAX_TTL", max_ttl, &[], ConstantFlags::Public)?
         .property(handle)
         .method(
             FunctionBuilder::new("__construct", construct)
                 .not_required()
                 .arg(Arg::new("pdo", DataType::object("PDO")).allow_null().default("null"))
-                .arg(text("table").default("'distributed_locks'")),
+                .arg(text("table").default("'distributed_locks'"))
+                .arg(Arg::new("reconnect", DataType::Callable).allow_null().default("null")),
             public,
         )
         .method(
@@ -213,6 +269,9 @@ pub fn register() -> ext_php_rs::error::Result<()> {
             public,
         )
         .method(method("isHeld", is_held, DataType::Bool, false).arg(text("resource")), public)
+        .method(method("isHeldBy", is_held_by, DataType::Bool, false).arg(text("resource")).arg(text("owner")), public)
+        .method(method("owner", owner, DataType::String, true).arg(text("resource")), public)
+        .method(method("forceRelease", force_release, DataType::Bool, false).arg(text("resource")), public)
         .method(method("getToken", get_token, DataType::Long, true), public)
         .method(method("getRemaining", get_remaining, DataType::Double, false), public)
         .method(method("createTable", create_table, DataType::Bool, false), public)
@@ -235,6 +294,9 @@ handlers! {
     release => release_body,
     renew => renew_body,
     is_held => is_held_body,
+    is_held_by => is_held_by_body,
+    owner => owner_body,
+    force_release => force_release_body,
     get_token => get_token_body,
     get_remaining => get_remaining_body,
     create_table => create_table_body,
@@ -246,18 +308,29 @@ handlers! {
 // ---------------------------------------------------------------------------------
 // Methods
 
-/// `__construct(?PDO $pdo = null, string $table = 'distributed_locks')`. Connects at
-/// the first call, not here.
+/// `__construct(?PDO $pdo = null, string $table = 'distributed_locks', ?callable
+/// $reconnect = null)`. Connects at the first call, not here.
 fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let mut this = args::this(ex)?;
-    let a = Args::fetch(ex, &["pdo", "table"], 0)?;
+    let a = Args::fetch(ex, &["pdo", "table", "reconnect"], 0)?;
     let pdo = a.get(0).filter(|p| !p.is_null());
     let table_name = a.get(1).map(|t| text_arg(t, 2, "table", "__construct")).transpose()?;
+    let reconnect = a.get(2).filter(|r| !r.is_null());
+    if let Some(reconnect) = reconnect {
+        if !reconnect.is_callable() {
+            return Err(args::type_error(3, "?callable", reconnect));
+        }
+        if pdo.is_none() {
+            let reason = "it replaces a lost PDO; without a PDO the extension's own connection reconnects by itself";
+            return Err(lease_to_php(
+                "__construct",
+                &Error::InvalidArgument { what: "$reconnect", reason: reason.to_owned() },
+            ));
+        }
+    }
     let entry = match pdo {
         Some(pdo) => {
-            let is_pdo =
-                ClassEntry::try_find("PDO").zip(pdo.object()).is_some_and(|(class, object)| object.instance_of(class));
-            if !is_pdo {
+            if !is_pdo(pdo) {
                 return Err(args::type_error(1, "?PDO", pdo));
             }
             let driver = php::call_method(pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet)
@@ -266,7 +339,13 @@ fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
                 .unwrap_or_default();
             let dialect = Dialect::from_driver(&driver).map_err(|e| lease_to_php("__construct", &e))?;
             let table = table(table_name.as_deref().unwrap_or(DEFAULT_LEASE_TABLE))?;
-            let connector = LeaseConnector::Pdo { pdo: pdo.shallow_clone(), statements: Statements::default() };
+            let connector = LeaseConnector::Pdo(PdoTarget {
+                pdo: pdo.shallow_clone(),
+                statements: Statements::default(),
+                reconnect: reconnect.map(Zval::shallow_clone),
+                dialect,
+                used: false,
+            });
             Entry::new(connector, table, dialect)
         }
         None => {
@@ -343,6 +422,44 @@ fn is_held_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let resource = text_arg(&a.value(0), 1, "resource", "isHeld")?;
     let held = with_entry(handle, "isHeld", |e| e.lock.is_held(&resource))?;
     Ok(boolean(held))
+}
+
+/// `isHeldBy(string $resource, string $owner): bool`
+fn is_held_by_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    let a = Args::fetch(ex, &["resource", "owner"], 2)?;
+    let (resource, owner) = resource_and_owner(&a, "isHeldBy")?;
+    let held = with_entry(handle, "isHeldBy", |e| e.lock.is_held_by(&resource, &owner))?;
+    Ok(boolean(held))
+}
+
+/// `owner(string $resource): ?string`: the owner of the live lease.
+fn owner_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    let a = Args::fetch(ex, &["resource"], 1)?;
+    let resource = text_arg(&a.value(0), 1, "resource", "owner")?;
+    let owner = with_entry(handle, "owner", |e| e.lock.owner(&resource))?;
+    let mut z = Zval::new();
+    match owner {
+        Some(owner) => z.set_string(&owner, false)?,
+        None => z.set_null(),
+    }
+    Ok(z)
+}
+
+/// `forceRelease(string $resource): bool`: ends the live lease whoever holds it.
+fn force_release_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    let a = Args::fetch(ex, &["resource"], 1)?;
+    let resource = text_arg(&a.value(0), 1, "resource", "forceRelease")?;
+    let ended = with_entry(handle, "forceRelease", |e| {
+        let ended = e.lock.force_release(&resource)?;
+        if e.held.as_ref().is_some_and(|h| h.resource == resource) {
+            e.held = None;
+        }
+        Ok(ended)
+    })?;
+    Ok(boolean(ended))
 }
 
 /// `getToken(): ?int`: the fencing token of the current lease (upgraded table only).

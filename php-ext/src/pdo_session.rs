@@ -208,7 +208,7 @@ fn bind(value: &Value) -> (Zval, i64) {
 }
 
 /// A failed call as the core's session error; a thrown exception is kept as a cause.
-fn failure(error: CallError) -> SessionError {
+pub(crate) fn failure(error: CallError) -> SessionError {
     driver::failure(error, from_exception)
 }
 

@@ -301,6 +301,11 @@ impl State {
         self.locker_for(name).map_or_else(|| Err(never_held(name)), |l| l.renew(name, ttl))
     }
 
+    /// Sets a held lock to end `ttl` seconds from now, sooner or later than it would have.
+    pub fn set_remaining_ttl(&mut self, name: &str, ttl: f64) -> Result<(), Error> {
+        self.locker_for(name).map_or_else(|| Err(never_held(name)), |l| l.set_remaining_ttl(name, ttl))
+    }
+
     pub fn release(&mut self, name: &str) -> Result<(), Error> {
         let result = match self.locker_for(name) {
             Some(locker) => locker.release(name),
@@ -325,6 +330,11 @@ impl State {
             self.current.as_ref().is_some_and(|l| l.holds(name)) || self.retired.iter().any(|r| r.locker.holds(name));
         let row = self.current()?.status(Some(name))?.into_iter().next();
         Ok((row, mine))
+    }
+
+    /// The locks table on the current session unless it exists (`createTable()`).
+    pub fn create_table(&mut self) -> Result<bool, Error> {
+        self.current()?.init_table()
     }
 
     /// `REPAIR TABLE` on the current session (`tryRepairTable()`).

@@ -281,6 +281,12 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
             'release of an empty resource' => fn () => $lock->release('', 'owner-A'),
             'empty owner for release' => fn () => $lock->release($r, ''),
             'isHeld of an empty resource' => fn () => $lock->isHeld(''),
+            'owner of an empty resource' => fn () => $lock->owner(''),
+            'owner of a resource longer than the column' => fn () => $lock->owner($this->lockName($long)),
+            'isHeldBy of an empty owner' => fn () => $lock->isHeldBy($r, ''),
+            'isHeldBy of an empty resource' => fn () => $lock->isHeldBy('', 'owner-A'),
+            'forceRelease of an empty resource' => fn () => $lock->forceRelease(''),
+            'TTL over MAX_TTL' => fn () => $lock->acquire($r, 'owner-A', DistributedLock::MAX_TTL + 1),
         ];
         foreach ($calls as $what => $call) {
             $e = $this->catchThrown($call);
@@ -367,6 +373,196 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
             $this->assertInstanceOf(DistributedLockException::class, $e);
             $this->assertSame($mode, $pdo->getAttribute(\PDO::ATTR_ERRMODE));
         }
+    }
+
+    // -----------------------------------------------------------------------------
+    // Beyond the seed: who holds what, force release, a replaced PDO
+
+    /** @test @dataProvider backends */
+    public function ownerNamesTheHolderOfALiveLeaseOnly(string $backend): void
+    {
+        $lock = $this->lock($backend);
+        [$free, $live, $expired, $mine] = [$this->lockName('free'), $this->lockName('live'), $this->lockName('expired'), $this->lockName('mine')];
+        $this->insertRow($backend, $live, 'owner-A', $this->inSeconds($backend, 100));
+        $this->insertRow($backend, $expired, 'owner-A', "'2000-01-01 00:00:00'");
+
+        $this->assertNull($lock->owner($free));
+        $this->assertSame('owner-A', $lock->owner($live));
+        $this->assertNull($lock->owner($expired), 'an expired row named its old owner');
+        $this->assertTrue($lock->acquire($mine, 'Owner B ', 30));
+        $this->assertSame('Owner B ', $lock->owner($mine), 'the owner is not as stored');
+        $this->assertTrue($lock->release($mine, 'Owner B '));
+        $this->assertNull($lock->owner($mine));
+    }
+
+    /** @test @dataProvider backends */
+    public function isHeldByIsTrueOnlyForTheExactOwnerOfALiveLease(string $backend): void
+    {
+        $lock = $this->lock($backend);
+        [$r, $expired] = [$this->lockName(), $this->lockName('expired')];
+        $this->assertTrue($lock->acquire($r, 'Worker-1', 30));
+        $this->insertRow($backend, $expired, 'Worker-1', "'2000-01-01 00:00:00'");
+
+        $this->assertTrue($lock->isHeldBy($r, 'Worker-1'));
+        foreach (['worker-1', 'WORKER-1', 'Worker-1 ', 'Worker-'] as $other) {
+            $this->assertFalse($lock->isHeldBy($r, $other), "\"$other\" was taken for \"Worker-1\"");
+        }
+        $this->assertFalse($lock->isHeldBy($expired, 'Worker-1'), 'an expired lease is nobody\'s');
+        $this->assertFalse($lock->isHeldBy($this->lockName('free'), 'Worker-1'));
+    }
+
+    /**
+     * On the seed's whole-second table a lease lives through the second expires_at names:
+     * owner() and isHeldBy() agree with acquire() there (the Symfony bridge's own read,
+     * `expires_at > UTC_TIMESTAMP(6)`, once took such a lease for ended).
+     *
+     * @test @dataProvider serverBackends
+     */
+    public function readsAgreeWithAcquireOnALeaseInItsLastSecond(string $backend): void
+    {
+        $lock = $this->lock($backend);
+        $r = $this->lockName();
+        for ($try = 0; $try < 5; $try++) {
+            [$second, $micros] = self::db()->query('SELECT UTC_TIMESTAMP(), MICROSECOND(UTC_TIMESTAMP(6))')->fetch(\PDO::FETCH_NUM);
+            if ((int) $micros > 600000) {
+                usleep(450000); // start early in a second
+                continue;
+            }
+            self::db()->prepare('DELETE FROM `' . self::TABLE . '` WHERE resource = ?')->execute([$r]);
+            $this->insertRow($backend, $r, 'owner-A', "'$second'");
+            $verdicts = [$lock->owner($r), $lock->isHeldBy($r, 'owner-A'), $lock->isHeld($r), $lock->acquire($r, 'owner-B', 30)];
+            if (self::db()->query('SELECT UTC_TIMESTAMP()')->fetchColumn() !== $second) {
+                continue; // the second ended meanwhile: the verdicts may differ rightly
+            }
+            $this->assertSame(['owner-A', true, true, false], $verdicts);
+            return;
+        }
+        $this->fail('five tries never ran within one second');
+    }
+
+    /** @test @dataProvider backends */
+    public function forceReleaseEndsWhoeversLiveLeaseItIs(string $backend): void
+    {
+        $lock = $this->lock($backend);
+        [$r, $free, $expired] = [$this->lockName(), $this->lockName('free'), $this->lockName('expired')];
+        $this->insertRow($backend, $r, 'owner-A', $this->inSeconds($backend, 100));
+        $this->insertRow($backend, $expired, 'owner-A', "'2000-01-01 00:00:00'");
+
+        $this->assertTrue($lock->forceRelease($r));
+        $this->assertNull($this->row($backend, $r), 'the row is left, unlike after the owner\'s release');
+        $this->assertFalse($lock->isHeld($r));
+        $this->assertFalse($lock->release($r, 'owner-A'), 'the owner still held it');
+        $this->assertTrue($lock->acquire($r, 'owner-B', 30));
+        $this->assertFalse($lock->forceRelease($free), 'ended a lease where there was none');
+        $this->assertFalse($lock->forceRelease($expired), 'an expired lease counted as live');
+    }
+
+    /** @test @dataProvider backends */
+    public function forceReleaseOfThisObjectsLeaseEndsItsRemainingTime(string $backend): void
+    {
+        $lock = $this->lock($backend);
+        $r = $this->lockName();
+        $this->assertTrue($lock->acquire($r, 'owner-A', 30));
+        $this->assertGreaterThan(0.0, $lock->getRemaining());
+        $this->assertTrue($lock->forceRelease($r));
+        $this->assertSame(0.0, $lock->getRemaining());
+        $this->assertFalse($lock->renew($r, 'owner-A', 30));
+    }
+
+    /** @test @dataProvider serverBackends */
+    public function forceReleaseOnAnUpgradedTableKeepsTheRowSoTokensCountOn(string $backend): void
+    {
+        $db = self::db();
+        $db->exec('DROP TABLE IF EXISTS ' . self::FENCED);
+        $db->exec(self::ddl(self::FENCED) . ' ENGINE=InnoDB');
+        $lock = $this->lock($backend, self::FENCED);
+        $lock->upgradeTable();
+        $r = $this->lockName();
+
+        $this->assertTrue($lock->acquire($r, 'owner-A', 30));
+        $first = $lock->getToken();
+        $this->assertTrue($lock->forceRelease($r));
+        $st = $db->prepare('SELECT owner, expires_at <= UTC_TIMESTAMP(6) FROM ' . self::FENCED . ' WHERE resource = ?');
+        $st->execute([$r]);
+        $this->assertSame(['owner-A', 1], array_map(fn ($v) => is_numeric($v) ? (int) $v : $v, $st->fetch(\PDO::FETCH_NUM)), 'the row is not kept, ended');
+        $this->assertNull($lock->owner($r));
+        $this->assertTrue($lock->acquire($r, 'owner-B', 30));
+        $this->assertGreaterThan($first, $lock->getToken());
+    }
+
+    /** @test */
+    public function aLostPdoIsReplacedByReconnectAndTheStatementSentAgain(): void
+    {
+        $pdo = connect();
+        $calls = 0;
+        $lock = new DistributedLock($pdo, self::TABLE, function () use (&$calls): \PDO {
+            $calls++;
+            return connect();
+        });
+        $r = $this->lockName();
+        $this->assertTrue($lock->acquire($r, 'owner-A', 30));
+        $this->killSessionOf($pdo);
+
+        $this->assertTrue($lock->acquire($this->lockName('b'), 'owner-A', 30), 'the statement after the loss failed');
+        $this->assertSame(1, $calls, '$reconnect was not called exactly once');
+        $this->assertSame('owner-A', $lock->owner($r));
+        $this->assertSame('owner-A', $this->row('pdo', $this->lockName('b'))['owner']);
+    }
+
+    /** @test */
+    public function withoutReconnectALostPdoFailsWithTheDriversError(): void
+    {
+        $pdo = connect();
+        $lock = new DistributedLock($pdo, self::TABLE);
+        $this->assertTrue($lock->acquire($this->lockName(), 'owner-A', 30));
+        $this->killSessionOf($pdo);
+
+        $e = $this->catchThrown(fn () => $lock->owner($this->lockName()));
+        $this->assertInstanceOf(DistributedLockException::class, $e);
+        $this->assertContains($e->getCode(), [2006, 2013], $e->getMessage());
+        $this->assertInstanceOf(\PDOException::class, $e->getPrevious());
+    }
+
+    /** @test */
+    public function whatReconnectThrowsIsThePreviousOfTheFailure(): void
+    {
+        $pdo = connect();
+        $refusal = new \RuntimeException('no server today');
+        $lock = new DistributedLock($pdo, self::TABLE, fn () => throw $refusal);
+        $this->assertFalse($lock->isHeld($this->lockName()));
+        $this->killSessionOf($pdo);
+
+        $e = $this->catchThrown(fn () => $lock->isHeld($this->lockName()));
+        $this->assertInstanceOf(DistributedLockException::class, $e);
+        $this->assertSame($refusal, $e->getPrevious());
+        $this->assertStringContainsString('no server today', $e->getMessage());
+
+        $lock = new DistributedLock($pdo = connect(), self::TABLE, fn () => 'not a PDO');
+        $this->assertFalse($lock->isHeld($this->lockName()));
+        $this->killSessionOf($pdo);
+        $e = $this->catchThrown(fn () => $lock->isHeld($this->lockName()));
+        $this->assertInstanceOf(DistributedLockException::class, $e);
+        $this->assertStringContainsString('$reconnect returned string, not a PDO', $e->getMessage());
+    }
+
+    /** @test */
+    public function reconnectWithoutAPdoIsRefused(): void
+    {
+        $e = $this->catchThrown(fn () => new DistributedLock(null, self::TABLE, fn () => connect()));
+        $this->assertInstanceOf(\InvalidArgumentException::class, $e);
+        $this->assertStringContainsString('$reconnect', $e->getMessage());
+        $this->assertInstanceOf(\TypeError::class, $this->catchThrown(fn () => new DistributedLock(connect(), self::TABLE, 'no_such_function')));
+    }
+
+    /** @test @dataProvider serverBackends */
+    public function maxTtlIsTheLongestLeaseAcquireTakes(string $backend): void
+    {
+        $lock = $this->lock($backend);
+        $r = $this->lockName();
+        $this->assertSame(366 * 24 * 3600, DistributedLock::MAX_TTL);
+        $this->assertTrue($lock->acquire($r, 'owner-A', DistributedLock::MAX_TTL));
+        $this->assertGreaterThan(DistributedLock::MAX_TTL - 10, $this->row($backend, $r)['left']);
+        $this->assertInstanceOf(\InvalidArgumentException::class, $this->catchThrown(fn () => $lock->renew($r, 'owner-A', DistributedLock::MAX_TTL + 1)));
     }
 
     // -----------------------------------------------------------------------------
@@ -510,6 +706,18 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
 
     // -----------------------------------------------------------------------------
     // Helpers
+
+    /** Ends $pdo's server session, as a restart or wait_timeout would. */
+    private function killSessionOf(\PDO $pdo): void
+    {
+        $id = (int) $pdo->query('SELECT CONNECTION_ID()')->fetchColumn();
+        self::db()->exec("KILL $id");
+        $st = self::db()->prepare('SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?');
+        $this->assertTrue(self::waitUntil(function () use ($st, $id) {
+            $st->execute([$id]);
+            return (int) $st->fetchColumn() === 0;
+        }, 10), "session $id did not end");
+    }
 
     private static function ddl(string $table): string
     {

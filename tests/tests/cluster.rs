@@ -196,10 +196,13 @@ fn a_lease_held_through_one_node_is_refused_through_the_others() {
         assert!(lock[node - 1].is_held(&r).unwrap(), "node {node} reads node {w}'s commit");
         let holder = lock[node - 1].holder(&r).unwrap().unwrap();
         assert_eq!(holder.owner, "owner-w", "node {node}");
+        assert_eq!(lock[node - 1].owner(&r).unwrap().as_deref(), Some("owner-w"), "node {node}");
+        assert!(lock[node - 1].is_held_by(&r, "owner-w").unwrap(), "node {node}");
     }
     assert!(lock[w - 1].release(&r, "owner-w").unwrap());
     for node in 1..=3 {
         assert!(!lock[node - 1].is_held(&r).unwrap(), "node {node} reads the release at once");
+        assert_eq!(lock[node - 1].owner(&r).unwrap(), None, "node {node} reads the release at once");
     }
     let next = *writers().last().unwrap();
     assert!(lock[next - 1].acquire(&r, "owner-next", 30.0).unwrap().is_some());
@@ -286,6 +289,7 @@ fn a_node_cut_off_from_the_cluster_answers_with_a_typed_error_and_rejoins() {
     let isolated = Isolated::node(victim);
     let write = cut.acquire(&r, "owner-cut", 30.0);
     let read = cut.is_held(&r);
+    let owner = cut.owner(&r);
     // The others go on meanwhile (a single-primary group has elected a new primary).
     let others: Vec<usize> = (1..=3).filter(|&n| n != victim).collect();
     let other = *writers_seen_by(&others).iter().find(|&&n| n != victim).unwrap();
@@ -299,6 +303,10 @@ fn a_node_cut_off_from_the_cluster_answers_with_a_typed_error_and_rejoins() {
     match read {
         Err(e) => assert!(e.is_node_not_ready(), "read through the cut-off node {victim}: {e}"),
         Ok(held) => panic!("node {victim} answered a decisive read while cut off: {held}"),
+    }
+    match owner {
+        Err(e) => assert!(e.is_node_not_ready(), "owner read through the cut-off node {victim}: {e}"),
+        Ok(owner) => panic!("node {victim} named an owner while cut off: {owner:?}"),
     }
     assert!(taken.is_some(), "node {other} could not take the lease while node {victim} was cut off");
     // Back in the cluster, the node reads the others' write and refuses to grant it.

@@ -8,6 +8,7 @@ use Illuminate\Contracts\Cache\Lock as LockContract;
 use Illuminate\Contracts\Cache\LockProvider;
 use Illuminate\Contracts\Cache\Store;
 use Illuminate\Contracts\Container\Container;
+use Nene\Kit\DistributedLock;
 
 /**
  * The `mysqllock` cache store: a lock provider only.
@@ -21,8 +22,6 @@ use Illuminate\Contracts\Container\Container;
  */
 class LeaseStore implements Store, LockProvider
 {
-    /** The longest lease the extension takes (a year), in seconds. */
-    private const MAX_TTL = 31622400;
 
     /**
      * @param string $prefix put before every lock name (Laravel's cache prefix)
@@ -31,8 +30,8 @@ class LeaseStore implements Store, LockProvider
      */
     public function __construct(private Leases $leases, private string $prefix = '', private int $lockTimeout = 86400)
     {
-        if ($lockTimeout < 1 || $lockTimeout > self::MAX_TTL) {
-            throw new \InvalidArgumentException("lock_timeout must be 1 to 31622400 seconds, not $lockTimeout");
+        if ($lockTimeout < 1 || $lockTimeout > DistributedLock::MAX_TTL) {
+            throw new \InvalidArgumentException('lock_timeout must be 1 to ' . DistributedLock::MAX_TTL . " seconds, not $lockTimeout");
         }
     }
 
@@ -104,7 +103,7 @@ class LeaseStore implements Store, LockProvider
             throw UnsupportedCacheOperation::for('add', $key);
         }
         $owner = 'scheduler:' . bin2hex(random_bytes(8));
-        return $this->leases->acquire($this->prefix . $key, $owner, max(1, min(self::MAX_TTL, (int) $seconds)));
+        return $this->leases->acquire($this->prefix . $key, $owner, max(1, min(DistributedLock::MAX_TTL, (int) $seconds)));
     }
 
     /**

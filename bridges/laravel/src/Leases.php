@@ -7,48 +7,36 @@ namespace MySqlLock\Laravel;
 use Illuminate\Database\Connection;
 use MySqlLock\PdoFactory;
 use Nene\Kit\DistributedLock;
-use Nene\Kit\DistributedLockException;
 
 /**
  * The lease table Laravel's locks live in (the lease mode of the mysqllock extension).
  *
- * Acquire, release and isHeld are `Nene\Kit\DistributedLock`'s, on one of three
- * connections: the extension's own (php.ini `mysqllock.dsn`; it reconnects by itself), a
- * PDO opened here from a `mysql://` DSN, or the PDO of a Laravel database connection. On the
- * two PDOs, a statement that finds the connection gone (MySQL errors 2006, 2013) is sent
- * once more on a fresh connection, as the extension does on its own: acquire is idempotent
- * for one owner, and a release whose first attempt committed answers false.
- *
- * Two things Laravel needs are not in DistributedLock's API and are done here with SQL on a
- * PDO (on the extension's own connection, a second connection opened from `mysqllock.dsn`
- * when first needed): who owns a lease now (Lock::getCurrentOwner()), and releasing a lease
- * whoever owns it (forceRelease(): read the owner, release as that owner, again if the
- * owner changed meanwhile), which keeps the extension's release semantics (on an upgraded
- * table the row stays, so fencing tokens count on).
+ * Every statement is `Nene\Kit\DistributedLock`'s (the extension's core decides expiry,
+ * owners, the reads that must see a whole cluster, and what a lost connection is), on
+ * one of three connections: the extension's own (php.ini `mysqllock.dsn`; it reconnects
+ * by itself), a PDO opened here from a `mysql://` DSN, or the PDO of a Laravel database
+ * connection. The two PDOs are given to DistributedLock with a way to replace them: when
+ * it finds the connection lost it asks for a fresh one (a new PDO, or Laravel's
+ * reconnect()) and sends the statement again, as on its own connection: acquire is
+ * idempotent for one owner, and a release whose first attempt committed answers false.
  */
 final class Leases
 {
-    /** MySQL client errors of a connection that is gone: server has gone away, lost connection. */
-    private const LOST_CONNECTION = [2006, 2013];
-
-    /** How often forceRelease() reads the owner again when it changed under it. */
-    private const FORCE_RELEASE_TRIES = 10;
-
     private ?DistributedLock $lock = null;
+    /** The PDO $lock runs on (Laravel may reconnect its connection under us). */
     private ?\PDO $lockPdo = null;
-    private ?bool $upgraded = null;
 
     /**
-     * @param (\Closure(bool): \PDO)|null $statementsPdo the PDO the lease statements run on
-     *   (argument: connect afresh); null: the extension's own connection
-     * @param \Closure(bool): \PDO $readsPdo the PDO owners are read on (argument: connect afresh)
+     * @param (\Closure(bool): \PDO)|null $pdo the PDO the leases run on (argument: connect
+     *   afresh); null: the extension's own connection
+     * @param bool $replaceable whether a lost PDO is replaced by $pdo(true)
      */
     private function __construct(
-        private ?\Closure $statementsPdo,
-        private \Closure $readsPdo,
+        private ?\Closure $pdo,
+        private bool $replaceable,
         private string $table,
     ) {
-        self::quoteTable($table);
+        self::checkTable($table);
     }
 
     /**
@@ -66,13 +54,7 @@ final class Leases
             );
         }
         self::checkDsn($dsn);
-        $read = static function (bool $fresh) use ($dsn, &$pdo): \PDO {
-            if ($fresh || $pdo === null) {
-                $pdo = self::connect($dsn);
-            }
-            return $pdo;
-        };
-        return new self(null, $read, $table);
+        return new self(null, false, $table);
     }
 
     /**
@@ -88,11 +70,11 @@ final class Leases
         self::checkDsn($dsn);
         $pdo = static function (bool $fresh) use ($dsn, &$open): \PDO {
             if ($fresh || $open === null) {
-                $open = self::connect($dsn);
+                $open = PdoFactory::fromUrl($dsn);
             }
             return $open;
         };
-        return new self($pdo, $pdo, $table);
+        return new self($pdo, true, $table);
     }
 
     /**
@@ -109,15 +91,14 @@ final class Leases
             }
             return self::mysqlPdo($connection->getPdo(), 'the database connection [' . $connection->getName() . ']');
         };
-        return new self($pdo, $pdo, $table);
+        return new self($pdo, true, $table);
     }
 
     /** Leases on a PDO of yours (pdo_mysql), used as it is: no reconnection. */
     public static function onPdo(\PDO $pdo, string $table = 'distributed_locks'): self
     {
         self::mysqlPdo($pdo, 'the PDO');
-        $get = static fn (bool $fresh): \PDO => $pdo;
-        return new self($get, $get, $table);
+        return new self(static fn (bool $fresh): \PDO => $pdo, false, $table);
     }
 
     /** The table, as given (`name` or `schema.name`). */
@@ -133,117 +114,59 @@ final class Leases
      */
     public function acquire(string $resource, string $owner, int $ttl, float $wait = 0.0): bool
     {
-        return $this->statement(static fn (DistributedLock $l): bool => $l->acquire($resource, $owner, $ttl, $wait));
+        return $this->lock()->acquire($resource, $owner, $ttl, $wait);
     }
 
     /** Ends $owner's live lease on $resource; false if $owner does not hold it. */
     public function release(string $resource, string $owner): bool
     {
-        return $this->statement(static fn (DistributedLock $l): bool => $l->release($resource, $owner));
+        return $this->lock()->release($resource, $owner);
     }
 
     /** Whether anyone holds an unexpired lease on $resource. */
     public function isHeld(string $resource): bool
     {
-        return $this->statement(static fn (DistributedLock $l): bool => $l->isHeld($resource));
+        return $this->lock()->isHeld($resource);
     }
 
     /** The owner of the unexpired lease on $resource, null when there is none. */
     public function owner(string $resource): ?string
     {
-        return $this->read(function (\PDO $pdo) use ($resource): ?string {
-            // Live as the extension judges it: a whole-second expires_at lives through its
-            // second; an upgraded (microsecond) one until that instant.
-            $live = $this->isUpgraded($pdo) ? 'expires_at > UTC_TIMESTAMP(6)' : 'expires_at >= UTC_TIMESTAMP()';
-            $st = $pdo->prepare('SELECT owner FROM ' . self::quoteTable($this->table) . " WHERE resource = ? AND $live");
-            $st->execute([$resource]);
-            $owner = $st->fetchColumn();
-            return $owner === false || $owner === null ? null : (string) $owner;
-        });
+        return $this->lock()->owner($resource);
     }
 
-    /**
-     * Ends the lease on $resource whoever holds it.
-     *
-     * @throws \RuntimeException if its owner changed every time it was read (10 times)
-     */
-    public function forceRelease(string $resource): void
+    /** Ends the lease on $resource whoever holds it; false if none was live. */
+    public function forceRelease(string $resource): bool
     {
-        for ($try = 0; $try < self::FORCE_RELEASE_TRIES; $try++) {
-            $owner = $this->owner($resource);
-            if ($owner === null || $this->release($resource, $owner)) {
-                return;
-            }
-        }
-        throw new \RuntimeException("Force-releasing the lock \"$resource\" failed: its owner changed every time it was read");
+        return $this->lock()->forceRelease($resource);
     }
 
     /** Creates the lease table (InnoDB) unless it exists; true if it was created. */
     public function createTable(): bool
     {
-        return $this->statement(static fn (DistributedLock $l): bool => $l->createTable());
+        return $this->lock()->createTable();
     }
 
-    /** @template T @param \Closure(DistributedLock): T $op @return T */
-    private function statement(\Closure $op): mixed
+    /** The DistributedLock on the connection in use, made again if Laravel replaced its PDO. */
+    private function lock(): DistributedLock
     {
-        try {
-            return $op($this->distributedLock(false));
-        } catch (DistributedLockException $e) {
-            if ($this->statementsPdo === null || !in_array($e->getCode(), self::LOST_CONNECTION, true)) {
-                throw $e;
-            }
-            return $op($this->distributedLock(true));
-        }
-    }
-
-    private function distributedLock(bool $fresh): DistributedLock
-    {
-        if ($this->statementsPdo === null) {
+        if ($this->pdo === null) {
             return $this->lock ??= new DistributedLock(null, $this->table);
         }
-        $pdo = ($this->statementsPdo)($fresh);
+        $pdo = ($this->pdo)(false);
         if ($this->lock === null || $this->lockPdo !== $pdo) {
-            $this->lock = new DistributedLock($pdo, $this->table);
+            $replace = null;
+            if ($this->replaceable) {
+                $open = $this->pdo;
+                $current = &$this->lockPdo;
+                $replace = static function () use ($open, &$current): \PDO {
+                    return $current = $open(true);
+                };
+            }
+            $this->lock = new DistributedLock($pdo, $this->table, $replace);
             $this->lockPdo = $pdo;
         }
         return $this->lock;
-    }
-
-    /** @template T @param \Closure(\PDO): T $op @return T */
-    private function read(\Closure $op): mixed
-    {
-        try {
-            return $op(($this->readsPdo)(false));
-        } catch (\PDOException $e) {
-            if (!in_array((int) ($e->errorInfo[1] ?? 0), self::LOST_CONNECTION, true)) {
-                throw $e;
-            }
-            return $op(($this->readsPdo)(true));
-        }
-    }
-
-    /** Whether the table has the upgrade's microsecond expires_at (checked once). */
-    private function isUpgraded(\PDO $pdo): bool
-    {
-        if ($this->upgraded === null) {
-            $parts = explode('.', $this->table);
-            $name = array_pop($parts);
-            $st = $pdo->prepare(
-                "SELECT DATETIME_PRECISION FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) "
-                . "AND TABLE_NAME = ? AND COLUMN_NAME = 'expires_at'"
-            );
-            $st->execute([$parts[0] ?? null, $name]);
-            $precision = $st->fetchColumn();
-            if ($precision === false) {
-                throw new \RuntimeException(
-                    "The lease table {$this->table} does not exist: run `mysqllock init --lease`, "
-                    . 'or call createTable() on the store (Cache::store(\'mysqllock\')->getStore()->createTable())'
-                );
-            }
-            $this->upgraded = (int) $precision > 0;
-        }
-        return $this->upgraded;
     }
 
     private static function mysqlPdo(\PDO $pdo, string $what): \PDO
@@ -255,13 +178,12 @@ final class Leases
         return $pdo;
     }
 
-    /** `name` or `schema.name` as SQL, with the rules of the extension (letters, digits, _ and $). */
-    private static function quoteTable(string $table): string
+    /** `name` or `schema.name` with the rules of the extension (letters, digits, _ and $), checked before first use. */
+    private static function checkTable(string $table): void
     {
         if (!preg_match('/^[A-Za-z0-9_$]{1,64}(\.[A-Za-z0-9_$]{1,64})?$/D', $table)) {
             throw new \InvalidArgumentException("Invalid lease table name \"$table\": name or schema.name of letters, digits, _ and \$");
         }
-        return '`' . str_replace('.', '`.`', $table) . '`';
     }
 
     /** Refuses a DSN without the parts the leases need (scheme, host, database). */
@@ -274,14 +196,5 @@ final class Leases
         if (ltrim(rawurldecode($u['path'] ?? ''), '/') === '') {
             throw new \InvalidArgumentException('Invalid mysqllock DSN: no database (mysql://user:password@host:port/database)');
         }
-    }
-
-    /**
-     * A PDO on $dsn, opened by the extension as it opens its own: its socket, character
-     * set and TLS settings as mysqllock.dsn has them.
-     */
-    private static function connect(string $dsn): \PDO
-    {
-        return PdoFactory::fromUrl($dsn);
     }
 }

@@ -47,8 +47,8 @@ class MySqlLockStore implements BlockingStoreInterface
     /** Seconds a blocking wait sleeps in one call before it asks again (it is woken at once on release). */
     private const WAIT_CHUNK = 3600.0;
 
-    /** Longest TTL each mode accepts (the extension's limits). */
-    private const MAX_TTL = [self::MODE_SHARED => 1.0e9, self::MODE_LEASE => 31622400.0];
+    /** Longest TTL each mode accepts: the extension's own limits. */
+    private const MAX_TTL = [self::MODE_SHARED => SharedLock::MAX_TTL, self::MODE_LEASE => DistributedLock::MAX_TTL];
 
     /**
      * Shared mode: the names this process holds through any store, with the token of the
@@ -68,7 +68,7 @@ class MySqlLockStore implements BlockingStoreInterface
     private ?ConnectionSettings $settings = null;
     /** The PDO given to the constructor. */
     private ?\PDO $pdo = null;
-    /** A PDO this store opened (lease mode; table creation). */
+    /** A PDO this store opened (lease mode). */
     private ?\PDO $ownPdo = null;
     private ?DistributedLock $lease = null;
 
@@ -221,7 +221,8 @@ class MySqlLockStore implements BlockingStoreInterface
         }
         $key->reduceLifetime($ttl);
         try {
-            $held['handle']->renew($ttl);
+            // The lease ends $ttl from now, sooner than save() took it for too (renew() never shortens).
+            $held['handle']->setRemainingTTL($ttl);
         } catch (SharedLockRemainingTTLException $e) {
             self::forget($name);
             throw new LockConflictedException(sprintf('The "%s" lock was lost: %s', $key, $e->getMessage()), 0, $e);
@@ -285,24 +286,21 @@ class MySqlLockStore implements BlockingStoreInterface
     }
 
     /**
-     * Creates the locks table of this store's mode unless it exists (`mysqllock init`
-     * or `mysqllock init --lease` do the same).
+     * Creates the locks table of this store's mode unless it exists, as `mysqllock init`
+     * (`--lease`) does: the extension's DistributedLock::createTable() or
+     * SharedLock::createTable() (the latter on SharedLock's connection, set to this store's).
      */
     public function createTable(): void
     {
+        if ($this->mode === self::MODE_SHARED) {
+            $this->useSharedLock();
+        }
         try {
             if ($this->mode === self::MODE_LEASE) {
                 $this->lease()->createTable();
-                return;
+            } else {
+                SharedLock::createTable();
             }
-            $this->connection()->exec('CREATE TABLE IF NOT EXISTS ' . self::quoteTable($this->table ?? 'shared_locks') . ' (
-              `name` varchar(64) NOT NULL,
-              `connection_id` bigint(20) NOT NULL,
-              `created` bigint(20) NOT NULL,
-              `ttl` bigint(20) NOT NULL,
-              `lock_acquired` tinyint(1) NOT NULL,
-              UNIQUE KEY `shared_locks_ix1` (`name`)
-            ) ENGINE=MyISAM DEFAULT CHARSET=latin1');
         } catch (\Throwable $e) {
             throw new LockStorageException('Failed to create the locks table.', 0, $e);
         }
@@ -349,16 +347,13 @@ class MySqlLockStore implements BlockingStoreInterface
     }
 
     /**
-     * Lease mode: whether $key's owner holds an unexpired lease on $name (database clock).
-     * DistributedLock answers "held by anyone" only, so this reads the row itself.
+     * Lease mode: whether $key's owner holds an unexpired lease on $name, as the extension
+     * judges it (database clock, exact owners, a read that sees the whole cluster).
      */
     private function leaseIsOwned(Key $key, string $name): bool
     {
         try {
-            $st = $this->connection()->prepare('SELECT COUNT(*) FROM ' . self::quoteTable($this->table ?? 'distributed_locks')
-                . ' WHERE resource = ? AND owner = BINARY ? AND expires_at > UTC_TIMESTAMP(6)');
-            $st->execute([$name, self::token($key)]);
-            return (int) $st->fetchColumn() > 0;
+            return $this->lease()->isHeldBy($name, self::token($key));
         } catch (\Throwable $e) {
             throw new LockStorageException(sprintf('Failed to check the "%s" lock.', $key), 0, $e);
         }
@@ -483,11 +478,6 @@ class MySqlLockStore implements BlockingStoreInterface
     private function connection(): \PDO
     {
         return $this->pdo ?? ($this->ownPdo ??= ($this->settings ?? ConnectionSettings::fromIni())->openPdo());
-    }
-
-    private static function quoteTable(string $table): string
-    {
-        return implode('.', array_map(fn (string $part) => '`' . $part . '`', explode('.', $table)));
     }
 
     /** As Symfony's stores: a Key whose lifetime is over is released and reported. */

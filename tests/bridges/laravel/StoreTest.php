@@ -107,7 +107,8 @@ final class StoreTest extends TestCase
         $thrown = $this->thrownBy(fn () => $app->make('cache')->store('mysqllock')->lock($this->name(), 10)->get());
         $this->assertStringContainsString('does not exist', $thrown->getMessage());
         $thrown = $this->thrownBy(fn () => $app->make('cache')->store('mysqllock')->lock($this->name(), 10)->forceRelease());
-        $this->assertStringContainsString('The lease table lv_no_such_table does not exist', $thrown->getMessage());
+        $this->assertInstanceOf(\Nene\Kit\DistributedLockException::class, $thrown);
+        $this->assertStringContainsString('lease table lv_no_such_table does not exist', $thrown->getMessage());
     }
 
     public function testWithoutAnyConnectionTheStoreSaysHowToGiveOne(): void
@@ -180,14 +181,20 @@ final class StoreTest extends TestCase
         $this->assertSame('owner-b', $this->liveOwner($this->name('b')));
     }
 
-    public function testTheExtensionsConnectionReadsOwnersOnASecondConnectionThatIsReplacedWhenLost(): void
+    public function testOnTheExtensionsConnectionOwnersAreReadOnItAndItIsReplacedWhenLost(): void
     {
         $store = $this->cache();
-        $this->assertTrue($store->lock($this->name(), 10, 'owner-a')->get());
-        $opened = $this->sessionsOpenedBy(fn () => $store->lock($this->name())->forceRelease());
-        $this->assertCount(1, $opened, 'forceRelease did not open exactly one connection for its reads');
+        $opened = $this->sessionsOpenedBy(fn () => $this->assertTrue($store->lock($this->name(), 10, 'owner-a')->get()));
+        $this->assertCount(1, $opened, 'the first lock did not open exactly one connection');
+        $this->assertSame([], $this->sessionsOpenedBy(function () use ($store) {
+            $lock = $store->lock($this->name(), 10, 'owner-b');
+            $this->assertSame('owner-a', \Closure::bind(fn () => $this->getCurrentOwner(), $lock, \Illuminate\Cache\Lock::class)());
+            $store->lock($this->name())->forceRelease();
+        }), 'owner reads or forceRelease opened a connection of their own');
+        $this->assertNull($this->liveOwner($this->name()));
         $this->killSession($opened[0]);
         $this->assertTrue($store->lock($this->name(), 10, 'owner-b')->get());
+        $this->assertSame('owner-b', $this->liveOwner($this->name()));
         $store->lock($this->name())->forceRelease();
         $this->assertNull($this->liveOwner($this->name()));
     }

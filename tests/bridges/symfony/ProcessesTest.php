@@ -167,6 +167,29 @@ final class ProcessesTest extends TestCase
         $this->assertOk($taker->call(['exists', $this->resource()]), true);
     }
 
+    /**
+     * A holder that puts its lock off to 2 s lets another process have it about 2 s later,
+     * not after initial_ttl (300 s), as with Symfony's own stores.
+     *
+     * @dataProvider modes
+     */
+    public function testAnotherProcessTakesTheLockWhenAPutOffTtlHasPassed(string $mode): void
+    {
+        $holder = $this->child($mode, ['initial_ttl' => 300]);
+        $this->assertOk($holder->call(['save', $this->resource()]), 'saved');
+        $this->assertOk($holder->call(['putoff', $this->resource(), 2]));
+        $putOff = microtime(true);
+
+        $taker = $this->child($mode);
+        $this->assertOk($taker->call(['wait', $this->resource()]), 'waiting');
+        $this->assertOk($taker->receive(20), 'saved');
+        $waited = microtime(true) - $putOff;
+        $this->assertGreaterThan(1.5, $waited, 'taken before the 2 s were over');
+        $this->assertLessThan(8.0, $waited, 'the taker waited for far more than the 2 s put off');
+        $this->assertOk($holder->call(['exists', $this->resource()]), false);
+        $this->assertOk($taker->call(['exists', $this->resource()]), true);
+    }
+
     public function testSharedModeGivesADeadProcesssLockToAnotherProcessAtOnce(): void
     {
         $holder = $this->child('shared', ['initial_ttl' => 60]);

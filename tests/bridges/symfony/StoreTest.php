@@ -178,6 +178,25 @@ final class StoreTest extends TestCase
         $this->assertTrue($store->exists($key));
     }
 
+    /**
+     * putOffExpiration() sets the TTL, shorter than the lock had too: Symfony's own stores
+     * and Lock::refresh($ttl) mean "the lock ends $ttl seconds from now".
+     *
+     * @dataProvider modes
+     */
+    public function testPutOffExpirationToLessThanTheInitialTtlShortensTheLockOnTheServer(string $mode): void
+    {
+        $store = $this->store($mode, ['initial_ttl' => 300]);
+        $key = new Key($this->resource());
+        $store->save($key);
+        $key->resetLifetime();
+        $store->putOffExpiration($key, 2);
+
+        $this->assertLessThanOrEqual(2, $key->getRemainingLifetime());
+        $this->assertEqualsWithDelta(2.0, $this->serverRemaining($mode, $key), 1.5, 'the server kept the lock for initial_ttl');
+        $this->assertTrue($store->exists($key));
+    }
+
     /** @dataProvider modes */
     public function testAnExpiredKeyIsNotHeld(string $mode): void
     {
