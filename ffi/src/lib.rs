@@ -20,7 +20,6 @@
 
 mod boundary;
 mod extended;
-mod fork;
 mod holder;
 mod last_error;
 mod lease;
@@ -29,9 +28,8 @@ mod status;
 mod table;
 
 use std::ffi::{c_char, c_int};
-use std::ptr::null_mut;
-use std::sync::atomic::AtomicPtr;
 
+use mysqllock_core::fork::{self, Owner};
 use mysqllock_core::{Config, DistributedLock, NativeLocker, QuoteStyle, Table};
 use parking_lot::Mutex;
 
@@ -82,9 +80,7 @@ pub struct mysqllock_client {
     /// GET_LOCK wait on `locker`. Connects at its first call.
     lease: Mutex<DistributedLock<Config>>,
     /// The process that opened the client, the only one that may use its session.
-    owner_pid: u32,
-    /// Links the inherited clients a forked child freed (see [`fork::abandon`]).
-    next_abandoned: AtomicPtr<mysqllock_client>,
+    owner: Owner,
 }
 
 /// The thread-safety promised above, checked by the compiler.
@@ -103,7 +99,7 @@ fn client_is_send_and_sync() {
 unsafe fn client<'a>(client: *mut mysqllock_client) -> Result<&'a mysqllock_client> {
     // SAFETY: non-NULL, and live by the caller's contract.
     let client = unsafe { non_null(client, "client")?.as_ref() };
-    fork::check_owner(client.owner_pid)?;
+    client.owner.check("client")?;
     Ok(client)
 }
 
@@ -124,12 +120,8 @@ unsafe fn connect(config: Config, out: *mut *mut mysqllock_client) -> Result<()>
             other?;
         }
     }
-    let handle = Box::new(mysqllock_client {
-        locker: Mutex::new(locker),
-        lease: Mutex::new(lease),
-        owner_pid: std::process::id(),
-        next_abandoned: AtomicPtr::new(null_mut()),
-    });
+    let handle =
+        Box::new(mysqllock_client { locker: Mutex::new(locker), lease: Mutex::new(lease), owner: Owner::current() });
     // SAFETY: non-NULL; the caller guarantees it points to a writable pointer.
     unsafe { out.as_ptr().write(Box::into_raw(handle)) };
     Ok(())
@@ -278,14 +270,13 @@ pub unsafe extern "C" fn mysqllock_client_free(client: *mut mysqllock_client) {
         return;
     }
     last_error::guard((), || {
-        // SAFETY: a live handle from `mysqllock_client_open*`.
-        if fork::check_owner(unsafe { (*client).owner_pid }).is_err() {
-            // SAFETY: live, and the caller gives it up.
-            unsafe { fork::abandon(client) };
-            return;
-        }
         // SAFETY: a live handle from `mysqllock_client_open*`, owned by us from now on.
         let client = unsafe { Box::from_raw(client) };
+        if !client.owner.is_current() {
+            // Inherited from the parent: its mutex, session and keep-alive stay untouched.
+            fork::abandon(client);
+            return;
+        }
         // Deleting the rows now spares the next acquirer from reclaiming them.
         client.locker.lock().release_all();
     });
