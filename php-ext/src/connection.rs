@@ -1,6 +1,8 @@
 //! Where locks are taken: the core's native MySQL session (the default), the session of
-//! a PDO the user handed over or asked for, or (session locks) of a user's mysqli. The
-//! protocol is the core's in every case; this module only builds sessions.
+//! a PDO the user handed over or asked for, or (session locks) of a user's mysqli. One
+//! connector, `PhpConnector`, serves every class (`SharedLock`, `SessionLock`,
+//! `DistributedLock`). The protocol is the core's in every case; this module only builds
+//! sessions.
 
 use std::path::Path;
 
@@ -218,7 +220,7 @@ pub fn port(value: f64) -> Result<u16, Error> {
 
 /// In a forked child: the engine must never deallocate (COM_STMT_CLOSE) what was
 /// prepared on the parent's session.
-pub fn never_free_statements(statements: &Statements) {
+fn never_free_statements(statements: &Statements) {
     for statement in statements.borrow_mut().values_mut() {
         php::never_free(statement);
     }
@@ -248,14 +250,43 @@ impl Target {
     pub fn mysqli(mysqli: Zval) -> Target {
         Target::Mysqli { mysqli, statements: Statements::default() }
     }
+
+    /// The same target without any session or prepared statement of this one.
+    fn fresh(&self) -> Target {
+        match self {
+            Target::Native(config) => Target::Native(config.clone()),
+            Target::Pdo { pdo, owned, .. } => Target::pdo(pdo.shallow_clone(), *owned),
+            Target::Mysqli { mysqli, .. } => Target::mysqli(mysqli.shallow_clone()),
+        }
+    }
 }
 
-/// Opens sessions for a `Locker` (again after one was lost).
+/// Opens sessions for the core's `Locker` (`SharedLock`, `SessionLock`) and
+/// `DistributedLock`, again after one was lost.
 pub struct PhpConnector {
     pub target: Target,
+    /// For a `DistributedLock`: a PDO's session is used without asking its
+    /// `CONNECTION_ID()`, which the lease mode never needs and SQLite does not have.
+    leases: bool,
 }
 
 impl PhpConnector {
+    /// Sessions for a `Locker`.
+    pub fn locks(target: Target) -> PhpConnector {
+        PhpConnector { target, leases: false }
+    }
+
+    /// Sessions for a `DistributedLock`.
+    pub fn leases(target: Target) -> PhpConnector {
+        PhpConnector { target, leases: true }
+    }
+
+    /// The same target without any session or prepared statement of this one (`clone
+    /// $lock`, a forked child starting afresh).
+    pub fn fresh(&self) -> PhpConnector {
+        PhpConnector { target: self.target.fresh(), leases: self.leases }
+    }
+
     pub fn pdo(&self) -> Option<&Zval> {
         match &self.target {
             Target::Pdo { pdo, .. } => Some(pdo),
@@ -298,6 +329,9 @@ impl Connector for PhpConnector {
     fn connect(&mut self) -> mysqllock_core::Result<Box<dyn Session>> {
         match &self.target {
             Target::Native(config) => Ok(Box::new(MysqlSession::connect(config)?)),
+            Target::Pdo { pdo, statements, .. } if self.leases => {
+                Ok(Box::new(PdoSession::attach(pdo, statements.clone())))
+            }
             Target::Pdo { pdo, statements, .. } => match PdoSession::open(pdo, statements.clone()) {
                 Ok(session) => Ok(Box::new(session)),
                 Err(source) => Err(session_failed(source)),

@@ -25,18 +25,14 @@ use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags, PropertyFlags};
 use ext_php_rs::types::Zval;
 use ext_php_rs::zend::{ce, ClassEntry, ExecuteData};
 use mysqllock_core::fork::{self, Owner};
-use mysqllock_core::{
-    Config, Connector, Dialect, DistributedLock, Error, Grant, MysqlSession, QuoteStyle, Session, Table,
-    DEFAULT_LEASE_TABLE,
-};
+use mysqllock_core::{Dialect, DistributedLock, Error, Grant, QuoteStyle, Table, DEFAULT_LEASE_TABLE};
 
 use crate::args::{self, Args};
-use crate::connection::{self, Settings};
-use crate::driver::{self, Statements};
+use crate::connection::{PhpConnector, Settings, Target};
+use crate::driver;
 use crate::exceptions::{lease_exception, lease_to_php, protected_property};
 use crate::handler::{self, boolean, double, handlers, int, php_int};
 use crate::ini;
-use crate::pdo_session::PdoSession;
 use crate::php::{self, Noise};
 use crate::registry::Class;
 
@@ -56,36 +52,7 @@ thread_local! {
     static NEXT_HANDLE: Cell<i64> = const { Cell::new(1) };
 }
 
-/// Where an object's sessions come from.
-enum LeaseConnector {
-    Native(Box<Config>),
-    Pdo { pdo: Zval, statements: Statements },
-}
-
-impl LeaseConnector {
-    /// The same target without any session or prepared statement of this one.
-    fn fresh(&self) -> LeaseConnector {
-        match self {
-            LeaseConnector::Native(config) => LeaseConnector::Native(config.clone()),
-            LeaseConnector::Pdo { pdo, .. } => {
-                LeaseConnector::Pdo { pdo: pdo.shallow_clone(), statements: Statements::default() }
-            }
-        }
-    }
-}
-
-impl Connector for LeaseConnector {
-    type Session = Box<dyn Session>;
-
-    fn connect(&mut self) -> mysqllock_core::Result<Box<dyn Session>> {
-        match self {
-            LeaseConnector::Native(config) => Ok(Box::new(MysqlSession::connect(config)?)),
-            LeaseConnector::Pdo { pdo, statements } => Ok(Box::new(PdoSession::attach(pdo, statements.clone()))),
-        }
-    }
-}
-
-type Core = DistributedLock<LeaseConnector>;
+type Core = DistributedLock<PhpConnector>;
 
 /// The lease a successful `acquire()`/`renew()` of this object granted last.
 struct Held {
@@ -104,7 +71,7 @@ struct Entry {
 }
 
 impl Entry {
-    fn new(connector: LeaseConnector, table: Table, dialect: Dialect) -> Entry {
+    fn new(connector: PhpConnector, table: Table, dialect: Dialect) -> Entry {
         Entry { owner: Owner::current(), dialect, lock: DistributedLock::new(connector, table, dialect), held: None }
     }
 
@@ -152,10 +119,8 @@ impl Entry {
 
 /// Never closes or frees what a core lock inherited from a parent process: its native
 /// socket (no COM_QUIT) and its prepared PDO statements (no COM_STMT_CLOSE).
-fn abandon(lock: Core) {
-    if let LeaseConnector::Pdo { statements, .. } = lock.connector() {
-        connection::never_free_statements(statements);
-    }
+fn abandon(mut lock: Core) {
+    lock.connector_mut().protect_parents_session();
     fork::abandon(lock);
 }
 
@@ -265,7 +230,7 @@ fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
                 .unwrap_or_default();
             let dialect = Dialect::from_driver(&driver).map_err(|e| lease_to_php("__construct", &e))?;
             let table = table(table_name.as_deref().unwrap_or(DEFAULT_LEASE_TABLE))?;
-            let connector = LeaseConnector::Pdo { pdo: pdo.shallow_clone(), statements: Statements::default() };
+            let connector = PhpConnector::leases(Target::pdo(pdo.shallow_clone(), false));
             Entry::new(connector, table, dialect)
         }
         None => {
@@ -279,7 +244,7 @@ fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
                 Some(name) => table(&name)?,
                 None => config.lease_table.clone(),
             };
-            Entry::new(LeaseConnector::Native(Box::new(config)), table, Dialect::MySql)
+            Entry::new(PhpConnector::leases(Target::Native(Box::new(config))), table, Dialect::MySql)
         }
     };
     // A second __construct() on one object replaces its earlier state.

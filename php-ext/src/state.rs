@@ -248,7 +248,7 @@ impl State {
             let reason = self.settings_problem.clone().unwrap_or_else(|| NOT_CONFIGURED.to_owned());
             return Err(Error::InvalidArgument { what: "connection", reason });
         };
-        let connector = PhpConnector { target: Target::Native(Box::new(settings.native(&self.table))) };
+        let connector = PhpConnector::locks(Target::Native(Box::new(settings.native(&self.table))));
         Ok(Locker::new(connector, self.table.clone()))
     }
 
@@ -368,8 +368,7 @@ impl State {
         }
         self.settings_problem = None;
         self.current = Some(
-            revived
-                .unwrap_or_else(|| Locker::new(PhpConnector { target: Target::pdo(pdo, owned) }, self.table.clone())),
+            revived.unwrap_or_else(|| Locker::new(PhpConnector::locks(Target::pdo(pdo, owned)), self.table.clone())),
         );
     }
 
@@ -543,7 +542,7 @@ impl State {
             Conn::Mysqli(mysqli) => Target::mysqli(mysqli.shallow_clone()),
             Conn::Native => return Err(Error::InvalidArgument { what: "connection", reason: "not an object".into() }),
         };
-        let locker = Locker::new(PhpConnector { target }, self.table.clone());
+        let locker = Locker::new(PhpConnector::locks(target), self.table.clone());
         self.attached.push(Attached { locker, users: 0 });
         Ok(Place::Attached(self.attached.len() - 1))
     }
