@@ -334,6 +334,21 @@ mysqllock_status mysqllock_client_allow_cluster(mysqllock_client *client, bool a
 void mysqllock_client_free(mysqllock_client *client);
 
 /**
+ * Writes the MySQL `CONNECTION_ID()` of the client's session to `*out`: the id that
+ * the table's `connection_id` column and `SHOW PROCESSLIST` show for its locks. A
+ * client holding more than 500 leases takes the further ones on extra sessions of its
+ * own (so each acquisition stays as fast as the first); `mysqllock_holder()` names the
+ * session of each.
+ *
+ * Reconnects first if the session was lost (a new session has a new id, and the old
+ * session's locks are gone). `client` stays owned by the caller; any thread may call this.
+ *
+ * # Safety
+ * `client` is NULL or a live client; `out` is NULL or points to a writable `uint64_t`.
+ */
+mysqllock_status mysqllock_connection_id(mysqllock_client *client, uint64_t *out);
+
+/**
  * Acquires the TTL lease `name`, waiting up to `timeout` seconds (0 = one try,
  * fractions allowed) while another session holds it. The lease lasts `ttl` seconds
  * (rounded up to whole seconds on the database clock) unless released earlier; after
@@ -470,21 +485,6 @@ mysqllock_status mysqllock_session_holder(mysqllock_client *client,
  * `out` is NULL or points to a writable `bool`.
  */
 mysqllock_status mysqllock_session_held(mysqllock_client *client, const char *name, bool *out);
-
-/**
- * Writes the MySQL `CONNECTION_ID()` of the client's session to `*out`: the id that
- * the table's `connection_id` column and `SHOW PROCESSLIST` show for its locks. A
- * client holding more than 500 leases takes the further ones on extra sessions of its
- * own (so each acquisition stays as fast as the first); `mysqllock_holder()` names the
- * session of each.
- *
- * Reconnects first if the session was lost (a new session has a new id, and the old
- * session's locks are gone). `client` stays owned by the caller; any thread may call this.
- *
- * # Safety
- * `client` is NULL or a live client; `out` is NULL or points to a writable `uint64_t`.
- */
-mysqllock_status mysqllock_connection_id(mysqllock_client *client, uint64_t *out);
 
 /**
  * The library's version ("0.1.0"), as a static NUL-terminated string owned by the

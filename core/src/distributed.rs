@@ -197,6 +197,10 @@ impl<C: Connector> DistributedLock<C> {
         &self.connector
     }
 
+    pub fn connector_mut(&mut self) -> &mut C {
+        &mut self.connector
+    }
+
     /// The database session id in use, if connected (for diagnostics: a lease does not
     /// live in its session).
     pub fn connection_id(&self) -> Option<u64> {

@@ -91,7 +91,7 @@ impl KeepAlive {
     /// For a forked child: the thread does not exist here, and its lock may have been
     /// held at the fork, so touch nothing.
     pub fn abandon(self) {
-        std::mem::forget(self);
+        crate::fork::abandon(self);
     }
 }
 

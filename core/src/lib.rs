@@ -25,6 +25,7 @@
 mod config;
 mod distributed;
 mod error;
+pub mod fork;
 mod keepalive;
 mod lease;
 pub mod limits;

@@ -3,6 +3,7 @@
 
 use crate::config::Table;
 use crate::error::{Error, Loss, Result};
+use crate::fork;
 use crate::keepalive::{self, KeepAlive};
 use crate::lease::{self, Db};
 use crate::limits;
@@ -315,7 +316,7 @@ impl<C: Connector> Locker<C> {
         self.forget_locks(Loss::SessionLost);
         for slot in self.slots.drain(..) {
             if let Some(s) = slot.session {
-                std::mem::forget(s);
+                fork::abandon(s);
             }
         }
         self.slots.push(Slot::vacant());

@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 use crate::boundary::{call, call_or_refuse, non_null, text, write_if_wanted, Failure};
-use crate::mysqllock_client;
+use crate::client::{self, mysqllock_client};
 use crate::options::{acquire_options, mysqllock_options};
 use crate::status::mysqllock_status;
 
@@ -40,7 +40,7 @@ pub unsafe extern "C" fn mysqllock_acquire_ex(
     call(|| {
         // SAFETY: caller's contract for every pointer.
         let (client, name, options) =
-            unsafe { (crate::client(client)?, text(name, "lock name")?, acquire_options(options)?) };
+            unsafe { (client::get(client)?, text(name, "lock name")?, acquire_options(options)?) };
         let lease = client.locker.lock().acquire_with(name, timeout, ttl, &options)?;
         // SAFETY: NULL or a writable uint64_t, by the caller's contract.
         unsafe { write_if_wanted(token_out, lease.token.unwrap_or(0)) };
@@ -73,7 +73,7 @@ pub unsafe extern "C" fn mysqllock_try_acquire_ex(
     call(|| {
         // SAFETY: caller's contract for every pointer.
         let (client, name, options) =
-            unsafe { (crate::client(client)?, text(name, "lock name")?, acquire_options(options)?) };
+            unsafe { (client::get(client)?, text(name, "lock name")?, acquire_options(options)?) };
         // Checked before trying, so that a lock is never taken without the caller learning of it.
         let acquired = non_null(acquired_out, "acquired_out pointer")?;
         let lease = client.locker.lock().try_acquire_with(name, ttl, &options)?;
@@ -109,7 +109,7 @@ pub unsafe extern "C" fn mysqllock_token(
 ) -> mysqllock_status {
     call_or_refuse(|| {
         // SAFETY: caller's contract for both pointers.
-        let (client, name) = unsafe { (crate::client(client)?, text(name, "lock name")?) };
+        let (client, name) = unsafe { (client::get(client)?, text(name, "lock name")?) };
         let out = non_null(out, "out pointer")?;
         let mut locker = client.locker.lock();
         let Some(token) = locker.token(name)? else {
@@ -148,7 +148,7 @@ pub unsafe extern "C" fn mysqllock_renew(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract for both pointers.
-        let (client, name) = unsafe { (crate::client(client)?, text(name, "lock name")?) };
+        let (client, name) = unsafe { (client::get(client)?, text(name, "lock name")?) };
         client.locker.lock().renew(name, ttl)
     })
 }

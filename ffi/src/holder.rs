@@ -5,7 +5,7 @@ use std::ffi::c_char;
 use mysqllock_core::LockStatus;
 
 use crate::boundary::{call, fixed_text, non_null, text};
-use crate::mysqllock_client;
+use crate::client::{self, mysqllock_client};
 use crate::status::mysqllock_status;
 
 /// Who holds a lock, as `mysqllock_holder()` reads it from the lock's row. A plain
@@ -91,7 +91,7 @@ pub unsafe extern "C" fn mysqllock_holder(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract for both pointers.
-        let (client, name) = unsafe { (crate::client(client)?, text(name, "lock name")?) };
+        let (client, name) = unsafe { (client::get(client)?, text(name, "lock name")?) };
         let (out, found) = (non_null(out, "out pointer")?, non_null(found, "found pointer")?);
         let holder = client.locker.lock().holder(name)?;
         // SAFETY: both non-NULL; the caller guarantees they are writable.

@@ -13,7 +13,7 @@ use std::ptr::NonNull;
 use mysqllock_core::{Dialect, DistributedLock, Grant, QuoteStyle, Table};
 
 use crate::boundary::{call, non_null, text, write_if_wanted};
-use crate::mysqllock_client;
+use crate::client::{self, mysqllock_client};
 use crate::status::mysqllock_status;
 
 /// Writes whether the try won to `*won_out`, and a won grant's token (0 without the token
@@ -81,7 +81,7 @@ pub unsafe extern "C" fn mysqllock_lease_acquire(
     call(|| {
         // SAFETY: caller's contract for every pointer.
         let (client, resource, owner) =
-            unsafe { (crate::client(client)?, text(resource, "resource")?, text(owner, "owner")?) };
+            unsafe { (client::get(client)?, text(resource, "resource")?, text(owner, "owner")?) };
         // Checked before trying, so that a lease is never taken without the caller learning of it.
         let acquired = non_null(acquired_out, "acquired_out pointer")?;
         let grant = client.lease.lock().acquire_waiting(resource, owner, ttl_seconds, wait_seconds)?;
@@ -111,7 +111,7 @@ pub unsafe extern "C" fn mysqllock_lease_release(
     call(|| {
         // SAFETY: caller's contract for every pointer.
         let (client, resource, owner) =
-            unsafe { (crate::client(client)?, text(resource, "resource")?, text(owner, "owner")?) };
+            unsafe { (client::get(client)?, text(resource, "resource")?, text(owner, "owner")?) };
         let released = non_null(released_out, "released_out pointer")?;
         let ended = client.lease.lock().release(resource, owner)?;
         // SAFETY: non-NULL; the caller guarantees it points to a writable bool.
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn mysqllock_lease_renew(
     call(|| {
         // SAFETY: caller's contract for every pointer.
         let (client, resource, owner) =
-            unsafe { (crate::client(client)?, text(resource, "resource")?, text(owner, "owner")?) };
+            unsafe { (client::get(client)?, text(resource, "resource")?, text(owner, "owner")?) };
         let renewed = non_null(renewed_out, "renewed_out pointer")?;
         let grant = client.lease.lock().renew(resource, owner, ttl_seconds)?;
         // SAFETY: non-NULL / NULL-or-writable, by the caller's contract.
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn mysqllock_lease_is_held(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract for every pointer.
-        let (client, resource) = unsafe { (crate::client(client)?, text(resource, "resource")?) };
+        let (client, resource) = unsafe { (client::get(client)?, text(resource, "resource")?) };
         let held = non_null(held_out, "held_out pointer")?;
         let answer = client.lease.lock().is_held(resource)?;
         // SAFETY: non-NULL; the caller guarantees it points to a writable bool.
@@ -199,7 +199,7 @@ pub unsafe extern "C" fn mysqllock_lease_set_table(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract for both pointers.
-        let client = unsafe { crate::client(client) }?;
+        let client = unsafe { client::get(client) }?;
         let table = Table::new(unsafe { text(table, "table name") }?, QuoteStyle::from_code(quote_style.into())?)?;
         let mut lease = client.lease.lock();
         let config = lease.connector().clone();
@@ -223,7 +223,7 @@ pub unsafe extern "C" fn mysqllock_lease_init_table(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract.
-        let client = unsafe { crate::client(client) }?;
+        let client = unsafe { client::get(client) }?;
         let was_created = client.lease.lock().create_table()?;
         // SAFETY: NULL or a writable bool, by the caller's contract.
         unsafe { write_if_wanted(created, was_created) };
@@ -248,7 +248,7 @@ pub unsafe extern "C" fn mysqllock_lease_upgrade_table(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract.
-        let client = unsafe { crate::client(client) }?;
+        let client = unsafe { client::get(client) }?;
         let mut lease = client.lease.lock();
         let created = lease.create_table()?;
         let upgraded = lease.upgrade_table()?;

@@ -1,7 +1,7 @@
 //! Creating and upgrading the lock table.
 
 use crate::boundary::{call, write_if_wanted};
-use crate::mysqllock_client;
+use crate::client::{self, mysqllock_client};
 use crate::status::mysqllock_status;
 
 /// Creates the client's lock table with the original PHP package's exact
@@ -17,7 +17,7 @@ use crate::status::mysqllock_status;
 pub unsafe extern "C" fn mysqllock_init_table(client: *mut mysqllock_client, created: *mut bool) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract.
-        let client = unsafe { crate::client(client) }?;
+        let client = unsafe { client::get(client) }?;
         let was_created = client.locker.lock().init_table()?;
         // SAFETY: NULL or a writable bool, by the caller's contract.
         unsafe { write_if_wanted(created, was_created) };
@@ -46,7 +46,7 @@ pub unsafe extern "C" fn mysqllock_upgrade_table(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract.
-        let client = unsafe { crate::client(client) }?;
+        let client = unsafe { client::get(client) }?;
         let was_changed = client.locker.lock().upgrade_table()?;
         // SAFETY: NULL or a writable bool, by the caller's contract.
         unsafe { write_if_wanted(changed, was_changed) };

@@ -28,6 +28,7 @@ use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::flags::{ClassFlags, ConstantFlags, DataType, MethodFlags, PropertyFlags};
 use ext_php_rs::types::Zval;
 use ext_php_rs::zend::{ce, ClassEntry, ExecuteData};
+use mysqllock_core::fork::{self, Owner};
 use mysqllock_core::{
     Config, Connector, Dialect, DistributedLock, Error, Grant, MysqlSession, QuoteStyle, Session, SessionError, Table,
     DEFAULT_LEASE_TABLE, MAX_LEASE_TTL,
@@ -148,7 +149,7 @@ struct Held {
 /// One PHP object's state.
 struct Entry {
     /// The process that made `lock`'s session (see [`Entry::follow_fork`]).
-    pid: u32,
+    owner: Owner,
     dialect: Dialect,
     lock: Core,
     held: Option<Held>,
@@ -156,7 +157,7 @@ struct Entry {
 
 impl Entry {
     fn new(connector: LeaseConnector, table: Table, dialect: Dialect) -> Entry {
-        Entry { pid: std::process::id(), dialect, lock: DistributedLock::new(connector, table, dialect), held: None }
+        Entry { owner: Owner::current(), dialect, lock: DistributedLock::new(connector, table, dialect), held: None }
     }
 
     /// A copy on a session of its own (`clone $lock`).
@@ -169,13 +170,11 @@ impl Entry {
 
     /// In a forked child: leave the parent's session and statements alone, start anew.
     fn follow_fork(&mut self) {
-        let pid = std::process::id();
-        if pid == self.pid {
+        if !self.owner.take_over() {
             return;
         }
         let fresh = DistributedLock::new(self.lock.connector().fresh(), self.lock.table().clone(), self.dialect);
         abandon(std::mem::replace(&mut self.lock, fresh));
-        self.pid = pid;
     }
 
     /// Remembers what `acquire()`/`renew()` answered for `resource` and `owner`: a grant
@@ -195,7 +194,7 @@ impl Entry {
 
     /// Drops the state; in a child of the process that made it, abandons it instead.
     fn close(self) {
-        if self.pid == std::process::id() {
+        if self.owner.is_current() {
             drop(self);
         } else {
             abandon(self.lock);
@@ -209,7 +208,7 @@ fn abandon(lock: Core) {
     if let LeaseConnector::Pdo(target) = lock.connector() {
         connection::never_free_statements(&target.statements);
     }
-    std::mem::forget(lock);
+    fork::abandon(lock);
 }
 
 /// Request end: drops what destructors left (e.g. after a fatal error).

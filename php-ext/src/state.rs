@@ -27,6 +27,7 @@
 use std::cell::RefCell;
 
 use ext_php_rs::types::{ZendObject, Zval};
+use mysqllock_core::fork::{self, Owner};
 use mysqllock_core::{AcquireOptions, Error, Lease, LockStatus, Locker, Loss, QuoteStyle, Table};
 
 use crate::connection::{PdoTarget, PhpConnector, Settings, Target};
@@ -110,7 +111,7 @@ pub fn module_shutdown() {
 /// The state of this thread.
 pub struct State {
     /// The process that opened the connections below (see `follow_fork`).
-    pid: u32,
+    owner: Owner,
     settings: Option<Settings>,
     /// Why there are no settings, when it is not simply "not configured".
     settings_problem: Option<String>,
@@ -192,7 +193,7 @@ impl State {
             },
         };
         State {
-            pid: std::process::id(),
+            owner: Owner::current(),
             settings,
             settings_problem,
             table,
@@ -206,11 +207,9 @@ impl State {
 
     /// In a forked child: abandon every inherited session without closing it.
     fn follow_fork(&mut self) {
-        let pid = std::process::id();
-        if pid == self.pid {
+        if !self.owner.take_over() {
             return;
         }
-        self.pid = pid;
         let user_pdo =
             self.current.as_ref().is_some_and(|l| l.connector().pdo().is_some() && !l.connector().owns_pdo());
         let retired = self.retired.drain(..).map(|r| r.locker);
@@ -222,7 +221,7 @@ impl State {
                 locker.connector_mut().protect_parents_session();
                 // Our references stay unreleased too: nothing of the parent's session
                 // is ever freed here.
-                std::mem::forget(locker);
+                fork::abandon(locker);
             }
         }
         if user_pdo && self.settings.is_none() {
