@@ -64,7 +64,8 @@ pub const MAX_LEASE_TTL: f64 = 366.0 * 24.0 * 3600.0;
 const FIRST_BACKOFF: Duration = Duration::from_millis(5);
 const MAX_BACKOFF: Duration = Duration::from_millis(250);
 
-/// Which SQL the lease statements are written in. SQLite is there for tests that craft
+/// Which database a session talks to: the SQL the lease statements are written in, and
+/// whose numbering a [`SessionError`]'s code is in. SQLite is there for tests that craft
 /// rows (an in-memory PDO, as the original class documents); MySQL/MariaDB is production.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Dialect {
@@ -370,15 +371,11 @@ impl<C: Connector> DistributedLock<C> {
                 (code, _) => {
                     return Err(Error::Database {
                         name: Some(resource.to_owned()),
-                        source: SessionError {
-                            code: None,
-                            message: format!(
-                                "the lease statement reported {} affected rows and verdict {code}, which it cannot (is the table {} the lease table?)",
-                                out.affected_rows,
-                                self.table.display_name()
-                            ),
-                            lost: false,
-                        },
+                        source: SessionError::client(format!(
+                            "the lease statement reported {} affected rows and verdict {code}, which it cannot (is the table {} the lease table?)",
+                            out.affected_rows,
+                            self.table.display_name()
+                        )),
                     })
                 }
             },
@@ -543,7 +540,7 @@ impl<C: Connector> DistributedLock<C> {
     }
 
     fn classify(&self, e: SessionError, name: Option<&str>) -> Error {
-        if e.code == Some(1146) || (self.dialect == Dialect::Sqlite && e.message.contains("no such table")) {
+        if e.mysql_code() == Some(1146) || (self.dialect == Dialect::Sqlite && e.message.contains("no such table")) {
             return missing_table(self.dialect, &self.table, e);
         }
         classify(e, name, &self.table)
@@ -563,7 +560,7 @@ impl<C: Connector> DistributedLock<C> {
 /// - 1062, duplicate key: the row appeared from another node between the upsert's
 ///   look-up and its insert.
 fn lost_race(e: &SessionError) -> bool {
-    match e.code {
+    match e.mysql_code() {
         Some(1213 | 3101 | 1062) => true,
         Some(1180) => e.message.contains("error 149"),
         _ => false,
@@ -775,8 +772,7 @@ fn sqlite_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) 
         .execute(&format!("PRAGMA table_info({})", table.sql_name()), &[])
         .map_err(|e| classify(e, name, table))?;
     if out.rows.is_empty() {
-        let missing =
-            SessionError { code: None, message: format!("no such table: {}", table.display_name()), lost: false };
+        let missing = SessionError::client(format!("no such table: {}", table.display_name()));
         return Err(missing_table(Dialect::Sqlite, table, missing));
     }
     let columns: Vec<String> = out.rows.iter().filter_map(|r| r.get(1).and_then(Value::as_text)).collect();

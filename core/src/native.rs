@@ -481,7 +481,7 @@ fn executable_comment(from: &[u8]) -> bool {
 /// The outcome of a single statement.
 fn first(sql: &str, mut outcomes: Vec<Outcome>) -> Result<Outcome, SessionError> {
     match outcomes.is_empty() {
-        true => Err(SessionError { code: None, message: format!("no result for {sql:?}"), lost: false }),
+        true => Err(SessionError::client(format!("no result for {sql:?}"))),
         false => Ok(outcomes.swap_remove(0)),
     }
 }
@@ -493,13 +493,13 @@ fn check_values(sql: &str, params: &[Value]) -> Result<(), SessionError> {
         return Err(placeholder_mismatch(sql, params.len()));
     }
     match params.iter().find(|v| matches!(v, Value::Float(f) if !f.is_finite())) {
-        Some(value) => Err(SessionError { code: None, message: format!("{value:?} is not an SQL value"), lost: false }),
+        Some(value) => Err(SessionError::client(format!("{value:?} is not an SQL value"))),
         None => Ok(()),
     }
 }
 
 fn placeholder_mismatch(sql: &str, given: usize) -> SessionError {
-    SessionError { code: None, message: format!("{given} values for the placeholders of {sql:?}"), lost: false }
+    SessionError::client(format!("{given} values for the placeholders of {sql:?}"))
 }
 
 impl MysqlSession {
@@ -660,7 +660,7 @@ fn from_mysql(v: mysql::Value, column: &mysql::Column) -> Value {
 fn session_error(e: mysql::Error) -> SessionError {
     match e {
         mysql::Error::MySqlError(m) => SessionError::server(m.code, m.message),
-        mysql::Error::UrlError(u) => SessionError { code: None, message: u.to_string(), lost: false },
+        mysql::Error::UrlError(u) => SessionError::client(u.to_string()),
         mysql::Error::DriverError(d) => SessionError::lost(d.to_string()),
         mysql::Error::IoError(io) => SessionError::lost(io.to_string()),
         other => SessionError::lost(other.to_string()),

@@ -363,7 +363,7 @@ impl Session for FoundRows {
             })
             .collect();
         let params = if params.is_empty() { mysql::Params::Empty } else { mysql::Params::Positional(params) };
-        let fail = |e: mysql::Error| mysqllock_core::SessionError { code: None, message: e.to_string(), lost: false };
+        let fail = |e: mysql::Error| mysqllock_core::SessionError::client(e.to_string());
         let rows: Vec<mysql::Row> = self.0.exec(sql, params).map_err(fail)?;
         let rows = rows
             .into_iter()

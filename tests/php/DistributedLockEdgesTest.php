@@ -1,0 +1,122 @@
+<?php
+// Nene\Kit\DistributedLock at its edges (issue 23): what a SQLite PDO's errors are called,
+// what a MySQL PDO's lastInsertId() says after the lease statements ran on it, and the
+// longest TTL the table can hold. Rows are crafted and read on a connection of the
+// test's own.
+declare(strict_types=1);
+
+namespace MySqlLockTest;
+
+use Nene\Kit\DistributedLock;
+use Nene\Kit\DistributedLockException;
+
+final class DistributedLockEdgesTest extends TestCase
+{
+    /** The seed's DDL. */
+    private const SEED_DDL = 'CREATE TABLE distributed_locks (
+resource VARCHAR(255) PRIMARY KEY,
+owner VARCHAR(255) NOT NULL,
+expires_at DATETIME NOT NULL,
+acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+)';
+
+    private const TABLE = 'phpt_lease_edges';
+    private const FENCED = 'phpt_lease_edges_fenced';
+    /** An application's own table with an AUTO_INCREMENT key, on the same PDO as the leases. */
+    private const ORDERS = 'phpt_lease_edges_orders';
+
+    /** expires_at is a DATETIME: its range ends here (the lease mode's times are UTC). */
+    private const DATETIME_END = '9999-12-31 23:59:59';
+    /** 9999-12-31 23:59:59 UTC in seconds since 1970: no TTL above can fit. */
+    private const NEVER_FITS = 253402300800;
+
+    private ?\PDO $sqlite = null;
+    private ?string $sqliteFile = null;
+
+    public static function setUpBeforeClass(): void
+    {
+        $db = connect();
+        $db->exec('DROP TABLE IF EXISTS ' . self::TABLE . ', ' . self::FENCED . ', ' . self::ORDERS);
+        $db->exec(self::ddl(self::TABLE) . ' ENGINE=InnoDB');
+        $db->exec(self::ddl(self::FENCED) . ' ENGINE=InnoDB');
+        (new DistributedLock($db, self::FENCED))->upgradeTable();
+        $db->exec('CREATE TABLE ' . self::ORDERS . ' (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, note VARCHAR(20)) ENGINE=InnoDB');
+    }
+
+    protected function setUp(): void
+    {
+        parent::setUp();
+        ini_set('mysqllock.dsn', getenv('MYSQLLOCK_TEST_DSN'));
+    }
+
+    protected function tearDown(): void
+    {
+        ini_restore('mysqllock.dsn');
+        $this->sqlite = null;
+        if ($this->sqliteFile !== null) {
+            @unlink($this->sqliteFile);
+            $this->sqliteFile = null;
+        }
+        foreach ([self::TABLE, self::FENCED] as $table) {
+            self::db()->prepare("DELETE FROM $table WHERE resource LIKE ?")->execute([$this->prefix() . '%']);
+        }
+        parent::tearDown();
+    }
+
+    public function backends(): array
+    {
+        return ['server native' => ['native'], 'server PDO' => ['pdo'], 'SQLite in-memory PDO' => ['sqlite']];
+    }
+
+    public function tables(): array
+    {
+        return ['seed table' => [self::TABLE], 'upgraded table' => [self::FENCED]];
+    }
+
+    // -----------------------------------------------------------------------------
+    // SQLite's errors are SQLite's
+
+    /** @test */
+    public function sqliteBusyIsReportedAsASqliteErrorNotAMysqlOne(): void
+    {
+        $this->sqliteFile = tempnam(sys_get_temp_dir(), 'phpt-lease-edges-');
+        $holder = new \PDO('sqlite:' . $this->sqliteFile, null, null, [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION]);
+        $holder->exec(self::SEED_DDL);
+        $holder->exec('BEGIN EXCLUSIVE');
+        // No busy wait: the locked database answers at once.
+        $pdo = new \PDO('sqlite:' . $this->sqliteFile, null, null, [\PDO::ATTR_TIMEOUT => 0]);
+        $lock = new DistributedLock($pdo);
+
+        $e = $this->catchThrown(fn () => $lock->acquire($this->lockName(), 'owner-A', 30));
+        $holder->exec('ROLLBACK');
+
+        $this->assertInstanceOf(DistributedLockException::class, $e);
+        $this->assertStringContainsString('database is locked (sqlite error 5)', $e->getMessage());
+        $this->assertStringNotContainsStringIgnoringCase('mysql', $e->getMessage());
+        $this->assertSame(5, $e->getCode());
+        $this->assertInstanceOf(\PDOException::class, $e->getPrevious());
+    }
+
+    /** @test */
+    public function sqliteConstraintErrorIsReportedAsASqliteError(): void
+    {
+        $db = new \PDO('sqlite::memory:', null, null, [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION]);
+        $db->exec(self::SEED_DDL);
+        $db->exec("CREATE TRIGGER refuse BEFORE INSERT ON distributed_locks BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END");
+        $lock = new DistributedLock($db);
+
+        $e = $this->catchThrown(fn () => $lock->acquire($this->lockName(), 'owner-A', 30));
+
+        $this->assertInstanceOf(DistributedLockException::class, $e);
+        $this->assertMatchesRegularExpression('/refused by trigger \(sqlite error \d+\)/', $e->getMessage());
+        $this->assertStringNotContainsStringIgnoringCase('mysql', $e->getMessage());
+    }
+
+    // -----------------------------------------------------------------------------
+    // Helpers
+
+    private static function ddl(string $table): string
+    {
+        return str_replace('distributed_locks', $table, self::SEED_DDL);
+    }
+}
