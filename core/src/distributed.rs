@@ -345,6 +345,21 @@ impl<C: Connector> DistributedLock<C> {
         statements::create(self.dialect, &self.table)
     }
 
+    /// Sets the session's insert id to `id` with a statement that changes nothing
+    /// (MySQL/MariaDB only), for a session an application shares: acquire and renew
+    /// report their verdict through `LAST_INSERT_ID(expr)`, and every statement replaces
+    /// the insert id the client library keeps (PDO's `lastInsertId()`), so the caller
+    /// gives back the id the application saw before the lease operation. One round trip
+    /// without a commit; also sets the session's `LAST_INSERT_ID()` to `id`.
+    pub fn give_back_insert_id(&mut self, id: u64) -> Result<()> {
+        if self.dialect != Dialect::MySql {
+            return Err(Error::invalid("insert id", "only a MySQL/MariaDB session reports its verdicts through it"));
+        }
+        let sql = statements::give_back_insert_id(&self.table);
+        let result = self.session()?.execute(&sql, &[Value::UInt(id)]);
+        result.map(|_| ()).map_err(|e| self.classify(e, None))
+    }
+
     fn try_acquire(&mut self, resource: &str, owner: &str, span: Span) -> Result<Option<Grant>> {
         let shape = self.shape(resource)?;
         let sql = statements::acquire(self.dialect, &self.table, shape.upgraded);
@@ -1092,6 +1107,18 @@ mod statements {
             Dialect::Sqlite => body,
             Dialect::MySql => format!("{body} ENGINE=InnoDB"),
         }
+    }
+
+    /// Inserts no row (the condition is false for every unsigned value) but evaluates
+    /// `LAST_INSERT_ID(?)` once, whose argument the OK packet then carries as the insert
+    /// id. `DO`, `SET` and `SELECT` would leave the client's insert id at 0 instead, and
+    /// an `UPDATE` carries it only when a row matches.
+    pub fn give_back_insert_id(table: &Table) -> String {
+        format!(
+            "INSERT INTO {} (resource, owner, expires_at, acquired_at) \
+             SELECT NULL, NULL, NULL, NULL FROM DUAL WHERE LAST_INSERT_ID(CAST(? AS UNSIGNED)) < 0",
+            table.sql_name()
+        )
     }
 
     /// Adds the fencing token (existing rows start at 1) and microsecond times.

@@ -141,6 +141,36 @@ impl Entry {
         }
     }
 
+    /// Runs `f` (an acquire or a renew) and then, on a user's MySQL PDO whose
+    /// `lastInsertId()` its statements changed, sets it back to what it was before: they
+    /// report their verdict (or the fencing token) through `LAST_INSERT_ID(expr)`, which
+    /// would otherwise pass for the application's own last insert id. That costs one more
+    /// statement, without a commit, only when the id changed. A failure to give it back
+    /// leaves it as the statements left it and does not turn the call's outcome into an
+    /// error; a lost session cannot take the statement at all.
+    fn keeping_insert_id<T>(&mut self, f: impl FnOnce(&mut Core) -> Result<T, Error>) -> Result<T, Error> {
+        let seen = self.insert_id();
+        let result = f(&mut self.lock);
+        let lost = matches!(&result, Err(e) if e.is_connection());
+        if let (Some(seen), false) = (seen, lost) {
+            if self.insert_id().is_some_and(|now| now != seen) {
+                let _ = self.lock.give_back_insert_id(seen);
+            }
+        }
+        result
+    }
+
+    /// `lastInsertId()` of the user's MySQL PDO; `None` on the extension's own connection
+    /// and on SQLite.
+    fn insert_id(&self) -> Option<u64> {
+        let LeaseConnector::Pdo { pdo, .. } = self.lock.connector() else { return None };
+        if self.dialect != Dialect::MySql {
+            return None;
+        }
+        let id = php::call_method(pdo, "lastInsertId", vec![], Noise::Quiet).ok()?;
+        id.str().and_then(|s| s.parse().ok())
+    }
+
     /// Drops the state; in a child of the process that made it, abandons it instead.
     fn close(self) {
         if self.pid == std::process::id() {
@@ -302,7 +332,7 @@ fn acquire_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let wait = a.get(3).map_or(Ok(0.0), |w| float_arg(w, 4))?;
     let won = with_entry(handle, "acquire", |e| {
         // A wait of 0 is one try.
-        let grant = e.lock.acquire_waiting(&resource, &owner, ttl, wait)?;
+        let grant = e.keeping_insert_id(|lock| lock.acquire_waiting(&resource, &owner, ttl, wait))?;
         e.record(&resource, &owner, grant);
         Ok(grant.is_some())
     })?;
@@ -329,7 +359,7 @@ fn renew_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let (resource, owner) = resource_and_owner(&a, "renew")?;
     let ttl = int_arg(&a.value(2), 3)?;
     let renewed = with_entry(handle, "renew", |e| {
-        let grant = e.lock.renew(&resource, &owner, ttl)?;
+        let grant = e.keeping_insert_id(|lock| lock.renew(&resource, &owner, ttl))?;
         e.record(&resource, &owner, grant);
         Ok(grant.is_some())
     })?;

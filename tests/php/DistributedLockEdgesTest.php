@@ -113,10 +113,70 @@ acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
     }
 
     // -----------------------------------------------------------------------------
+    // A MySQL PDO's lastInsertId() is the application's
+
+    /** @test @dataProvider tables */
+    public function lastInsertIdAfterAcquireAndRenewIsTheCallersOwnLastInsert(string $table): void
+    {
+        foreach ([false, true] as $emulated) {
+            $pdo = connect();
+            $pdo->setAttribute(\PDO::ATTR_EMULATE_PREPARES, $emulated);
+            $lock = new DistributedLock($pdo, $table);
+            $other = new DistributedLock(connect(), $table);
+            $r = $this->lockName('e' . (int) $emulated);
+            $mode = $emulated ? 'emulated prepares' : 'real prepares';
+
+            $id = $this->insertOrder($pdo);
+            $this->assertTrue($lock->acquire($r, 'owner-A', 30), $mode);
+            $this->assertSame($id, $pdo->lastInsertId(), "$mode: after the first acquire (a fresh row)");
+            $this->assertTrue($lock->acquire($r, 'owner-A', 30));
+            $this->assertSame($id, $pdo->lastInsertId(), "$mode: after the owner's acquire again");
+            $this->assertTrue($lock->renew($r, 'owner-A', 30));
+            $this->assertSame($id, $pdo->lastInsertId(), "$mode: after renew");
+
+            $id = $this->insertOrder($pdo);
+            $this->assertTrue($other->acquire($r . '-b', 'owner-B', 30));
+            $this->assertFalse($lock->acquire($r . '-b', 'owner-A', 30));
+            $this->assertSame($id, $pdo->lastInsertId(), "$mode: after a lost acquire");
+            $this->assertFalse($lock->renew($r . '-b', 'owner-A', 30));
+            $this->assertSame($id, $pdo->lastInsertId(), "$mode: after a refused renew");
+            $this->assertFalse($lock->acquire($r . '-b', 'owner-A', 30, 0.05));
+            $this->assertSame($id, $pdo->lastInsertId(), "$mode: after an acquire that waited and lost");
+            if ($table === self::FENCED) {
+                $this->assertTrue($lock->acquire($r, 'owner-A', 30));
+                $this->assertIsInt($lock->getToken(), "$mode: the token still comes back");
+                $this->assertSame($id, $pdo->lastInsertId(), "$mode: after acquire with a token");
+            }
+        }
+    }
+
+    /** @test */
+    public function lastInsertIdStaysZeroWhenTheCallerInsertedNothing(): void
+    {
+        $pdo = connect();
+        $lock = new DistributedLock($pdo, self::TABLE);
+        $r = $this->lockName();
+
+        $this->assertTrue($lock->acquire($r, 'owner-A', 30));
+        $this->assertTrue($lock->acquire($r, 'owner-A', 30));
+        $this->assertFalse($lock->acquire($r, 'owner-B', 30));
+        $this->assertSame('0', $pdo->lastInsertId());
+    }
+
+    // -----------------------------------------------------------------------------
     // Helpers
 
     private static function ddl(string $table): string
     {
         return str_replace('distributed_locks', $table, self::SEED_DDL);
+    }
+
+    /** Inserts a row into the application's table through $pdo; its id. */
+    private function insertOrder(\PDO $pdo): string
+    {
+        $pdo->prepare('INSERT INTO ' . self::ORDERS . ' (note) VALUES (?)')->execute(['order']);
+        $id = $pdo->lastInsertId();
+        $this->assertNotSame('0', $id);
+        return $id;
     }
 }
