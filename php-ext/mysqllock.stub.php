@@ -484,7 +484,8 @@ namespace Nene\Kit {
          *
          * @param string $resource at most as long as the column (255 characters)
          * @param string $owner unique per process/request, compared exactly (case-sensitive)
-         * @param int $ttlSeconds 1 to 31622400 (a year)
+         * @param int $ttlSeconds from 1 to what ends the lease by 9999-12-31 23:59:59 UTC, where
+         *   the DATETIME column's range ends (about 2.5e11 seconds from 2026)
          * @param float $wait seconds to keep trying while another owner holds it (polls with
          *   capped exponential backoff and jitter); 0: one try, as the original
          * @return bool false if another owner holds an unexpired lease

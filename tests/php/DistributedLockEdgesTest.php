@@ -164,6 +164,110 @@ acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
     }
 
     // -----------------------------------------------------------------------------
+    // TTLs: as long as expires_at can hold
+
+    /** @test @dataProvider backends */
+    public function ttlsOfYearsAreAccepted(string $backend): void
+    {
+        $lock = $this->lock($backend);
+        $r = $this->lockName();
+        $tenYears = 10 * 366 * 86400;
+
+        $this->assertTrue($lock->acquire($r, 'owner-A', 2 * 366 * 86400));
+        $this->assertEqualsWithDelta(2 * 366 * 86400, $this->secondsLeft($backend, $r), 5);
+        $this->assertTrue($lock->renew($r, 'owner-A', $tenYears));
+        $this->assertEqualsWithDelta($tenYears, $this->secondsLeft($backend, $r), 5);
+        $this->assertFalse($lock->acquire($r, 'owner-B', 30), 'a lease of years excludes others');
+        $this->assertGreaterThan($tenYears - 5, $lock->getRemaining());
+    }
+
+    /** @test @dataProvider backends */
+    public function ttlEndingAtTheEndOfTheDatetimeRangeIsAccepted(string $backend): void
+    {
+        $lock = $this->lock($backend);
+        $r = $this->lockName();
+
+        // A few seconds short of the end, so the clock ticking during the call cannot pass it.
+        $this->assertTrue($lock->acquire($r, 'owner-A', $this->secondsToDatetimeEnd($backend) - 3));
+        $this->assertStringStartsWith('9999-12-31 23:59:5', $this->expiresAt($backend, $r));
+        $this->assertTrue($lock->renew($r, 'owner-A', $this->secondsToDatetimeEnd($backend) - 3));
+        $this->assertStringStartsWith('9999-12-31 23:59:5', $this->expiresAt($backend, $r));
+        $this->assertTrue($lock->isHeld($r));
+        $this->assertTrue($lock->release($r, 'owner-A'));
+    }
+
+    /** @test */
+    public function ttlEndingAtTheEndOfTheDatetimeRangeIsAcceptedOnAnUpgradedTable(): void
+    {
+        $lock = new DistributedLock(connect(), self::FENCED);
+        $r = $this->lockName();
+
+        $this->assertTrue($lock->acquire($r, 'owner-A', $this->secondsToDatetimeEnd('pdo') - 3));
+        $this->assertIsInt($lock->getToken());
+        $this->assertStringStartsWith('9999-12-31 23:59:5', $this->expiresAt('pdo', $r, self::FENCED));
+        $this->assertTrue($lock->renew($r, 'owner-A', $this->secondsToDatetimeEnd('pdo') - 3));
+        $this->assertTrue($lock->release($r, 'owner-A'));
+    }
+
+    /** @test @dataProvider backends */
+    public function ttlEndingPastTheDatetimeRangeIsRefusedAndChangesNothing(string $backend): void
+    {
+        $lock = $this->lock($backend);
+        $r = $this->lockName();
+        $mine = $this->lockName('mine');
+        $this->assertTrue($lock->acquire($mine, 'owner-A', 30));
+        $before = [$this->expiresAt($backend, $r), $this->expiresAt($backend, $mine)];
+        $past = $this->secondsToDatetimeEnd($backend) + 60;
+        $calls = [
+            'acquire of a free resource' => fn () => $lock->acquire($r, 'owner-A', $past),
+            'acquire again by its owner' => fn () => $lock->acquire($mine, 'owner-A', $past),
+            'renew' => fn () => $lock->renew($mine, 'owner-A', $past),
+            'acquire, more than fits after 1970' => fn () => $lock->acquire($r, 'owner-A', self::NEVER_FITS),
+            'renew, more than fits after 1970' => fn () => $lock->renew($mine, 'owner-A', self::NEVER_FITS),
+        ];
+        foreach ($calls as $what => $call) {
+            $e = $this->catchThrown($call);
+            $this->assertInstanceOf(\InvalidArgumentException::class, $e, "$what: " . get_class($e) . ': ' . $e->getMessage());
+            $this->assertStringContainsString(self::DATETIME_END, $e->getMessage(), $what);
+        }
+
+        $this->assertSame($before, [$this->expiresAt($backend, $r), $this->expiresAt($backend, $mine)]);
+        $this->assertTrue($lock->isHeld($mine), 'a refused TTL ended the lease');
+    }
+
+    /** @test */
+    public function ttlEndingPastTheDatetimeRangeIsRefusedOnAnUpgradedTable(): void
+    {
+        $lock = new DistributedLock(connect(), self::FENCED);
+        $r = $this->lockName();
+        $this->assertTrue($lock->acquire($r, 'owner-A', 30));
+        $before = $this->expiresAt('pdo', $r, self::FENCED);
+
+        foreach (['acquire', 'renew'] as $method) {
+            $e = $this->catchThrown(fn () => $lock->$method($r, 'owner-A', $this->secondsToDatetimeEnd('pdo') + 60));
+            $this->assertInstanceOf(\InvalidArgumentException::class, $e, "$method: " . $e->getMessage());
+            $this->assertStringContainsString(self::DATETIME_END, $e->getMessage());
+        }
+        $this->assertSame($before, $this->expiresAt('pdo', $r, self::FENCED));
+    }
+
+    /** @test */
+    public function ttlPastTheDatetimeRangeIsRefusedInAnySqlMode(): void
+    {
+        $pdo = connect("SET SESSION sql_mode = ''");
+        $lock = new DistributedLock($pdo, self::TABLE);
+        $r = $this->lockName();
+        $this->assertTrue($lock->acquire($r, 'owner-A', 30));
+        $before = $this->expiresAt('pdo', $r);
+
+        foreach (['acquire', 'renew'] as $method) {
+            $e = $this->catchThrown(fn () => $lock->$method($r, 'owner-A', $this->secondsToDatetimeEnd('pdo') + 60));
+            $this->assertInstanceOf(\InvalidArgumentException::class, $e, "$method: " . $e->getMessage());
+        }
+        $this->assertSame($before, $this->expiresAt('pdo', $r), 'a non-strict sql_mode let an overflow through');
+    }
+
+    // -----------------------------------------------------------------------------
     // Helpers
 
     private static function ddl(string $table): string
@@ -178,5 +282,61 @@ acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
         $id = $pdo->lastInsertId();
         $this->assertNotSame('0', $id);
         return $id;
+    }
+
+    private function sqlite(): \PDO
+    {
+        if ($this->sqlite === null) {
+            $this->sqlite = new \PDO('sqlite::memory:', null, null, [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION]);
+            $this->sqlite->exec(self::SEED_DDL);
+        }
+        return $this->sqlite;
+    }
+
+    private function lock(string $backend): DistributedLock
+    {
+        switch ($backend) {
+            case 'native':
+                return new DistributedLock(null, self::TABLE);
+            case 'pdo':
+                return new DistributedLock(connect(), self::TABLE);
+            default:
+                return new DistributedLock($this->sqlite());
+        }
+    }
+
+    private function raw(string $backend): \PDO
+    {
+        return $backend === 'sqlite' ? $this->sqlite() : self::db();
+    }
+
+    /** Whole seconds from the database clock (UTC) to the end of the DATETIME range. */
+    private function secondsToDatetimeEnd(string $backend): int
+    {
+        $sql = $backend === 'sqlite'
+            ? "SELECT CAST(round((julianday('" . self::DATETIME_END . "') - julianday('now')) * 86400) AS INTEGER)"
+            : "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), '" . self::DATETIME_END . "')";
+        return (int) $this->raw($backend)->query($sql)->fetchColumn();
+    }
+
+    /** expires_at of $resource as text; null when there is no row. */
+    private function expiresAt(string $backend, string $resource, ?string $table = null): ?string
+    {
+        $table ??= $backend === 'sqlite' ? 'distributed_locks' : self::TABLE;
+        $st = $this->raw($backend)->prepare("SELECT CAST(expires_at AS CHAR) FROM $table WHERE resource = ?");
+        $st->execute([$resource]);
+        $at = $st->fetchColumn();
+        return $at === false ? null : $at;
+    }
+
+    private function secondsLeft(string $backend, string $resource): int
+    {
+        $table = $backend === 'sqlite' ? 'distributed_locks' : self::TABLE;
+        $left = $backend === 'sqlite'
+            ? "CAST(round((julianday(expires_at) - julianday('now')) * 86400) AS INTEGER)"
+            : 'TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), expires_at)';
+        $st = $this->raw($backend)->prepare("SELECT $left FROM $table WHERE resource = ?");
+        $st->execute([$resource]);
+        return (int) $st->fetchColumn();
     }
 }
