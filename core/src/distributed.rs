@@ -30,6 +30,7 @@
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, Table};
+pub use crate::dialect::Dialect;
 use crate::error::{Error, Result, SessionError};
 use crate::limits;
 use crate::name::Charset;
@@ -58,7 +59,7 @@ const ATTEMPTS: usize = 5;
 pub const DEFAULT_MARGIN: Duration = Duration::from_millis(500);
 
 /// The longest TTL that can fit at all: `expires_at` is a `DATETIME`, whose range ends at
-/// [`DATETIME_END`], this many seconds after 1970-01-01 00:00:00 UTC. The original class
+/// 9999-12-31 23:59:59, this many seconds after 1970-01-01 00:00:00 UTC. The original class
 /// sets no maximum; the real one is the end of that range minus the database's clock
 /// (about 2.5e11 seconds, 7,900 years, in 2026), which the statements check themselves:
 /// a lease that would end after it is refused, nothing written. `INTERVAL ? SECOND`
@@ -77,16 +78,7 @@ const PAST_DATETIME_END: u64 = LOST - 1;
 const FIRST_BACKOFF: Duration = Duration::from_millis(5);
 const MAX_BACKOFF: Duration = Duration::from_millis(250);
 
-/// Which database a session talks to: the SQL the lease statements are written in, and
-/// whose numbering a [`SessionError`]'s code is in. SQLite is there for tests that craft
-/// rows (an in-memory PDO, as the original class documents); MySQL/MariaDB is production.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Dialect {
-    #[default]
-    MySql,
-    Sqlite,
-}
-
+// Defined in a module of its own, below `error` (whose `SessionError` names it).
 impl Dialect {
     /// From a PDO driver name (`PDO::ATTR_DRIVER_NAME`).
     pub fn from_driver(driver: &str) -> Result<Dialect> {

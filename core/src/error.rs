@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::distributed::Dialect;
+use crate::dialect::Dialect;
 
 /// What the database session reported when a statement failed.
 ///

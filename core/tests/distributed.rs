@@ -206,6 +206,16 @@ fn bad_input_is_refused_and_writes_nothing() {
     assert!(lock.acquire(&"x".repeat(255), "owner", 1.0).unwrap().is_some(), "255 characters fit the column");
 }
 
+/// `expires_at` of a resource's row, as the database writes it.
+fn expires_at(table: &str, resource: &str) -> String {
+    let rows = query(
+        &mut raw(),
+        &format!("SELECT CAST(expires_at AS CHAR) FROM {table} WHERE resource = ?"),
+        &[resource.into()],
+    );
+    rows[0][0].as_text().unwrap()
+}
+
 /// Whole seconds from the database's UTC clock to the end of the DATETIME range.
 fn seconds_to_datetime_end() -> f64 {
     let rows = query(&mut raw(), "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), '9999-12-31 23:59:59')", &[]);
@@ -222,10 +232,7 @@ fn a_ttl_may_run_to_the_end_of_the_datetime_range_and_not_past_it() {
         let grant = lock.acquire(&r, "owner-a", seconds_to_datetime_end() - 3.0).unwrap();
         assert!(grant.is_some(), "{table}: at the end of the range");
         assert!(lock.renew(&r, "owner-a", seconds_to_datetime_end() - 3.0).unwrap().is_some(), "{table}");
-        let end = query(&mut raw(), &format!("SELECT CAST(expires_at AS CHAR) FROM {table} WHERE resource = ?"), &[
-            r.as_str().into(),
-        ]);
-        let end = end[0][0].as_text().unwrap();
+        let end = expires_at(table, &r);
         assert!(end.starts_with("9999-12-31 23:59:5"), "{table}: expires_at {end}");
 
         for past in [seconds_to_datetime_end() + 60.0, mysqllock_core::MAX_LEASE_TTL + 1.0] {
@@ -237,10 +244,7 @@ fn a_ttl_may_run_to_the_end_of_the_datetime_range_and_not_past_it() {
             assert!(lock.acquire(&fresh, "owner-a", past).unwrap_err().is_invalid_argument());
             assert!(row_of(table, &fresh).is_none(), "{table}: a refused TTL wrote a row");
         }
-        let after = query(&mut raw(), &format!("SELECT CAST(expires_at AS CHAR) FROM {table} WHERE resource = ?"), &[
-            r.as_str().into(),
-        ]);
-        assert_eq!(after[0][0].as_text().unwrap(), end, "{table}: a refused TTL changed the lease");
+        assert_eq!(expires_at(table, &r), end, "{table}: a refused TTL changed the lease");
     }
 }
 
