@@ -503,14 +503,19 @@ namespace Nene\Kit {
      * your transaction it commits or rolls back with it). Leases are not released when the
      * object or the request ends: they expire by their TTL, as with the original class.
      *
-     * On MySQL through a PDO, acquire() and renew() set the session's LAST_INSERT_ID()
-     * (the verdict travels in the same round trip): call $pdo->lastInsertId() for your own
-     * INSERT before them, not after.
+     * On MySQL through a PDO, acquire() and renew() leave $pdo->lastInsertId() as they
+     * found it (their verdict travels in LAST_INSERT_ID(); one more statement that writes
+     * nothing sets it back when it changed). On SQLite an acquire that inserts a row sets
+     * it to that row's id, which SQL cannot set back.
      */
     class DistributedLock
     {
-        /** The longest TTL in seconds acquire() and renew() accept: a year. */
-        public const MAX_TTL = 31622400;
+        /**
+         * The longest TTL in seconds acquire() and renew() accept: what ends a lease by
+         * 9999-12-31 23:59:59 UTC counted from 1970, where expires_at (a DATETIME) ends;
+         * the database clock may refuse less (a lease may not end past that date).
+         */
+        public const MAX_TTL = 253402300799;
 
         /**
          * @param \PDO|null $pdo a pdo_mysql PDO (MySQL/MariaDB) or a pdo_sqlite PDO (tests
@@ -535,7 +540,8 @@ namespace Nene\Kit {
          *
          * @param string $resource at most as long as the column (255 characters)
          * @param string $owner unique per process/request, compared exactly (case-sensitive)
-         * @param int $ttlSeconds 1 to 31622400 (a year)
+         * @param int $ttlSeconds from 1 to what ends the lease by 9999-12-31 23:59:59 UTC, where
+         *   the DATETIME column's range ends (about 2.5e11 seconds from 2026)
          * @param float $wait seconds to keep trying while another owner holds it (polls with
          *   capped exponential backoff and jitter); 0: one try, as the original
          * @return bool false if another owner holds an unexpired lease

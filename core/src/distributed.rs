@@ -30,6 +30,7 @@
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, Table};
+pub use crate::dialect::Dialect;
 use crate::error::{Error, Result, SessionError};
 use crate::limits;
 use crate::name::Charset;
@@ -57,22 +58,27 @@ const ATTEMPTS: usize = 5;
 /// shorter than twice the margin gets half its TTL as margin.
 pub const DEFAULT_MARGIN: Duration = Duration::from_millis(500);
 
-/// The longest TTL accepted: a year. A longer lease is a forgotten lock, not a plan.
-pub const MAX_LEASE_TTL: f64 = 366.0 * 24.0 * 3600.0;
+/// The longest TTL that can fit at all: `expires_at` is a `DATETIME`, whose range ends at
+/// 9999-12-31 23:59:59, this many seconds after 1970-01-01 00:00:00 UTC. The original class
+/// sets no maximum; the real one is the end of that range minus the database's clock
+/// (about 2.5e11 seconds, 7,900 years, in 2026), which the statements check themselves:
+/// a lease that would end after it is refused, nothing written. `INTERVAL ? SECOND`
+/// (`MICROSECOND` on an upgraded table: 2.5e17, well inside the BIGINT parameter) and
+/// SQLite's `datetime('now', '+N seconds')` answer NULL past the end, never a wrapped date.
+pub const MAX_LEASE_TTL: f64 = 253_402_300_799.0;
+
+/// The last second a `DATETIME` (and SQLite's date functions) can hold.
+const DATETIME_END: &str = "9999-12-31 23:59:59";
+
+/// The verdict of a renewal whose new end would be past [`DATETIME_END`] (reported
+/// through `LAST_INSERT_ID(expr)`, like every renewal's): the row is left as it was.
+const PAST_DATETIME_END: u64 = LOST - 1;
 
 /// The first wait of a blocking acquire between two tries, and the most it grows to.
 const FIRST_BACKOFF: Duration = Duration::from_millis(5);
 const MAX_BACKOFF: Duration = Duration::from_millis(250);
 
-/// Which SQL the lease statements are written in. SQLite is there for tests that craft
-/// rows (an in-memory PDO, as the original class documents); MySQL/MariaDB is production.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Dialect {
-    #[default]
-    MySql,
-    Sqlite,
-}
-
+// Defined in a module of its own, below `error` (whose `SessionError` names it).
 impl Dialect {
     /// From a PDO driver name (`PDO::ATTR_DRIVER_NAME`).
     pub fn from_driver(driver: &str) -> Result<Dialect> {
@@ -257,12 +263,23 @@ impl<C: Connector> DistributedLock<C> {
         let span = self.check(resource, Some(owner), ttl)?;
         let shape = self.shape(resource)?;
         let sql = statements::renew(self.dialect, &self.table, shape.upgraded);
-        let params = [span.value(self.dialect), Value::from(resource), Value::from(owner)];
-        let Some((out, sent)) = self.write(resource, &sql, &params)? else {
+        let ttl = span.value(self.dialect);
+        let params: Vec<Value> = match self.dialect {
+            Dialect::MySql => vec![ttl.clone(), ttl, resource.into(), owner.into()],
+            Dialect::Sqlite => vec![ttl, resource.into(), owner.into()],
+        };
+        let written = match self.write(resource, &sql, &params) {
+            Err(Error::Database { source, .. }) if ends_past_datetime_end(&source) => {
+                return Err(past_datetime_end(span))
+            }
+            other => other?,
+        };
+        let Some((out, sent)) = written else {
             return Ok(None);
         };
         let renewed = match self.dialect {
             Dialect::Sqlite => out.affected_rows > 0,
+            Dialect::MySql if out.last_insert_id == PAST_DATETIME_END => return Err(past_datetime_end(span)),
             Dialect::MySql => out.last_insert_id != 0,
         };
         Ok(renewed.then(|| Grant {
@@ -319,11 +336,9 @@ impl<C: Connector> DistributedLock<C> {
             // Unlike a refused release, "false" would claim the resource is free.
             None => Err(Error::Database {
                 name: Some(resource.to_owned()),
-                source: SessionError {
-                    code: None,
-                    message: format!("other writers kept changing the lease first ({ATTEMPTS} attempts); try again"),
-                    lost: false,
-                },
+                source: SessionError::client(format!(
+                    "other writers kept changing the lease first ({ATTEMPTS} attempts); try again"
+                )),
             }),
         }
     }
@@ -394,6 +409,21 @@ impl<C: Connector> DistributedLock<C> {
         statements::create(self.dialect, &self.table)
     }
 
+    /// Sets the session's insert id to `id` with a statement that changes nothing
+    /// (MySQL/MariaDB only), for a session an application shares: acquire and renew
+    /// report their verdict through `LAST_INSERT_ID(expr)`, and every statement replaces
+    /// the insert id the client library keeps (PDO's `lastInsertId()`), so the caller
+    /// gives back the id the application saw before the lease operation. One round trip
+    /// without a commit; also sets the session's `LAST_INSERT_ID()` to `id`.
+    pub fn give_back_insert_id(&mut self, id: u64) -> Result<()> {
+        if self.dialect != Dialect::MySql {
+            return Err(Error::invalid("insert id", "only a MySQL/MariaDB session reports its verdicts through it"));
+        }
+        let sql = statements::give_back_insert_id(&self.table);
+        let result = self.session()?.execute(&sql, &[Value::UInt(id)]);
+        result.map(|_| ()).map_err(|e| self.classify(e, None))
+    }
+
     fn try_acquire(&mut self, resource: &str, owner: &str, span: Span) -> Result<Option<Grant>> {
         let shape = self.shape(resource)?;
         let sql = statements::acquire(self.dialect, &self.table, shape.upgraded);
@@ -406,7 +436,13 @@ impl<C: Connector> DistributedLock<C> {
         };
         // The local deadline counts from before the statement was sent: the database's
         // lease starts when the statement runs, later than this.
-        let Some((out, sent)) = self.write(resource, &sql, &params)? else {
+        let written = match self.write(resource, &sql, &params) {
+            Err(Error::Database { source, .. }) if ends_past_datetime_end(&source) => {
+                return Err(past_datetime_end(span))
+            }
+            other => other?,
+        };
+        let Some((out, sent)) = written else {
             return Ok(None);
         };
         let won = match self.dialect {
@@ -420,15 +456,11 @@ impl<C: Connector> DistributedLock<C> {
                 (code, _) => {
                     return Err(Error::Database {
                         name: Some(resource.to_owned()),
-                        source: SessionError {
-                            code: None,
-                            message: format!(
-                                "the lease statement reported {} affected rows and verdict {code}, which it cannot (is the table {} the lease table?)",
-                                out.affected_rows,
-                                self.table.display_name()
-                            ),
-                            lost: false,
-                        },
+                        source: SessionError::client(format!(
+                            "the lease statement reported {} affected rows and verdict {code}, which it cannot (is the table {} the lease table?)",
+                            out.affected_rows,
+                            self.table.display_name()
+                        )),
                     })
                 }
             },
@@ -452,7 +484,9 @@ impl<C: Connector> DistributedLock<C> {
         if ttl > MAX_LEASE_TTL {
             return Err(Error::invalid(
                 "ttl",
-                format!("{ttl} exceeds the maximum of {MAX_LEASE_TTL} seconds (a year)"),
+                format!(
+                    "{ttl} exceeds {MAX_LEASE_TTL} seconds: no lease can end after {DATETIME_END} (UTC), where expires_at, a DATETIME, ends"
+                ),
             ));
         }
         self.check_names(resource, owner)?;
@@ -593,7 +627,7 @@ impl<C: Connector> DistributedLock<C> {
     }
 
     fn classify(&self, e: SessionError, name: Option<&str>) -> Error {
-        if e.code == Some(1146) || (self.dialect == Dialect::Sqlite && e.message.contains("no such table")) {
+        if e.mysql_code() == Some(1146) || (self.dialect == Dialect::Sqlite && e.message.contains("no such table")) {
             return missing_table(self.dialect, &self.table, e);
         }
         classify(e, name, &self.table)
@@ -613,11 +647,34 @@ impl<C: Connector> DistributedLock<C> {
 /// - 1062, duplicate key: the row appeared from another node between the upsert's
 ///   look-up and its insert.
 fn lost_race(e: &SessionError) -> bool {
-    match e.code {
+    match e.mysql_code() {
         Some(1213 | 3101 | 1062) => true,
         Some(1180) => e.message.contains("error 149"),
         _ => false,
     }
+}
+
+/// A write refused because the TTL took the new `expires_at` past [`DATETIME_END`]:
+/// `now + INTERVAL` overflows (1441, an error in a strict `sql_mode`; the statements'
+/// only date arithmetic is that), or its NULL met the `NOT NULL` column (1048: a
+/// single-row INSERT fails so in every `sql_mode`, before its duplicate-key update could
+/// run). SQLite checks `NOT NULL` on every write.
+fn ends_past_datetime_end(e: &SessionError) -> bool {
+    let expires_at = e.message.contains("expires_at");
+    match e.dialect {
+        Dialect::MySql => e.mysql_code() == Some(1441) || (e.mysql_code() == Some(1048) && expires_at),
+        Dialect::Sqlite => e.code == Some(19) && e.message.contains("NOT NULL") && expires_at,
+    }
+}
+
+fn past_datetime_end(span: Span) -> Error {
+    Error::invalid(
+        "ttl",
+        format!(
+            "{} seconds from the database's clock end after {DATETIME_END} (UTC), where expires_at, a DATETIME, ends; nothing was written",
+            span.duration.as_secs()
+        ),
+    )
 }
 
 /// The lease table is not there: the error names the DDL (and `mysqllock init --lease`,
@@ -825,8 +882,7 @@ fn sqlite_shape<S: Session>(session: &mut S, table: &Table, name: Option<&str>) 
         .execute(&format!("PRAGMA table_info({})", table.sql_name()), &[])
         .map_err(|e| classify(e, name, table))?;
     if out.rows.is_empty() {
-        let missing =
-            SessionError { code: None, message: format!("no such table: {}", table.display_name()), lost: false };
+        let missing = SessionError::client(format!("no such table: {}", table.display_name()));
         return Err(missing_table(Dialect::Sqlite, table, missing));
     }
     let columns: Vec<String> = out.rows.iter().filter_map(|r| r.get(1).and_then(Value::as_text)).collect();
@@ -887,7 +943,8 @@ impl LeaseKeeper {
     /// Starts renewing `owner`'s lease on `resource` (just granted as `grant`) every
     /// `ttl / 3` seconds on a native session to `config`'s server.
     pub fn start(config: Config, resource: &str, owner: &str, ttl: f64, grant: Grant) -> Result<LeaseKeeper> {
-        let period = limits::duration("ttl", ttl)? / 3;
+        // Any TTL acquire took (limits::duration stops at 1e9 seconds, which leases pass).
+        let period = Duration::try_from_secs_f64(ttl).map_err(|e| Error::invalid("ttl", e.to_string()))? / 3;
         let shared = std::sync::Arc::new((
             parking_lot::Mutex::new(KeeperState {
                 deadline: grant.deadline,
@@ -993,7 +1050,7 @@ fn keep(
 /// The statements, per dialect and table shape. Names and numbers are bound parameters;
 /// the interpolated text is the validated, quoted table name.
 mod statements {
-    use super::{Dialect, LOST, STILL_MINE, TAKEN_OVER};
+    use super::{Dialect, LOST, PAST_DATETIME_END, STILL_MINE, TAKEN_OVER};
     use crate::config::Table;
 
     /// Exact owner comparison: the column's collation may fold case and trailing spaces
@@ -1099,10 +1156,14 @@ mod statements {
                 let (now, _, live, unit) = clock(upgraded);
                 let mine = owner_is("?");
                 // The verdict comes back as the OK packet's insert id: a renewal within
-                // the same second changes nothing, so affected rows cannot tell.
+                // the same second changes nothing, so affected rows cannot tell. A new end
+                // past the DATETIME range (NULL) keeps the row as it is: an UPDATE in a
+                // non-strict sql_mode would store a zero date instead of failing.
                 let verdict = if upgraded { "token" } else { "1" };
                 format!(
-                    "UPDATE {t} SET expires_at = IF(LAST_INSERT_ID({verdict}), {now} + INTERVAL ? {unit}, expires_at) \
+                    "UPDATE {t} SET expires_at = \
+                     IF(LAST_INSERT_ID(IF({now} + INTERVAL ? {unit} IS NULL, {PAST_DATETIME_END}, {verdict})) = {PAST_DATETIME_END}, \
+                     expires_at, {now} + INTERVAL ? {unit}) \
                      WHERE resource = ? AND {mine} AND {live}"
                 )
             }
@@ -1183,6 +1244,18 @@ mod statements {
             Dialect::Sqlite => body,
             Dialect::MySql => format!("{body} ENGINE=InnoDB"),
         }
+    }
+
+    /// Inserts no row (the condition is false for every unsigned value) but evaluates
+    /// `LAST_INSERT_ID(?)` once, whose argument the OK packet then carries as the insert
+    /// id. `DO`, `SET` and `SELECT` would leave the client's insert id at 0 instead, and
+    /// an `UPDATE` carries it only when a row matches.
+    pub fn give_back_insert_id(table: &Table) -> String {
+        format!(
+            "INSERT INTO {} (resource, owner, expires_at, acquired_at) \
+             SELECT NULL, NULL, NULL, NULL FROM DUAL WHERE LAST_INSERT_ID(CAST(? AS UNSIGNED)) < 0",
+            table.sql_name()
+        )
     }
 
     /// Adds the fencing token (existing rows start at 1) and microsecond times.

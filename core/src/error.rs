@@ -2,38 +2,63 @@
 
 use std::fmt;
 
+use crate::dialect::Dialect;
+
 /// What the database session reported when a statement failed.
 ///
 /// Kept apart from [`Error`] because a [`Session`](crate::Session) implementation
 /// outside the core (PDO in the PHP extension) must be able to build one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionError {
-    /// The server's error number (`1146`), if the server produced the error.
+    /// The database's error number (`1146`), if the database produced the error.
     pub code: Option<u16>,
     /// The server's or the client library's own text.
     pub message: String,
     /// True when the session is gone (I/O error, server restart, `KILL`): every lock it
     /// held is lost and it must not be used again.
     pub lost: bool,
+    /// Whose numbering `code` is in: MySQL/MariaDB's, or SQLite's (a user's SQLite PDO
+    /// in the lease mode), where the same number means something else.
+    pub dialect: Dialect,
 }
 
 impl SessionError {
-    /// An error reported by the server with its error number.
+    /// An error reported by a MySQL or MariaDB server with its error number.
     pub fn server(code: u16, message: impl Into<String>) -> Self {
         let lost = matches!(code, 1053 | 1152 | 1927 | 2006 | 2013 | 4031);
-        SessionError { code: Some(code), message: message.into(), lost }
+        SessionError { code: Some(code), message: message.into(), lost, dialect: Dialect::MySql }
+    }
+
+    /// An error reported by SQLite with its result code (`5`: the database is locked).
+    pub fn sqlite(code: u16, message: impl Into<String>) -> Self {
+        SessionError { code: Some(code), message: message.into(), lost: false, dialect: Dialect::Sqlite }
+    }
+
+    /// An error without a database error number (the client library's, or a finding of
+    /// the caller's own); the session stays usable.
+    pub fn client(message: impl Into<String>) -> Self {
+        SessionError { code: None, message: message.into(), lost: false, dialect: Dialect::MySql }
     }
 
     /// The connection itself failed; the session cannot be used again.
     pub fn lost(message: impl Into<String>) -> Self {
-        SessionError { code: None, message: message.into(), lost: true }
+        SessionError { code: None, message: message.into(), lost: true, dialect: Dialect::MySql }
+    }
+
+    /// `code`, if it is a MySQL/MariaDB error number: what the mappings by number read.
+    pub fn mysql_code(&self) -> Option<u16> {
+        self.code.filter(|_| self.dialect == Dialect::MySql)
     }
 }
 
 impl fmt::Display for SessionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let numbering = match self.dialect {
+            Dialect::MySql => "mysql",
+            Dialect::Sqlite => "sqlite",
+        };
         match self.code {
-            Some(code) => write!(f, "{} (mysql error {code})", self.message),
+            Some(code) => write!(f, "{} ({numbering} error {code})", self.message),
             None => f.write_str(&self.message),
         }
     }
@@ -227,7 +252,7 @@ impl Error {
     /// The server refused a statement naming a column the table lacks (1054): raised
     /// while the statement is prepared, before any of it runs.
     pub(crate) fn is_unknown_column(&self) -> bool {
-        matches!(self, Error::Database { source: SessionError { code: Some(1054), .. }, .. })
+        matches!(self, Error::Database { source, .. } if source.mysql_code() == Some(1054))
     }
 
     /// Connecting failed or the connection was lost.
@@ -276,7 +301,7 @@ impl Error {
         let Error::Database { source, .. } = self else {
             return false;
         };
-        source.code.is_some_and(|c| CRASHED_TABLE.contains(&c)) || source.message.contains("try to repair it")
+        source.mysql_code().is_some_and(|c| CRASHED_TABLE.contains(&c)) || source.message.contains("try to repair it")
     }
 
     /// The message followed by those parts of its `source()` chain it does not already
@@ -329,7 +354,7 @@ impl Error {
         if e.lost {
             return Error::ConnectionLost { name, source: e };
         }
-        match e.code {
+        match e.mysql_code() {
             // ER_UNKNOWN_COM_ERROR from a Galera node outside the primary component;
             // ER_RUN_HOOK_ERROR from Group Replication's before_commit hook (the member
             // lost its majority or left the group); ER_GRP_TRX_CONSISTENCY_NOT_ALLOWED
@@ -377,6 +402,19 @@ mod tests {
         assert!(e.to_string().contains("secondary of a single-primary Group Replication group"), "{e}");
         let other = SessionError::server(1290, "The MySQL server is running with the --secure-file-priv option");
         assert!(!Error::from_session(other, None).is_read_only());
+    }
+
+    #[test]
+    fn sqlite_errors_are_sqlites_and_not_read_as_mysql_numbers() {
+        let busy = Error::from_session(SessionError::sqlite(5, "database is locked"), Some("r"));
+        assert_eq!(busy.chain(), "database error on lock \"r\": database is locked (sqlite error 5)");
+        // SQLITE_IOERR_FSYNC and SQLITE_IOERR_DIR_FSYNC share their numbers with MySQL's
+        // "incorrect key file" and "read-only".
+        let fsync = Error::from_session(SessionError::sqlite(1034, "disk I/O error"), None);
+        assert!(!fsync.is_crashed_table(), "{fsync}");
+        let dir_fsync = Error::from_session(SessionError::sqlite(1290, "disk I/O error (read-only?)"), None);
+        assert!(!dir_fsync.is_read_only(), "{dir_fsync}");
+        assert!(matches!(dir_fsync, Error::Database { .. }), "{dir_fsync}");
     }
 
     #[test]

@@ -23,6 +23,7 @@
 //! ```
 
 mod config;
+mod dialect;
 mod distributed;
 mod error;
 pub mod fork;

@@ -854,7 +854,7 @@ impl<C: Connector> Locker<C> {
             // MariaDB answers NULL when the wait was killed (KILL QUERY) or failed.
             Some(None) => Err(Error::Database {
                 name: Some(name.to_owned()),
-                source: crate::SessionError { code: None, message: "GET_LOCK returned NULL".into(), lost: false },
+                source: crate::SessionError::client("GET_LOCK returned NULL"),
             }),
         }
     }

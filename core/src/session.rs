@@ -33,7 +33,7 @@ pub trait Session {
     /// statement, whose error is returned. Only called when [`batches`](Session::batches).
     fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
         let _ = sql;
-        Err(SessionError { code: None, message: "this session cannot run statement batches".into(), lost: false })
+        Err(SessionError::client("this session cannot run statement batches"))
     }
 
     /// Runs `KILL <id>`. KILL takes no bound parameter, so the id is formatted from an
@@ -108,7 +108,7 @@ pub trait Connector {
 /// The single place that turns a failed statement on the lock table into an [`Error`]:
 /// by MySQL error number, with the lock it was about; a missing table names its DDL.
 pub(crate) fn classify(e: SessionError, name: Option<&str>, table: &Table) -> Error {
-    match e.code {
+    match e.mysql_code() {
         Some(1146) if !e.lost => Error::MissingTable {
             table: table.display_name(),
             create_sql: table.create_sql(),

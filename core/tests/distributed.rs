@@ -290,6 +290,48 @@ fn bad_input_is_refused_and_writes_nothing() {
     assert!(lock.acquire(&"x".repeat(255), "owner", 1.0).unwrap().is_some(), "255 characters fit the column");
 }
 
+/// `expires_at` of a resource's row, as the database writes it.
+fn expires_at(table: &str, resource: &str) -> String {
+    let rows = query(
+        &mut raw(),
+        &format!("SELECT CAST(expires_at AS CHAR) FROM {table} WHERE resource = ?"),
+        &[resource.into()],
+    );
+    rows[0][0].as_text().unwrap()
+}
+
+/// Whole seconds from the database's UTC clock to the end of the DATETIME range.
+fn seconds_to_datetime_end() -> f64 {
+    let rows = query(&mut raw(), "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), '9999-12-31 23:59:59')", &[]);
+    rows[0][0].as_f64().unwrap()
+}
+
+#[test]
+fn a_ttl_may_run_to_the_end_of_the_datetime_range_and_not_past_it() {
+    for (table, mut lock) in [(PLAIN, plain()), (FENCED, fenced())] {
+        let r = unique("datetime-end");
+        // Years, which the lease mode once refused (over 366 days).
+        assert!(lock.acquire(&r, "owner-a", 10.0 * 366.0 * 86400.0).unwrap().is_some(), "{table}");
+        // A few seconds short of the end, so the clock ticking meanwhile cannot pass it.
+        let grant = lock.acquire(&r, "owner-a", seconds_to_datetime_end() - 3.0).unwrap();
+        assert!(grant.is_some(), "{table}: at the end of the range");
+        assert!(lock.renew(&r, "owner-a", seconds_to_datetime_end() - 3.0).unwrap().is_some(), "{table}");
+        let end = expires_at(table, &r);
+        assert!(end.starts_with("9999-12-31 23:59:5"), "{table}: expires_at {end}");
+
+        for past in [seconds_to_datetime_end() + 60.0, mysqllock_core::MAX_LEASE_TTL + 1.0] {
+            let e = lock.acquire(&r, "owner-a", past).unwrap_err();
+            assert!(e.is_invalid_argument() && e.to_string().contains("9999-12-31 23:59:59"), "{table}: {e}");
+            let e = lock.renew(&r, "owner-a", past).unwrap_err();
+            assert!(e.is_invalid_argument() && e.to_string().contains("9999-12-31 23:59:59"), "{table}: {e}");
+            let fresh = unique("datetime-past");
+            assert!(lock.acquire(&fresh, "owner-a", past).unwrap_err().is_invalid_argument());
+            assert!(row_of(table, &fresh).is_none(), "{table}: a refused TTL wrote a row");
+        }
+        assert_eq!(expires_at(table, &r), end, "{table}: a refused TTL changed the lease");
+    }
+}
+
 #[test]
 fn a_missing_table_names_the_ddl_and_the_init_command() {
     let mut lock = DistributedLock::native(lease_config("no_such_lease_table"));
@@ -447,7 +489,7 @@ impl Session for FoundRows {
             })
             .collect();
         let params = if params.is_empty() { mysql::Params::Empty } else { mysql::Params::Positional(params) };
-        let fail = |e: mysql::Error| mysqllock_core::SessionError { code: None, message: e.to_string(), lost: false };
+        let fail = |e: mysql::Error| mysqllock_core::SessionError::client(e.to_string());
         let rows: Vec<mysql::Row> = self.0.exec(sql, params).map_err(fail)?;
         let rows = rows
             .into_iter()

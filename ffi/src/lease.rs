@@ -50,8 +50,9 @@ unsafe fn write_grant(grant: Option<&Grant>, won_out: NonNull<bool>, token_out: 
 ///
 /// Expiry is judged by the database clock (UTC); a table without the upgrade stores whole
 /// seconds (the TTL is rounded up). Owners compare exactly (case-sensitive). Bad input
-/// (empty, too long or unstorable resource or owner, TTL not in (0, 1 year], negative or
-/// NaN wait) is `MYSQLLOCK_INVALID_ARGUMENT`, before anything is written. A missing table is
+/// (empty, too long or unstorable resource or owner, a TTL ≤ 0 or ending the lease after
+/// 9999-12-31 23:59:59 UTC, where the `DATETIME` range ends, negative or NaN wait) is
+/// `MYSQLLOCK_INVALID_ARGUMENT`, before anything is written. A missing table is
 /// `MYSQLLOCK_TABLE` with its `CREATE TABLE` in the message, as is a MyISAM table (not
 /// transactional, not replicated). A Galera node outside the primary component, a Group
 /// Replication member outside its group's majority, and a read-only secondary are

@@ -117,12 +117,12 @@ impl Connector for LeaseConnector {
 /// `$reconnect()`: the PDO that takes the lost one's place, of the same driver.
 fn replacement(reconnect: &Zval, dialect: Dialect) -> mysqllock_core::Result<Zval> {
     let failed = |source: SessionError| Error::Connect { target: "the PDO $reconnect returns".to_owned(), source };
-    let pdo = php::call(reconnect, vec![]).map_err(|e| failed(pdo_session::failure(e)))?;
+    let pdo = php::call(reconnect, vec![]).map_err(|e| failed(pdo_session::failure(e, dialect)))?;
     if !is_pdo(&pdo) {
         return Err(failed(driver::unknown(&format!("$reconnect returned {}, not a PDO", php::type_name(&pdo)))));
     }
     let driver = php::call_method(&pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet)
-        .map_err(|e| failed(pdo_session::failure(e)))?
+        .map_err(|e| failed(pdo_session::failure(e, dialect)))?
         .string()
         .unwrap_or_default();
     if Dialect::from_driver(&driver).ok() != Some(dialect) {
@@ -192,6 +192,36 @@ impl Entry {
         }
     }
 
+    /// Runs `f` (an acquire or a renew) and then, on a user's MySQL PDO whose
+    /// `lastInsertId()` its statements changed, sets it back to what it was before: they
+    /// report their verdict (or the fencing token) through `LAST_INSERT_ID(expr)`, which
+    /// would otherwise pass for the application's own last insert id. That costs one more
+    /// statement, without a commit, only when the id changed. A failure to give it back
+    /// leaves it as the statements left it and does not turn the call's outcome into an
+    /// error; a lost session cannot take the statement at all.
+    fn keeping_insert_id<T>(&mut self, f: impl FnOnce(&mut Core) -> Result<T, Error>) -> Result<T, Error> {
+        let seen = self.insert_id();
+        let result = f(&mut self.lock);
+        let lost = matches!(&result, Err(e) if e.is_connection());
+        if let (Some(seen), false) = (seen, lost) {
+            if self.insert_id().is_some_and(|now| now != seen) {
+                let _ = self.lock.give_back_insert_id(seen);
+            }
+        }
+        result
+    }
+
+    /// `lastInsertId()` of the user's MySQL PDO; `None` on the extension's own connection
+    /// and on SQLite.
+    fn insert_id(&self) -> Option<u64> {
+        let LeaseConnector::Pdo(target) = self.lock.connector() else { return None };
+        if self.dialect != Dialect::MySql {
+            return None;
+        }
+        let id = php::call_method(&target.pdo, "lastInsertId", vec![], Noise::Quiet).ok()?;
+        id.str().and_then(|s| s.parse().ok())
+    }
+
     /// Drops the state; in a child of the process that made it, abandons it instead.
     fn close(self) {
         if self.owner.is_current() {
@@ -240,7 +270,7 @@ pub fn register() -> ext_php_rs::error::Result<()> {
     };
     let mut handle = protected_property(HANDLE);
     handle.flags = PropertyFlags::Private;
-    #[allow(clippy::cast_possible_truncation)] // a year of seconds
+    #[allow(clippy::cast_possible_truncation)] // 253402300799: an integer, far inside i64
     let max_ttl = MAX_LEASE_TTL as i64;
     ClassBuilder::new(Class::DistributedLock.name())
         .constant("MAX_TTL", max_ttl, &[], ConstantFlags::Public)?
@@ -380,7 +410,7 @@ fn acquire_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let wait = a.get(3).map_or(Ok(0.0), |w| float_arg(w, 4))?;
     let won = with_entry(handle, "acquire", |e| {
         // A wait of 0 is one try.
-        let grant = e.lock.acquire_waiting(&resource, &owner, ttl, wait)?;
+        let grant = e.keeping_insert_id(|lock| lock.acquire_waiting(&resource, &owner, ttl, wait))?;
         e.record(&resource, &owner, grant);
         Ok(grant.is_some())
     })?;
@@ -407,7 +437,7 @@ fn renew_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let (resource, owner) = resource_and_owner(&a, "renew")?;
     let ttl = int_arg(&a.value(2), 3)?;
     let renewed = with_entry(handle, "renew", |e| {
-        let grant = e.lock.renew(&resource, &owner, ttl)?;
+        let grant = e.keeping_insert_id(|lock| lock.renew(&resource, &owner, ttl))?;
         e.record(&resource, &owner, grant);
         Ok(grant.is_some())
     })?;

@@ -85,12 +85,12 @@ pub fn shutting_down() -> bool {
 
 /// A session error without a server error number.
 pub fn unknown(message: &str) -> SessionError {
-    SessionError { code: None, message: message.to_owned(), lost: false }
+    SessionError::client(message)
 }
 
 /// A failed call of a user's connection object as the core's session error;
 /// `from_exception` reads the driver's exception, which is kept as the cause.
-pub fn failure(error: php::CallError, from_exception: fn(&ZendObject) -> SessionError) -> SessionError {
+pub fn failure(error: php::CallError, from_exception: impl Fn(&ZendObject) -> SessionError) -> SessionError {
     match error {
         php::CallError::Threw(exception) => {
             let session_error = from_exception(&exception);

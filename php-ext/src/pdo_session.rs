@@ -11,7 +11,7 @@
 
 use ext_php_rs::convert::IntoZvalDyn;
 use ext_php_rs::types::{ZendObject, Zval};
-use mysqllock_core::{Outcome, Session, SessionError, Value};
+use mysqllock_core::{Dialect, Outcome, Session, SessionError, Value};
 
 use crate::driver::{self, unknown, Statements};
 use crate::php::{self, CallError, Noise};
@@ -36,6 +36,9 @@ pub struct PdoSession {
     id: u64,
     /// pdo_mysql, whose statements without parameters run as one COM_QUERY.
     mysql: bool,
+    /// Whose error numbers the driver reports: SQLite's for pdo_sqlite (the lease
+    /// mode's test databases), MySQL's otherwise.
+    dialect: Dialect,
 }
 
 impl PdoSession {
@@ -44,11 +47,8 @@ impl PdoSession {
     pub fn open(pdo: &Zval, statements: Statements) -> Result<Self, SessionError> {
         let mut session = PdoSession::attach(pdo, statements);
         let out = session.execute("SELECT CONNECTION_ID()", &[])?;
-        session.id = out.first(0).as_u64().ok_or_else(|| SessionError {
-            code: None,
-            message: "SELECT CONNECTION_ID() returned no id".to_owned(),
-            lost: false,
-        })?;
+        session.id =
+            out.first(0).as_u64().ok_or_else(|| SessionError::client("SELECT CONNECTION_ID() returned no id"))?;
         Ok(session)
     }
 
@@ -59,8 +59,9 @@ impl PdoSession {
         let stale = std::mem::take(&mut *statements.borrow_mut());
         drop(stale);
         let driver = php::call_method(pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet);
-        let mysql = driver.ok().and_then(|d| d.string()).is_some_and(|d| d == "mysql");
-        PdoSession { pdo: pdo.shallow_clone(), statements, id: 0, mysql }
+        let driver = driver.ok().and_then(|d| d.string()).unwrap_or_default();
+        let dialect = if driver == "sqlite" { Dialect::Sqlite } else { Dialect::MySql };
+        PdoSession { pdo: pdo.shallow_clone(), statements, id: 0, mysql: driver == "mysql", dialect }
     }
 
     /// Runs `f` with the PDO in the error mode we need, then restores the user's.
@@ -81,7 +82,7 @@ impl PdoSession {
     }
 
     fn pdo_call(&self, method: &str, args: Vec<&dyn IntoZvalDyn>) -> Result<Zval, SessionError> {
-        let value = php::call_method(&self.pdo, method, args, Noise::Quiet).map_err(failure)?;
+        let value = php::call_method(&self.pdo, method, args, Noise::Quiet).map_err(|e| self.failure(e))?;
         if value.is_false() {
             return Err(self.error_info(&self.pdo));
         }
@@ -94,7 +95,7 @@ impl PdoSession {
         method: &str,
         args: Vec<&dyn IntoZvalDyn>,
     ) -> Result<Zval, SessionError> {
-        let value = php::call_method(statement, method, args, Noise::Quiet).map_err(failure)?;
+        let value = php::call_method(statement, method, args, Noise::Quiet).map_err(|e| self.failure(e))?;
         if value.is_false() {
             return Err(self.error_info(statement));
         }
@@ -104,9 +105,17 @@ impl PdoSession {
     /// The error of a call that returned `false` in silent mode: `errorInfo()`.
     fn error_info(&self, object: &Zval) -> SessionError {
         match php::call_method(object, "errorInfo", vec![], Noise::Quiet) {
-            Ok(info) => from_error_info(&info).unwrap_or_else(|| unknown("the PDO call failed without errorInfo")),
-            Err(e) => failure(e),
+            Ok(info) => {
+                from_error_info(&info, self.dialect).unwrap_or_else(|| unknown("the PDO call failed without errorInfo"))
+            }
+            Err(e) => self.failure(e),
         }
+    }
+
+    /// A failed call as the core's session error; a thrown exception is kept as a cause.
+    fn failure(&self, error: CallError) -> SessionError {
+        let dialect = self.dialect;
+        driver::failure(error, |exception| from_exception(exception, dialect))
     }
 
     fn statement(&mut self, sql: &str) -> Result<Zval, SessionError> {
@@ -148,8 +157,8 @@ impl PdoSession {
     /// that run per lock bind their values, so their texts are few and kept prepared).
     fn run_text(&mut self, sql: &str) -> Result<Outcome, SessionError> {
         // pdo_mysql answers 0 or 1.
-        let emulating =
-            php::call_method(&self.pdo, "getAttribute", vec![&ATTR_EMULATE_PREPARES], Noise::Quiet).map_err(failure)?;
+        let emulating = php::call_method(&self.pdo, "getAttribute", vec![&ATTR_EMULATE_PREPARES], Noise::Quiet)
+            .map_err(|e| self.failure(e))?;
         let switch = emulating.bool().or_else(|| emulating.long().map(|v| v != 0)) == Some(false);
         if switch {
             self.pdo_call("setAttribute", vec![&ATTR_EMULATE_PREPARES, &true])?;
@@ -207,25 +216,31 @@ fn bind(value: &Value) -> (Zval, i64) {
     (z, kind)
 }
 
-/// A failed call as the core's session error; a thrown exception is kept as a cause.
-pub(crate) fn failure(error: CallError) -> SessionError {
-    driver::failure(error, from_exception)
+/// A failed call on a PDO of `dialect`'s driver as the core's session error; a thrown
+/// exception is kept as a cause.
+pub(crate) fn failure(error: CallError, dialect: Dialect) -> SessionError {
+    driver::failure(error, |exception| from_exception(exception, dialect))
 }
 
 /// A `PDOException`'s `errorInfo` (`[SQLSTATE, driver code, driver message]`), or
 /// another exception's class and message.
-fn from_exception(exception: &ZendObject) -> SessionError {
+fn from_exception(exception: &ZendObject, dialect: Dialect) -> SessionError {
     php::read_property(exception, exception.get_class_entry(), "errorInfo")
-        .and_then(|info| from_error_info(&info))
+        .and_then(|info| from_error_info(&info, dialect))
         .unwrap_or_else(|| unknown(&php::exception_message(exception)))
 }
 
-fn from_error_info(info: &Zval) -> Option<SessionError> {
+/// The driver's error code is in `dialect`'s numbering: MySQL's error numbers from
+/// pdo_mysql, SQLite's result codes from pdo_sqlite.
+fn from_error_info(info: &Zval, dialect: Dialect) -> Option<SessionError> {
     let info = info.array()?;
     let message = info.get_index(2).and_then(Zval::string);
     let code = info.get_index(1).and_then(Zval::long).and_then(|c| u16::try_from(c).ok());
     match (code, message) {
-        (Some(code), Some(message)) => Some(SessionError::server(code, message)),
+        (Some(code), Some(message)) => Some(match dialect {
+            Dialect::MySql => SessionError::server(code, message),
+            Dialect::Sqlite => SessionError::sqlite(code, message),
+        }),
         (None, Some(message)) => Some(unknown(&message)),
         // No driver error: PDO's own (SQLSTATE only, e.g. HY093 bad parameter count).
         (_, None) => info.get_index(0).and_then(Zval::string).map(|state| unknown(&format!("SQLSTATE[{state}]"))),

@@ -114,7 +114,7 @@ pub(super) fn from_mysql(v: mysql::Value, column: &mysql::Column) -> Value {
 pub(super) fn session_error(e: mysql::Error) -> SessionError {
     match e {
         mysql::Error::MySqlError(m) => SessionError::server(m.code, m.message),
-        mysql::Error::UrlError(u) => SessionError { code: None, message: u.to_string(), lost: false },
+        mysql::Error::UrlError(u) => SessionError::client(u.to_string()),
         mysql::Error::DriverError(d) => SessionError::lost(d.to_string()),
         mysql::Error::IoError(io) => SessionError::lost(io.to_string()),
         other => SessionError::lost(other.to_string()),

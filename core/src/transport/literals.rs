@@ -123,11 +123,11 @@ pub(super) fn check_values(sql: &str, params: &[Value]) -> Result<(), SessionErr
         return Err(placeholder_mismatch(sql, params.len()));
     }
     match params.iter().find(|v| matches!(v, Value::Float(f) if !f.is_finite())) {
-        Some(value) => Err(SessionError { code: None, message: format!("{value:?} is not an SQL value"), lost: false }),
+        Some(value) => Err(SessionError::client(format!("{value:?} is not an SQL value"))),
         None => Ok(()),
     }
 }
 
 pub(super) fn placeholder_mismatch(sql: &str, given: usize) -> SessionError {
-    SessionError { code: None, message: format!("{given} values for the placeholders of {sql:?}"), lost: false }
+    SessionError::client(format!("{given} values for the placeholders of {sql:?}"))
 }

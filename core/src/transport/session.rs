@@ -322,7 +322,7 @@ fn probe_answer(mut sets: Vec<Vec<Vec<Value>>>) -> (Vec<Vec<Value>>, Option<f64>
 /// The outcome of a single statement.
 fn first(sql: &str, mut outcomes: Vec<Outcome>) -> Result<Outcome, SessionError> {
     match outcomes.is_empty() {
-        true => Err(SessionError { code: None, message: format!("no result for {sql:?}"), lost: false }),
+        true => Err(SessionError::client(format!("no result for {sql:?}"))),
         false => Ok(outcomes.swap_remove(0)),
     }
 }

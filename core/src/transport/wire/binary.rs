@@ -58,7 +58,7 @@ impl Connection {
         }
         if params.len() != statement.params {
             let message = format!("{} values for {} placeholders", params.len(), statement.params);
-            return Err(SessionError { code: None, message, lost: false });
+            return Err(SessionError::client(message));
         }
         let mut body = Vec::with_capacity(16 + params.len() * 16);
         body.extend_from_slice(&statement.id.to_le_bytes());
