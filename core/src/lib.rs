@@ -24,26 +24,24 @@
 
 mod config;
 mod dialect;
-mod distributed;
 mod error;
 pub mod fork;
-mod keepalive;
-mod lease;
+mod holder;
+mod lease_mode;
 pub mod limits;
 mod locker;
 pub mod name;
 mod session;
-pub mod session_lock;
-mod sql;
 pub mod topology;
 mod transport;
 mod value;
 
 pub use config::{url_settings, Config, QuoteStyle, SslMode, Table, Tls, DEFAULT_LEASE_TABLE, DEFAULT_TABLE};
-pub use distributed::{
+pub use error::{Error, Loss, Result, SessionError};
+pub use lease_mode::{
     unique_owner, Dialect, DistributedLock, Grant, LeaseKeeper, LeaseRow, DEFAULT_MARGIN, MAX_LEASE_TTL,
 };
-pub use error::{Error, Loss, Result, SessionError};
+pub use locker::session_lock;
 pub use locker::{AcquireOptions, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS};
 pub use session::{Connector, Session};
 pub use topology::Topology;

@@ -12,9 +12,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::sql::Sql;
 use crate::config::Config;
 use crate::session::Session;
-use crate::sql::Sql;
 use crate::transport::MysqlSession;
 
 /// Renew when this fraction of the TTL has passed since the last renewal: two chances

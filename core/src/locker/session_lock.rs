@@ -8,8 +8,8 @@
 //! and MariaDB with the `wait/lock/metadata/sql/mdl` instrument enabled). What the
 //! holders' sessions are doing comes from the process list, where the user may see it.
 
+use super::Locker;
 use crate::error::{Error, SessionError};
-use crate::locker::Locker;
 use crate::name;
 use crate::session::{Connector, Session};
 use crate::value::{Outcome, Value};

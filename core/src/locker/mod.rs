@@ -1,15 +1,21 @@
 //! `Locker`: the locks of one client on its database session (more sessions when it
 //! holds many leases), and the bookkeeping around them.
 
+mod keepalive;
+mod protocol;
+pub mod session_lock;
+mod sql;
+
+use keepalive::KeepAlive;
+use protocol::Db;
+use sql::{Sql, UPGRADE_COLUMNS};
+
 use crate::config::Table;
 use crate::error::{Error, Loss, Result};
 use crate::fork;
-use crate::keepalive::{self, KeepAlive};
-use crate::lease::{self, Db};
 use crate::limits;
 use crate::name::{self, Charset};
 use crate::session::{classify, Connector, Session};
-use crate::sql::{self, Sql, UPGRADE_COLUMNS};
 use crate::value::Value;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -576,7 +582,7 @@ impl<C: Connector> Locker<C> {
             let ours = |id: u64| others.contains(&id);
             locker.with_db_on(slot, |db, leases| {
                 let held_here = |n: &str| leases.get(n).is_some_and(|h| h.slot == slot);
-                lease::acquire(db, name, timeout, ttl, &held_here, &ours, expect_busy)
+                protocol::acquire(db, name, timeout, ttl, &held_here, &ours, expect_busy)
             })
         };
         let mut acquired = claim(self);
@@ -837,7 +843,7 @@ impl<C: Connector> Locker<C> {
         // GET_LOCK's answer: 1 granted, 0 timed out (waited on), NULL killed or failed.
         let got = self.recovering(timeout, |locker, timeout| {
             locker.with_db(|db, _| {
-                lease::waiting(db.get_lock_fractions, timeout, |wait| {
+                protocol::waiting(db.get_lock_fractions, timeout, |wait| {
                     let params = [hex.as_str().into(), wait.as_secs_f64().into()];
                     let answer = db.run(name, sql::SESSION_GET_LOCK, &params)?.first(0).as_i64();
                     Ok((answer != Some(0)).then_some(answer))

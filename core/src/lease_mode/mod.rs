@@ -102,7 +102,7 @@ pub fn unique_owner() -> String {
         // Not for security: uniqueness next to the pid is enough.
         Err(_) => Jitter::new().0,
     };
-    let host = match crate::lease::holder_host() {
+    let host = match crate::holder::holder_host() {
         "" => "localhost",
         host => host,
     };

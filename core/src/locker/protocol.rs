@@ -16,10 +16,11 @@
 
 use std::time::{Duration, Instant};
 
+use super::sql::Sql;
 use crate::config::Table;
 use crate::error::{Error, Result, SessionError};
+use crate::holder::holder_host;
 use crate::session::{classify, Session};
-use crate::sql::Sql;
 use crate::value::{Outcome, Value};
 
 /// How long one session other than the row owner may keep the GET_LOCK before the owner
@@ -763,18 +764,6 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             let _ = self.db.run(self.name, &sql.release_if_mine, &[self.name.into(), self.name.into()]);
         }
     }
-}
-
-/// This machine's host name, recorded with each claim on an upgraded table (empty when
-/// the system will not tell).
-pub(crate) fn holder_host() -> &'static str {
-    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    HOST.get_or_init(|| {
-        std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_owned())
-            .or_else(|_| std::env::var("HOSTNAME"))
-            .unwrap_or_default()
-    })
 }
 
 /// What the re-check before a KILL found.
