@@ -1,14 +1,19 @@
 //! `Locker`: the locks of one client on its database session (more sessions when it
 //! holds many leases), and the bookkeeping around them.
 
+mod held;
 mod keepalive;
 mod protocol;
 pub mod session_lock;
 mod sql;
+mod table;
 
+pub use held::{AcquireOptions, Lease, LockStatus};
+use held::{Held, Slot};
 use keepalive::KeepAlive;
 use protocol::Db;
 use sql::{Sql, UPGRADE_COLUMNS};
+use table::topology_of;
 
 use crate::config::Table;
 use crate::error::{Error, Loss, Result};
@@ -35,129 +40,11 @@ pub const MAX_SESSIONS: usize = 32;
 /// process stuck in an endless loop does not hold a lock forever.
 pub const DEFAULT_MAX_HOLD: f64 = 3600.0;
 
-/// Extras for [`Locker::acquire_with`]; the default is a plain lease.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AcquireOptions {
-    /// Renew the lease from a background thread with its own connection, every third
-    /// of the TTL, for as long as it is held, up to `max_hold`. If a renewal fails the
-    /// lease counts as lost, and the next renew/assert/release reports it.
-    pub keep_alive: bool,
-    /// Seconds after acquisition when keep-alive stops renewing (default
-    /// [`DEFAULT_MAX_HOLD`]); the lease then ends by its TTL, never later than this.
-    pub max_hold: Option<f64>,
-    /// Seconds from acquisition the lock stays taken even if released sooner ("lock at
-    /// least for"), so a node whose cron fires a little later does not run the same job
-    /// again. 0 = released at once. Rounded up to whole seconds, on the database clock.
-    pub at_least: f64,
-}
-
-/// A successful TTL-lease acquisition.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Lease {
-    pub name: String,
-    /// The TTL in whole seconds, as stored.
-    pub ttl: i64,
-    /// `CONNECTION_ID()` of the session holding it.
-    pub connection_id: u64,
-    /// The fencing token: greater than every token issued for this table before, also
-    /// across server restarts. `None` on a table without the `token` column (run
-    /// `mysqllock init --upgrade`).
-    pub token: Option<u64>,
-}
-
-/// A lease this locker holds, and what its release must do.
-struct Held {
-    /// Which of the locker's sessions holds it.
-    slot: usize,
-    token: Option<u64>,
-    /// Whole seconds from acquisition the row must outlive a release (0: none).
-    at_least: i64,
-    keep_alive: Option<KeepAlive>,
-    /// The keep-alive gave up on it; kept after the thread is stopped, so a release that
-    /// failed and is retried still reports the loss.
-    renewal_failed: bool,
-}
-
-impl Held {
-    fn new(slot: usize, token: Option<u64>, at_least: i64, keep_alive: Option<KeepAlive>) -> Held {
-        Held { slot, token, at_least, keep_alive, renewal_failed: false }
-    }
-
-    fn renewal_failed(&self) -> bool {
-        self.renewal_failed || self.keep_alive.as_ref().is_some_and(|k| k.failure().is_some())
-    }
-}
-
 /// What the table looks like, looked up once per locker.
 #[derive(Debug, Clone)]
 struct Schema {
     charset: Charset,
     upgraded: bool,
-}
-
-/// One row of the table, for `status` and introspection.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LockStatus {
-    pub name: String,
-    pub connection_id: u64,
-    /// Host (and port) of the holder's connection, when the process list shows it.
-    pub host: Option<String>,
-    pub created: i64,
-    pub ttl: i64,
-    /// Seconds since the row was created (database clock).
-    pub age: f64,
-    /// Seconds of the lease left (database clock, counted to `created + ttl`); < 0 = expired.
-    pub remaining: f64,
-    /// The holder has taken the GET_LOCK (`lock_acquired = 1`).
-    pub acquired: bool,
-    /// The holder's session still holds the GET_LOCK of the name it stored.
-    pub holder_alive: bool,
-    /// The fencing token of the acquisition (upgraded tables).
-    pub token: Option<u64>,
-    /// The host name of the machine that acquired it, where recorded (upgraded tables,
-    /// mysqllock holders; the original package records none).
-    pub hostname: Option<String>,
-    /// The process id of the holder, where recorded (as `hostname`).
-    pub pid: Option<u64>,
-}
-
-impl LockStatus {
-    /// When the lock was acquired (`created`, Unix seconds, database clock). Renewals
-    /// extend the TTL and keep this.
-    pub fn acquired_at(&self) -> i64 {
-        self.created
-    }
-
-    /// When the lease ends unless renewed (Unix seconds, database clock).
-    pub fn expires_at(&self) -> i64 {
-        self.created.saturating_add(self.ttl)
-    }
-}
-
-/// One of a locker's sessions (opened on first use) and how many leases live on it.
-struct Slot<S> {
-    session: Option<S>,
-    leases: usize,
-    /// The session's server waits in GET_LOCK for fractions of a second.
-    get_lock_fractions: bool,
-}
-
-impl<S> Slot<S> {
-    fn vacant() -> Slot<S> {
-        Slot { session: None, leases: 0, get_lock_fractions: false }
-    }
-
-    /// The session, opened if there is none, and whether its server waits in GET_LOCK
-    /// for fractions of a second.
-    fn open<C: Connector<Session = S>>(&mut self, connector: &mut C) -> Result<(&mut S, bool)> {
-        if self.session.is_none() {
-            let (session, fractions) = open(connector)?;
-            self.get_lock_fractions = fractions;
-            self.session = Some(session);
-        }
-        let session = self.session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))?;
-        Ok((session, self.get_lock_fractions))
-    }
 }
 
 /// The locks of one client: TTL leases on the table and plain session locks, on one
@@ -824,99 +711,6 @@ impl<C: Connector> Locker<C> {
         Ok(remaining)
     }
 
-    /// Takes the session lock `name`: a plain `GET_LOCK`, no table, no TTL, held until
-    /// released or until the session ends (with the process, the request, the
-    /// connection: whatever ends first). Waits up to `timeout` seconds (0 = one try,
-    /// fractions allowed) and fails with [`Error::Timeout`] if it stays held.
-    ///
-    /// The GET_LOCK name is [`name::session_key`]`(name)`, so spellings that differ only
-    /// in case or accents are one lock. A lock that must not be free again the moment its
-    /// holder ends (a job shorter than the clock skew between the nodes that run it) is
-    /// a lease with "at least" ([`AcquireOptions::at_least`]), not a session lock.
-    pub fn lock_session(&mut self, name: &str, timeout: f64) -> Result<()> {
-        let timeout = limits::duration("timeout", timeout)?;
-        let key = name::session_key(name)?;
-        if let Some(held_as) = self.session_lock_as(name).or_else(|| self.leases.contains_key(name).then_some(name)) {
-            return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: held_as.to_owned() });
-        }
-        let hex = sql::hex(&key);
-        // GET_LOCK's answer: 1 granted, 0 timed out (waited on), NULL killed or failed.
-        let got = self.recovering(timeout, |locker, timeout| {
-            locker.with_db(|db, _| {
-                protocol::waiting(db.get_lock_fractions, timeout, |wait| {
-                    let params = [hex.as_str().into(), wait.as_secs_f64().into()];
-                    let answer = db.run(name, sql::SESSION_GET_LOCK, &params)?.first(0).as_i64();
-                    Ok((answer != Some(0)).then_some(answer))
-                })
-            })
-        })?;
-        match got {
-            Some(Some(1)) => {
-                self.lost.remove(name);
-                self.session_locks.insert(key, name.to_owned());
-                Ok(())
-            }
-            Some(Some(_)) | None => Err(Error::Timeout { name: name.to_owned(), timeout: timeout.as_secs_f64() }),
-            // MariaDB answers NULL when the wait was killed (KILL QUERY) or failed.
-            Some(None) => Err(Error::Database {
-                name: Some(name.to_owned()),
-                source: crate::SessionError::client("GET_LOCK returned NULL"),
-            }),
-        }
-    }
-
-    /// Releases the session lock `name` (any spelling with the same key). Fails with
-    /// [`Error::NotHeld`] when this locker does not hold it or the server no longer has
-    /// it for this session (released behind its back, session lost).
-    pub fn unlock_session(&mut self, name: &str) -> Result<()> {
-        let key = name::session_key(name)?;
-        let Some(held_as) = self.session_locks.remove(&key) else {
-            return Err(self.not_held(name));
-        };
-        let params = [sql::hex(&key).into()];
-        match self.with_db(|db, _| db.run(&held_as, sql::SESSION_RELEASE_LOCK, &params)) {
-            Ok(out) if out.first(0).as_i64() == Some(1) => Ok(()),
-            Ok(_) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::GetLockGone }),
-            // The session ended, and the lock with it.
-            Err(Error::ConnectionLost { .. }) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::SessionLost }),
-            Err(e) => {
-                // Not known to be released: keep it, so a retry or the end releases it.
-                self.session_locks.insert(key, held_as);
-                Err(e)
-            }
-        }
-    }
-
-    /// The `CONNECTION_ID()` of the session that holds the session lock `name` on the
-    /// server now (any client, not only this locker), `None` when it is free.
-    pub fn session_lock_holder(&mut self, name: &str) -> Result<Option<u64>> {
-        let params = [sql::hex(&name::session_key(name)?).into()];
-        Ok(self.with_db(|db, _| db.run(name, sql::SESSION_HOLDER, &params))?.first(0).as_u64())
-    }
-
-    /// Whether this locker's session holds the session lock `name`, asked of the server
-    /// (one statement), so a lock lost with its session or released behind the locker's
-    /// back reads as not held.
-    pub fn holds_session_lock(&mut self, name: &str) -> Result<bool> {
-        let key = name::session_key(name)?;
-        if !self.session_locks.contains_key(&key) || !self.is_connected() {
-            return Ok(false);
-        }
-        let holder = match self.session_lock_holder(name) {
-            Ok(holder) => holder,
-            // The session is gone, and every lock it held with it.
-            Err(Error::ConnectionLost { .. }) => return Ok(false),
-            Err(e) => return Err(e),
-        };
-        Ok(holder.is_some() && holder == self.slots[0].session.as_ref().map(Session::connection_id))
-    }
-
-    /// The spelling under which this locker holds the session lock `name`, if it does.
-    fn session_lock_as(&self, name: &str) -> Option<&str> {
-        let key = name::session_key(name).ok()?;
-        self.session_locks.get(&key).map(String::as_str)
-    }
-
     /// Releases everything this session holds (request end, process exit, client free).
     /// Returns the failures; a lock that was already lost is not one.
     ///
@@ -943,108 +737,6 @@ impl<C: Connector> Locker<C> {
         self.lost.clear();
         errors
     }
-
-    /// The table's rows (all, or the one for `name`), for introspection.
-    pub fn status(&mut self, name: Option<&str>) -> Result<Vec<LockStatus>> {
-        self.schema(name.unwrap_or(""))?;
-        let (sql, params): (String, Vec<Value>) = match name {
-            Some(n) => (self.sql.status_one.clone(), vec![n.into()]),
-            None => (self.sql.status_all.clone(), vec![]),
-        };
-        let out = self.with_db(|db, _| db.run(name.unwrap_or(""), &sql, &params))?;
-        Ok(out
-            .rows
-            .iter()
-            .map(|r| {
-                let connection_id = r[1].as_u64().unwrap_or(0);
-                LockStatus {
-                    name: r[0].as_text().unwrap_or_default(),
-                    connection_id,
-                    created: r[2].as_i64().unwrap_or(0),
-                    ttl: r[3].as_i64().unwrap_or(0),
-                    acquired: r[4].as_i64().unwrap_or(0) != 0,
-                    remaining: r[5].as_f64().unwrap_or(0.0),
-                    age: r[6].as_f64().unwrap_or(0.0),
-                    holder_alive: r[7].as_u64() == Some(connection_id),
-                    host: r[8].as_text(),
-                    token: r[9].as_u64(),
-                    hostname: r[10].as_text().filter(|h| !h.is_empty()),
-                    pid: r[11].as_u64(),
-                }
-            })
-            .collect())
-    }
-
-    /// Who holds `name` now (any spelling the table folds together), from its row;
-    /// `None` when there is no row.
-    pub fn holder(&mut self, name: &str) -> Result<Option<LockStatus>> {
-        Ok(self.status(Some(name))?.into_iter().next())
-    }
-
-    /// Creates the table with the original package's SQL if it does not exist.
-    /// Returns whether it was created.
-    pub fn init_table(&mut self) -> Result<bool> {
-        let exists = self.look_up_schema("")?.is_some();
-        if !exists {
-            let create = self.sql.create.clone();
-            let table = self.table.clone();
-            self.with_db(|db, _| {
-                let create = create_for(db.session, create, &table)?;
-                db.run("", &create, &[])
-            })?;
-            self.forget_shape();
-        }
-        Ok(!exists)
-    }
-
-    /// Creates the table if needed and adds the columns for fencing tokens and
-    /// introspection (`token`, `holder_host`, `holder_pid`) if they are missing.
-    /// Processes running the original package keep working on the upgraded table.
-    /// Returns whether anything changed.
-    pub fn upgrade_table(&mut self) -> Result<bool> {
-        let created = self.init_table()?;
-        self.forget_shape();
-        if self.schema("")?.upgraded {
-            return Ok(created);
-        }
-        let present = self.read_columns("")?.map_or(0, |(_, n)| n);
-        if present > 0 {
-            return Err(Error::invalid(
-                "table",
-                format!(
-                    "{} has {present} of the columns {} but not all: fix it by hand",
-                    self.table.display_name(),
-                    UPGRADE_COLUMNS.join(", ")
-                ),
-            ));
-        }
-        let upgrade = self.sql.upgrade.clone();
-        let altered = self.with_db(|db, _| db.run("", &upgrade, &[]));
-        self.forget_shape();
-        let upgraded = self.schema("")?.upgraded;
-        match altered {
-            Ok(_) => Ok(true),
-            // Another process upgraded it at the same moment (duplicate column or key).
-            Err(Error::Database { source, .. }) if upgraded && matches!(source.code, Some(1060 | 1061)) => Ok(created),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The `name` column's character set and how many of the upgrade's columns exist;
-    /// `None` when the table (or its `name` column) does not.
-    fn read_columns(&mut self, name: &str) -> Result<Option<(Option<String>, i64)>> {
-        let lookup = self.sql.schema.clone();
-        let mut params: Vec<Value> = Vec::new();
-        if let Some(schema) = self.table.schema() {
-            params.push(schema.into());
-        }
-        params.push(self.table.name().into());
-        let out = self.with_db(|db, _| db.run(name, &lookup, &params))?;
-        if out.first(1).as_i64().unwrap_or(0) == 0 {
-            return Ok(None);
-        }
-        Ok(Some((out.first(0).as_text(), out.first(2).as_i64().unwrap_or(0))))
-    }
 }
 
 /// Every session a locker uses comes from here, with whether its server waits in
@@ -1065,23 +757,4 @@ fn open<C: Connector>(connector: &mut C) -> Result<(C::Session, bool)> {
         return Err(Error::ClusterNode { name: None, what: topology.describe() });
     }
     Ok((session, topology.is_some_and(|t| t.get_lock_waits_fractions())))
-}
-
-/// What the server is: as the session learned it while it was set up, else asked.
-fn topology_of<S: Session + ?Sized>(session: &mut S, table: &crate::Table) -> Result<crate::Topology> {
-    match session.topology() {
-        Some(known) => Ok(known),
-        None => crate::topology::probe(|sql| session.execute(sql, &[])).map_err(|e| classify(e, None, table)),
-    }
-}
-
-/// The lock table's DDL for this server: the original package's (MyISAM), except on a
-/// Group Replication member (reached only with allow_cluster), which refuses writes to
-/// any table that is not InnoDB (error 3098): there the same table is made InnoDB.
-fn create_for<S: Session + ?Sized>(session: &mut S, create: String, table: &crate::Table) -> Result<String> {
-    if topology_of(session, table)?.group_configured {
-        Ok(create.replacen("ENGINE=MyISAM", "ENGINE=InnoDB", 1))
-    } else {
-        Ok(create)
-    }
 }

@@ -1,5 +1,6 @@
-//! Who holds session locks (plain `GET_LOCK`s): for `mysqllock status --session`, and
-//! for any caller that wants to show them.
+//! Session locks: plain `GET_LOCK`/`RELEASE_LOCK` on a locker's first session, held until
+//! released or until the session ends (`Locker::lock_session`, `unlock_session`), and
+//! who holds them, for `mysqllock status --session` and any caller that shows them.
 //!
 //! One lock's holder is always visible: `IS_USED_LOCK` answers for any session. Listing
 //! every lock of every client needs the server's help, which is detected, never assumed:
@@ -9,10 +10,14 @@
 //! holders' sessions are doing comes from the process list, where the user may see it.
 
 use super::Locker;
+use super::{protocol, sql};
 use crate::error::{Error, SessionError};
+use crate::limits;
 use crate::name;
 use crate::session::{Connector, Session};
 use crate::value::{Outcome, Value};
+use crate::Loss;
+use crate::Result;
 
 /// A session lock and, where the process list shows it, its holder's session.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,4 +173,99 @@ pub fn wait_timeout(locker: &mut crate::NativeLocker) -> Result<Option<f64>, Err
 /// failures are not about a lock: a lost connection, or a plain database error.
 fn query<C: Connector>(locker: &mut Locker<C>, sql: &str, params: &[Value]) -> Result<Outcome, Error> {
     locker.session()?.execute(sql, params).map_err(|source| Error::from_session(source, None))
+}
+
+impl<C: Connector> Locker<C> {
+    /// Takes the session lock `name`: a plain `GET_LOCK`, no table, no TTL, held until
+    /// released or until the session ends (with the process, the request, the
+    /// connection: whatever ends first). Waits up to `timeout` seconds (0 = one try,
+    /// fractions allowed) and fails with [`Error::Timeout`] if it stays held.
+    ///
+    /// The GET_LOCK name is [`name::session_key`]`(name)`, so spellings that differ only
+    /// in case or accents are one lock. A lock that must not be free again the moment its
+    /// holder ends (a job shorter than the clock skew between the nodes that run it) is
+    /// a lease with "at least" ([`AcquireOptions::at_least`]), not a session lock.
+    pub fn lock_session(&mut self, name: &str, timeout: f64) -> Result<()> {
+        let timeout = limits::duration("timeout", timeout)?;
+        let key = name::session_key(name)?;
+        if let Some(held_as) = self.session_lock_as(name).or_else(|| self.leases.contains_key(name).then_some(name)) {
+            return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: held_as.to_owned() });
+        }
+        let hex = sql::hex(&key);
+        // GET_LOCK's answer: 1 granted, 0 timed out (waited on), NULL killed or failed.
+        let got = self.recovering(timeout, |locker, timeout| {
+            locker.with_db(|db, _| {
+                protocol::waiting(db.get_lock_fractions, timeout, |wait| {
+                    let params = [hex.as_str().into(), wait.as_secs_f64().into()];
+                    let answer = db.run(name, sql::SESSION_GET_LOCK, &params)?.first(0).as_i64();
+                    Ok((answer != Some(0)).then_some(answer))
+                })
+            })
+        })?;
+        match got {
+            Some(Some(1)) => {
+                self.lost.remove(name);
+                self.session_locks.insert(key, name.to_owned());
+                Ok(())
+            }
+            Some(Some(_)) | None => Err(Error::Timeout { name: name.to_owned(), timeout: timeout.as_secs_f64() }),
+            // MariaDB answers NULL when the wait was killed (KILL QUERY) or failed.
+            Some(None) => Err(Error::Database {
+                name: Some(name.to_owned()),
+                source: crate::SessionError::client("GET_LOCK returned NULL"),
+            }),
+        }
+    }
+
+    /// Releases the session lock `name` (any spelling with the same key). Fails with
+    /// [`Error::NotHeld`] when this locker does not hold it or the server no longer has
+    /// it for this session (released behind its back, session lost).
+    pub fn unlock_session(&mut self, name: &str) -> Result<()> {
+        let key = name::session_key(name)?;
+        let Some(held_as) = self.session_locks.remove(&key) else {
+            return Err(self.not_held(name));
+        };
+        let params = [sql::hex(&key).into()];
+        match self.with_db(|db, _| db.run(&held_as, sql::SESSION_RELEASE_LOCK, &params)) {
+            Ok(out) if out.first(0).as_i64() == Some(1) => Ok(()),
+            Ok(_) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::GetLockGone }),
+            // The session ended, and the lock with it.
+            Err(Error::ConnectionLost { .. }) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::SessionLost }),
+            Err(e) => {
+                // Not known to be released: keep it, so a retry or the end releases it.
+                self.session_locks.insert(key, held_as);
+                Err(e)
+            }
+        }
+    }
+
+    /// The `CONNECTION_ID()` of the session that holds the session lock `name` on the
+    /// server now (any client, not only this locker), `None` when it is free.
+    pub fn session_lock_holder(&mut self, name: &str) -> Result<Option<u64>> {
+        let params = [sql::hex(&name::session_key(name)?).into()];
+        Ok(self.with_db(|db, _| db.run(name, sql::SESSION_HOLDER, &params))?.first(0).as_u64())
+    }
+
+    /// Whether this locker's session holds the session lock `name`, asked of the server
+    /// (one statement), so a lock lost with its session or released behind the locker's
+    /// back reads as not held.
+    pub fn holds_session_lock(&mut self, name: &str) -> Result<bool> {
+        let key = name::session_key(name)?;
+        if !self.session_locks.contains_key(&key) || !self.is_connected() {
+            return Ok(false);
+        }
+        let holder = match self.session_lock_holder(name) {
+            Ok(holder) => holder,
+            // The session is gone, and every lock it held with it.
+            Err(Error::ConnectionLost { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        Ok(holder.is_some() && holder == self.slots[0].session.as_ref().map(Session::connection_id))
+    }
+
+    /// The spelling under which this locker holds the session lock `name`, if it does.
+    pub(super) fn session_lock_as(&self, name: &str) -> Option<&str> {
+        let key = name::session_key(name).ok()?;
+        self.session_locks.get(&key).map(String::as_str)
+    }
 }
