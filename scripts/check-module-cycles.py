@@ -16,7 +16,10 @@ module B" from
 
 Comments, doc comments, string and char literals are blanked before scanning. A submodule
 file counts as its top-level module; uses inside one module tree are not edges. The crate
-root (lib.rs/main.rs) is not a node: it may import everything.
+root (lib.rs/main.rs) is a node too, "(root)": it uses every module it declares, so a
+module that uses an item the root defines itself (not one it re-exports: that counts as a
+use of the module it comes from) makes a cycle. A crate root should be a table of
+contents: declarations and re-exports, its items living in the modules.
 
 Usage:
   check-module-cycles.py [--root DIR]   check the workspace at DIR (default: the repo)
@@ -36,6 +39,7 @@ import tempfile
 import tomllib
 
 IDENT = r"(?:r#)?[A-Za-z_][A-Za-z0-9_]*"
+ROOT = "(root)"  # the crate root as a node of the graph
 MAX_CYCLES = 200  # an absurd tangle is reported in part; any cycle already fails the check
 
 
@@ -310,7 +314,7 @@ class Crate:
         elif first in self.root_aliases:
             target = self.root_aliases[first]
         else:
-            return  # an item of the root itself, or the root's glob
+            target = ROOT  # an item the root defines itself
         if target != here[0]:
             places = self.edges.setdefault((here[0], target), [])
             if (where, line) not in places:
@@ -318,12 +322,18 @@ class Crate:
 
     # --- cycles
 
+    def root_users(self):
+        """The modules that use an item the crate root defines itself, with where: each is
+        a cycle (root -> module -> root), reported once rather than through every path."""
+        return sorted((a, places) for (a, b), places in self.edges.items() if b == ROOT)
+
     def cycles(self):
         """Every elementary cycle once, starting at its smallest module (depth-first search
         from each module through larger ones only)."""
         graph = {}
         for a, b in self.edges:
-            graph.setdefault(a, set()).add(b)
+            if b != ROOT:  # the root's own items: see root_users()
+                graph.setdefault(a, set()).add(b)
         found = []
         for start in sorted(graph):
             stack = [(start, iter(sorted(graph.get(start, ()))))]
@@ -403,6 +413,12 @@ def check(root, show_edges=False):
                 where = ", ".join(f"{f}:{ln}" for f, ln in crate.edges[(a, b)][:3])
                 more = len(crate.edges[(a, b)]) - 3
                 print(f"    {a} -> {b}  {where}" + (f" (+{more} more)" if more > 0 else ""))
+        for module, places in crate.root_users():
+            problems += 1
+            print(f"{label}: {ROOT} -> {module} -> {ROOT}")
+            where = ", ".join(f"{f}:{ln}" for f, ln in places[:3])
+            more = len(places) - 3
+            print(f"    {module} -> {ROOT}  {where}" + (f" (+{more} more)" if more > 0 else ""))
     if problems:
         print(f"module cycles: {problems} found; in each, move what the lower module takes from the upper "
               f"one down (into the lower module or a new small one) so the crate reads top-down", file=sys.stderr)
@@ -418,14 +434,15 @@ SELF_TEST_FILES = {
     "Cargo.toml": '[workspace]\nmembers = ["cyclic", "clean"]\n',
     "cyclic/Cargo.toml": '[package]\nname = "cyclic"\n',
     # lib.rs may use everything; its re-export makes `crate::Gamma` a use of `c`.
-    "cyclic/src/lib.rs": "mod a;\nmod b;\nmod c;\npub use c::Gamma;\nuse a::alpha;\n",
+    "cyclic/src/lib.rs": "mod a;\nmod b;\nmod c;\npub use c::Gamma;\nuse a::alpha;\npub struct Root;\n",
     # a -> b through `use super::` from a submodule file (still module a)
     "cyclic/src/a.rs": "mod inner;\npub fn alpha() {}\n",
     "cyclic/src/a/inner.rs": "use super::super::b::{self, Beta};\npub fn f() -> Beta { b::make() }\n",
     # b -> c through the root's re-export, in a grouped tree
     "cyclic/src/b.rs": "use crate::{Gamma as G};\npub struct Beta;\npub fn make() -> Beta { let _ = G; Beta }\n",
     # c -> a through an inline path in code
-    "cyclic/src/c.rs": "pub struct Gamma;\npub fn go() {\n    crate::a::alpha();\n}\n",
+    # c -> the root, through an item the root defines itself
+    "cyclic/src/c.rs": "pub struct Gamma;\npub fn go() {\n    crate::a::alpha();\n}\npub fn root() -> crate::Root { crate::Root }\n",
 
     "clean/Cargo.toml": '[package]\nname = "clean"\n',
     "clean/src/lib.rs": "mod low;\nmod mid;\nmod high;\npub use high::*;\n",
@@ -455,6 +472,8 @@ SELF_TEST_EXPECTED = [
     "    a -> b  cyclic/src/a/inner.rs:1",
     "    b -> c  cyclic/src/b.rs:1",
     "    c -> a  cyclic/src/c.rs:3",
+    "cyclic: (root) -> c -> (root)",
+    "    c -> (root)  cyclic/src/c.rs:5",
 ]
 
 

@@ -27,6 +27,7 @@ mod lock;
 mod php;
 mod proto;
 mod report;
+mod res;
 mod scale;
 mod stats;
 mod status;
@@ -34,8 +35,7 @@ mod uncontended;
 
 use std::process::ExitCode;
 
-/// Every fallible step; messages are shown as they are.
-pub type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+use res::Res;
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();

@@ -42,19 +42,10 @@ pub use lease_mode::{
     unique_owner, Dialect, DistributedLock, Grant, LeaseKeeper, LeaseRow, DEFAULT_MARGIN, MAX_LEASE_TTL,
 };
 pub use locker::session_lock;
-pub use locker::{AcquireOptions, Lease, LockStatus, Locker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS};
+pub use locker::{
+    AcquireOptions, Lease, LockStatus, Locker, NativeLocker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS,
+};
 pub use session::{Connector, Session};
 pub use topology::Topology;
 pub use transport::{Authentication, MysqlSession};
 pub use value::{Outcome, Value};
-
-/// The locker most callers want: native sessions from a [`Config`].
-pub type NativeLocker = Locker<Config>;
-
-impl NativeLocker {
-    /// A locker for `config`'s server and table; connects on first use.
-    pub fn from_config(config: Config) -> Self {
-        let table = config.table.clone();
-        Locker::new(config, table)
-    }
-}

@@ -758,3 +758,14 @@ fn open<C: Connector>(connector: &mut C) -> Result<(C::Session, bool)> {
     }
     Ok((session, topology.is_some_and(|t| t.get_lock_waits_fractions())))
 }
+
+/// The locker most callers want: native sessions from a [`Config`](crate::Config).
+pub type NativeLocker = Locker<crate::Config>;
+
+impl NativeLocker {
+    /// A locker for `config`'s server and table; connects on first use.
+    pub fn from_config(config: crate::Config) -> Self {
+        let table = config.table.clone();
+        Locker::new(config, table)
+    }
+}

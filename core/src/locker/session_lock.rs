@@ -162,7 +162,7 @@ fn rows(out: Outcome) -> Vec<Holder> {
 
 /// The seconds the locker's first session may sit idle before the server ends it: as
 /// learned while connecting, else asked.
-pub fn wait_timeout(locker: &mut crate::NativeLocker) -> Result<Option<f64>, Error> {
+pub fn wait_timeout(locker: &mut super::NativeLocker) -> Result<Option<f64>, Error> {
     if let Some(known) = locker.session()?.wait_timeout() {
         return Ok(Some(known));
     }
