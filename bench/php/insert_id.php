@@ -22,7 +22,7 @@ namespace MySqlLockBench;
 
 require __DIR__ . '/lease_common.php';
 
-/** The restore statement the extension sends (core/src/distributed.rs, statements::keep_insert_id). */
+/** The restore statement the extension sends (core/src/lease_mode/statements.rs, keep_insert_id). */
 const RESTORE_SQL = 'INSERT INTO `distributed_locks` (resource, owner, expires_at, acquired_at) '
     . 'SELECT NULL, NULL, NULL, NULL FROM DUAL WHERE LAST_INSERT_ID(CAST(? AS UNSIGNED)) < 0';
 

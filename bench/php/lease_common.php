@@ -11,7 +11,7 @@ require_once __DIR__ . '/common.php';
 use Nene\Kit\DistributedLock;
 
 /*
- * A COPY of the SQL the lease mode sends, for the hand-written floor: core/src/distributed.rs,
+ * A COPY of the SQL the lease mode sends, for the hand-written floor: core/src/lease_mode/statements.rs,
  * module `statements`, functions acquire() and release() for Dialect::MySql on the plain
  * (not upgraded) table `distributed_locks`, with the verdict constants of that file
  * (TAKEN_OVER = 1, STILL_MINE = 2, LOST = i64::MAX). Parameters, as the core binds them:

@@ -1,5 +1,5 @@
 //! `Nene\Kit\DistributedLock`: the core's lease mode (table-only leases with owner
-//! strings, `core/src/distributed.rs`) as a drop-in for the PHP class of that name.
+//! strings, `core/src/lease_mode/`) as a drop-in for the PHP class of that name.
 //!
 //! The glue converts arguments, keeps one core `DistributedLock` per PHP object, and maps
 //! errors once (`exceptions::lease_to_php`); every decision is the core's.

@@ -59,7 +59,7 @@ final class WaitWindowTest extends TestCase
         $pdo = connect();
         $pdo->setAttribute(\PDO::ATTR_STATEMENT_CLASS, [HookedStatement::class, []]);
         SharedLock::setConnection($pdo);
-        // The look at the row: the core's `inspect` statement (core/src/sql.rs).
+        // The look at the row: the core's `inspect` statement (core/src/locker/sql.rs).
         HookedStatement::$before['AS probe LEFT JOIN'] = function () use ($name): void {
             self::db()->prepare('DELETE FROM shared_locks WHERE name = ?')->execute([$name]);
         };
