@@ -266,13 +266,7 @@ impl<C: Connector> DistributedLock<C> {
             Dialect::MySql => vec![ttl.clone(), ttl, resource.into(), owner.into()],
             Dialect::Sqlite => vec![ttl, resource.into(), owner.into()],
         };
-        let written = match self.write(resource, &sql, &params) {
-            Err(Error::Database { source, .. }) if ends_past_datetime_end(&source) => {
-                return Err(past_datetime_end(span))
-            }
-            other => other?,
-        };
-        let Some((out, sent)) = written else {
+        let Some((out, sent)) = self.write_lease(resource, &sql, &params, span)? else {
             return Ok(None);
         };
         let renewed = match self.dialect {
@@ -434,13 +428,7 @@ impl<C: Connector> DistributedLock<C> {
         };
         // The local deadline counts from before the statement was sent: the database's
         // lease starts when the statement runs, later than this.
-        let written = match self.write(resource, &sql, &params) {
-            Err(Error::Database { source, .. }) if ends_past_datetime_end(&source) => {
-                return Err(past_datetime_end(span))
-            }
-            other => other?,
-        };
-        let Some((out, sent)) = written else {
+        let Some((out, sent)) = self.write_lease(resource, &sql, &params, span)? else {
             return Ok(None);
         };
         let won = match self.dialect {
@@ -616,6 +604,21 @@ impl<C: Connector> DistributedLock<C> {
                 }
                 return Err(self.classify(e, Some(resource)));
             }
+        }
+    }
+
+    /// A write that starts a lease of `span` (acquire, renew): as [`Self::write`], and a
+    /// database clock that would end it past the DATETIME range is the caller's TTL.
+    fn write_lease(
+        &mut self,
+        resource: &str,
+        sql: &str,
+        params: &[Value],
+        span: Span,
+    ) -> Result<Option<(crate::Outcome, Instant)>> {
+        match self.write(resource, sql, params) {
+            Err(Error::Database { source, .. }) if ends_past_datetime_end(&source) => Err(past_datetime_end(span)),
+            other => other,
         }
     }
 
