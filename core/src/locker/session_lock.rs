@@ -184,7 +184,7 @@ impl<C: Connector> Locker<C> {
     /// The GET_LOCK name is [`name::session_key`]`(name)`, so spellings that differ only
     /// in case or accents are one lock. A lock that must not be free again the moment its
     /// holder ends (a job shorter than the clock skew between the nodes that run it) is
-    /// a lease with "at least" ([`AcquireOptions::at_least`]), not a session lock.
+    /// a lease with "at least" ([`AcquireOptions::at_least`](super::AcquireOptions::at_least)), not a session lock.
     pub fn lock_session(&mut self, name: &str, timeout: f64) -> Result<()> {
         let timeout = limits::duration("timeout", timeout)?;
         let key = name::session_key(name)?;
