@@ -555,14 +555,17 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider serverBackends */
-    public function maxTtlIsTheLongestLeaseAcquireTakes(string $backend): void
+    public function maxTtlIsWhereTheDatetimeRangeEndsAndNothingPastItIsTaken(string $backend): void
     {
         $lock = $this->lock($backend);
         $r = $this->lockName();
-        $this->assertSame(366 * 24 * 3600, DistributedLock::MAX_TTL);
-        $this->assertTrue($lock->acquire($r, 'owner-A', DistributedLock::MAX_TTL));
-        $this->assertGreaterThan(DistributedLock::MAX_TTL - 10, $this->row($backend, $r)['left']);
+        // 9999-12-31 23:59:59 UTC counted from 1970: no lease can end later (expires_at is a DATETIME).
+        $this->assertSame(253402300799, DistributedLock::MAX_TTL);
+        $tenYears = 10 * 366 * 24 * 3600;
+        $this->assertTrue($lock->acquire($r, 'owner-A', $tenYears), 'a TTL over a year is the original class\'s too');
+        $this->assertGreaterThan($tenYears - 10, $this->row($backend, $r)['left']);
         $this->assertInstanceOf(\InvalidArgumentException::class, $this->catchThrown(fn () => $lock->renew($r, 'owner-A', DistributedLock::MAX_TTL + 1)));
+        $this->assertTrue($lock->isHeldBy($r, 'owner-A'), 'the refused renewal left the lease alone');
     }
 
     // -----------------------------------------------------------------------------
