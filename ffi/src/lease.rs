@@ -10,9 +10,10 @@
 use std::ffi::{c_char, c_int};
 use std::ptr::NonNull;
 
-use mysqllock_core::{Dialect, DistributedLock, Grant, QuoteStyle, Table};
+use mysqllock_core::{Config, Dialect, DistributedLock, Grant, QuoteStyle, Table};
+use parking_lot::MutexGuard;
 
-use crate::boundary::{call, non_null, text, write_if_wanted};
+use crate::boundary::{call, non_null, text, write_if_wanted, Result};
 use crate::client::{self, mysqllock_client};
 use crate::status::mysqllock_status;
 
@@ -31,6 +32,23 @@ unsafe fn write_grant(grant: Option<&Grant>, won_out: NonNull<bool>, token_out: 
         write_if_wanted(token_out, token);
         write_if_wanted(remaining_out, remaining);
     }
+}
+
+/// The arguments every call of an owner starts with, decoded in the order their errors
+/// are reported (client, resource, owner), and the client's lease lock, held for the call.
+///
+/// # Safety
+/// `client` is NULL or a live client; `resource` and `owner` are NULL or NUL-terminated
+/// strings that outlive the call.
+unsafe fn owner_call<'a>(
+    client: *mut mysqllock_client,
+    resource: *const c_char,
+    owner: *const c_char,
+) -> Result<(MutexGuard<'a, DistributedLock<Config>>, &'a str, &'a str)> {
+    // SAFETY: forwarded contract.
+    let (client, resource, owner) =
+        unsafe { (client::get(client)?, text(resource, "resource")?, text(owner, "owner")?) };
+    Ok((client.lease.lock(), resource, owner))
 }
 
 /// Acquires the lease on `resource` for `owner` for `ttl_seconds`: won when the row is
@@ -81,11 +99,10 @@ pub unsafe extern "C" fn mysqllock_lease_acquire(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract for every pointer.
-        let (client, resource, owner) =
-            unsafe { (client::get(client)?, text(resource, "resource")?, text(owner, "owner")?) };
+        let (mut lease, resource, owner) = unsafe { owner_call(client, resource, owner) }?;
         // Checked before trying, so that a lease is never taken without the caller learning of it.
         let acquired = non_null(acquired_out, "acquired_out pointer")?;
-        let grant = client.lease.lock().acquire_waiting(resource, owner, ttl_seconds, wait_seconds)?;
+        let grant = lease.acquire_waiting(resource, owner, ttl_seconds, wait_seconds)?;
         // SAFETY: non-NULL / NULL-or-writable, by the caller's contract.
         unsafe { write_grant(grant.as_ref(), acquired, token_out, remaining_out) };
         Ok(())
@@ -111,10 +128,9 @@ pub unsafe extern "C" fn mysqllock_lease_release(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract for every pointer.
-        let (client, resource, owner) =
-            unsafe { (client::get(client)?, text(resource, "resource")?, text(owner, "owner")?) };
+        let (mut lease, resource, owner) = unsafe { owner_call(client, resource, owner) }?;
         let released = non_null(released_out, "released_out pointer")?;
-        let ended = client.lease.lock().release(resource, owner)?;
+        let ended = lease.release(resource, owner)?;
         // SAFETY: non-NULL; the caller guarantees it points to a writable bool.
         unsafe { released.as_ptr().write(ended) };
         Ok(())
@@ -147,10 +163,9 @@ pub unsafe extern "C" fn mysqllock_lease_renew(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract for every pointer.
-        let (client, resource, owner) =
-            unsafe { (client::get(client)?, text(resource, "resource")?, text(owner, "owner")?) };
+        let (mut lease, resource, owner) = unsafe { owner_call(client, resource, owner) }?;
         let renewed = non_null(renewed_out, "renewed_out pointer")?;
-        let grant = client.lease.lock().renew(resource, owner, ttl_seconds)?;
+        let grant = lease.renew(resource, owner, ttl_seconds)?;
         // SAFETY: non-NULL / NULL-or-writable, by the caller's contract.
         unsafe { write_grant(grant.as_ref(), renewed, token_out, remaining_out) };
         Ok(())
