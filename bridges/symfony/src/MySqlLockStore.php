@@ -131,68 +131,86 @@ class MySqlLockStore implements BlockingStoreInterface
 
     public function save(Key $key): void
     {
+        $this->take($key, false);
+    }
+
+    public function waitAndSave(Key $key): void
+    {
+        $this->take($key, true);
+    }
+
+    /** save() ($wait false: one try) and waitAndSave() (waiting in chunks until it is free). */
+    private function take(Key $key, bool $wait): void
+    {
         $name = self::lockName($key);
         $token = self::token($key);
         if ($this->mode === self::MODE_LEASE) {
+            $this->takeLease($key, $name, $token, $wait);
+        } else {
+            $this->useSharedLock();
+            if (isset(self::$held[$name])) {
+                // Held by a Key of this process: waiting would wait for ourselves.
+                $this->saveAgain($key, $name, $token);
+                return;
+            }
+            $this->takeShared($key, $name, $token, $wait);
+        }
+        $this->checkNotExpired($key);
+    }
+
+    /** Lease mode: the Key's lifetime ends no later than the lease's local deadline. */
+    private function takeLease(Key $key, string $name, string $token, bool $wait): void
+    {
+        if (!$wait) {
             $key->reduceLifetime($this->initialTtl);
             $this->acquireLease($key, $name, $token, 0.0);
-            $this->checkNotExpired($key);
             return;
         }
-        $this->useSharedLock();
-        if (isset(self::$held[$name])) {
-            $this->saveAgain($key, $name, $token);
-            return;
+        while (!$this->acquireLease($key, $name, $token, self::WAIT_CHUNK)) {
+            // the wait ran out while another owner held it: wait again
         }
-        $key->reduceLifetime($this->initialTtl);
+        // The lease's local deadline, taken before the winning statement was sent.
+        $key->reduceLifetime(min($this->initialTtl, $this->lease()->getRemaining()));
+    }
+
+    /**
+     * Shared mode: a lock in this process's session. The Key's lifetime is counted from
+     * before one try, and from after a wait: the lease began inside lock(), and a takeover
+     * needs its TTL plus the protocol's grace (0.5 s), far more than lock() took to return.
+     */
+    private function takeShared(Key $key, string $name, string $token, bool $wait): void
+    {
+        if (!$wait) {
+            $key->reduceLifetime($this->initialTtl);
+        }
         try {
-            $handle = SharedLock::tryLock($name, $this->initialTtl);
+            $handle = $wait ? $this->waitForShared($key, $name) : SharedLock::tryLock($name, $this->initialTtl);
+        } catch (LockConflictedException $e) {
+            throw $e;
         } catch (\Throwable $e) {
             throw new LockAcquiringException(sprintf('Failed to acquire the "%s" lock.', $key), 0, $e);
         }
         if ($handle === null) {
             throw new LockConflictedException(sprintf('The "%s" lock is held by another process.', $key));
         }
+        if ($wait) {
+            $key->reduceLifetime($this->initialTtl);
+        }
         $this->holdShared($key, $name, $token, $handle);
-        $this->checkNotExpired($key);
     }
 
-    public function waitAndSave(Key $key): void
+    /** Shared mode: SharedLock::lock() in chunks until it wins; a lock this process holds outside the stores ends the wait. */
+    private function waitForShared(Key $key, string $name): SharedLockHandle
     {
-        $name = self::lockName($key);
-        $token = self::token($key);
-        if ($this->mode === self::MODE_LEASE) {
-            while (!$this->acquireLease($key, $name, $token, self::WAIT_CHUNK)) {
-                // the wait ran out while another owner held it: wait again
-            }
-            // The lease's local deadline, taken before the winning statement was sent.
-            $key->reduceLifetime(min($this->initialTtl, $this->lease()->getRemaining()));
-            $this->checkNotExpired($key);
-            return;
-        }
-        $this->useSharedLock();
-        if (isset(self::$held[$name])) {
-            // Held by a Key of this process: waiting would wait for ourselves.
-            $this->saveAgain($key, $name, $token);
-            return;
-        }
         while (true) {
             try {
-                $handle = SharedLock::lock($name, self::WAIT_CHUNK, $this->initialTtl);
-                break;
+                return SharedLock::lock($name, self::WAIT_CHUNK, $this->initialTtl);
             } catch (SharedLockTimeoutException $e) {
                 if ($this->heldOutsideStores($name)) {
                     throw new LockConflictedException(sprintf('The "%s" lock is held by this process outside the store.', $key), 0, $e);
                 }
-            } catch (\Throwable $e) {
-                throw new LockAcquiringException(sprintf('Failed to acquire the "%s" lock.', $key), 0, $e);
             }
         }
-        // The lease began inside lock(); a takeover needs its TTL plus the protocol's
-        // grace (0.5 s) to pass, far more than the time lock() took to return.
-        $key->reduceLifetime($this->initialTtl);
-        $this->holdShared($key, $name, $token, $handle);
-        $this->checkNotExpired($key);
     }
 
     public function putOffExpiration(Key $key, float $ttl): void
