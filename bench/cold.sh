@@ -7,11 +7,14 @@
 #         GET_LOCK / RELEASE_LOCK through PDO (bench/php/cold_once.php); each also minus
 #         `php -r ''` (paired, round by round)
 #   C     bench/c/cold_open.c: open, session_lock, session_unlock, free; against the
-#         floor `mariadb -e "SELECT GET_LOCK(..); SELECT RELEASE_LOCK(..)"`
+#         floor `mariadb --skip-ssl -e "SELECT GET_LOCK(..); SELECT RELEASE_LOCK(..)"`
+#         (the client's default is TLS whenever the server offers it, as MySQL 9.7 does)
 #   CLI   `mysqllock run NAME --session -- true` against `mariadb -e` and `flock FILE true`
 # plus the statements per run as the server counts them. Implementations take turns
 # round by round (the order rotating); clients pinned with taskset to CPU A, the server
-# to CPU B (--cpus A,B; default 0,1; --cpus A puts the server on A too).
+# to CPU B (--cpus A,B; default 0,1; --cpus A puts the server on A too). The product's
+# connections use ssl-mode=DISABLED, like the floors (MYSQLLOCK_BENCH_SSL_MODE, see
+# bench/lib.sh).
 #
 #   bash bench/cold.sh                   # 60 rounds
 #   bash bench/cold.sh --runs N          # N rounds (>= 30 for a median and p90)
@@ -70,8 +73,9 @@ done
 set_placements "$cpus"
 start_server "${pinned[@]}"
 [ -z "${cpu_b:-}" ] || taskset -a -p -c "$cpu_b" "$(cat "$work/db/mysqld.pid")" >/dev/null
-"$work/now/mysqllock" --dsn "$MYSQLLOCK_TEST_DSN" init >&2
-export MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN
+"$work/now/mysqllock" --dsn "$product_dsn" init >&2
+# cold_once.php: the PDO floor takes the server and login from it, SharedLock its ssl-mode too.
+export MYSQLLOCK_BENCH_DSN=$product_dsn
 export MYSQLLOCK_BENCH_SOCKET=$MYSQLLOCK_TEST_SOCKET
 export MYSQLLOCK_BENCH_VARS=Questions,Com_stmt_prepare
 u=${MYSQLLOCK_TEST_DSN#mysql://}
@@ -80,14 +84,14 @@ db_pass=${rest%%@*}
 
 # The spec: key, label, argv, group, floor (see bench/php/cold_startup.php).
 spec=$work/spec.json
-python3 - "$spec" "$work" "$root" "$MYSQLLOCK_TEST_DSN" "$MYSQLLOCK_TEST_PORT" "$db_user" "$db_pass" "$cpu_a" "${sets[@]}" <<'PY'
+python3 - "$spec" "$work" "$root" "$product_dsn" "$MYSQLLOCK_TEST_PORT" "$db_user" "$db_pass" "$cpu_a" "${sets[@]}" <<'PY'
 import json, sys
 spec_file, work, root, dsn, port, user, password, cpu, *sets = sys.argv[1:]
 pin = ["taskset", "-c", cpu]
 rows = []
 def php(set):
     return pin + ["php", "-n", "-d", "extension=mysqlnd.so", "-d", "extension=pdo.so", "-d", "extension=pdo_mysql.so",
-                  "-d", f"extension={work}/{set}/libmysqllock_php.so", "-d", f"mysqllock.dsn={dsn}"]
+                  "-d", f"extension={work}/{set}/libmysqllock_php.so", "-d", f"mysqllock.dsn=\"{dsn}\""]
 rows.append(dict(key="empty", label="`php -r ''` (extension loaded)", argv=php("now") + ["-r", ""], group="php"))
 rows.append(dict(key="pdo", label="floor: PDO `GET_LOCK` + `RELEASE_LOCK`", argv=php("now") + [f"{root}/bench/php/cold_once.php", "pdo", "cold-pdo"], group="php"))
 for set in sets:
@@ -95,8 +99,8 @@ for set in sets:
     at = "" if set == "now" else f"@{set}"
     rows.append(dict(key="shared" + at, label="`SharedLock::lock()->release()`" + tag, argv=php(set) + [f"{root}/bench/php/cold_once.php", "shared", "cold-shared" + at], group="php", floor="pdo"))
     rows.append(dict(key="session" + at, label="`SessionLock` acquire + release" + tag, argv=php(set) + [f"{root}/bench/php/cold_once.php", "session", "cold-session" + at], group="php", floor="pdo"))
-rows.append(dict(key="mariadb", label="floor: `mariadb -e \"SELECT GET_LOCK(…,0); SELECT RELEASE_LOCK(…)\"`",
-                 argv=pin + ["mariadb", "--no-defaults", "-h127.0.0.1", f"-P{port}", f"-u{user}", f"-p{password}", "-e",
+rows.append(dict(key="mariadb", label="floor: `mariadb --skip-ssl -e \"SELECT GET_LOCK(…,0); SELECT RELEASE_LOCK(…)\"`",
+                 argv=pin + ["mariadb", "--no-defaults", "--skip-ssl", "-h127.0.0.1", f"-P{port}", f"-u{user}", f"-p{password}", "-e",
                              "SELECT GET_LOCK('cold-mariadb',0); SELECT RELEASE_LOCK('cold-mariadb')"], group="server"))
 rows.append(dict(key="flock", label="`flock FILE true` (local, no server)", argv=pin + ["flock", f"{work}/flock", "true"], group="local"))
 for set in sets:
@@ -107,7 +111,7 @@ for set in sets:
 json.dump(rows, open(spec_file, "w"))
 PY
 
-echo "# cold start: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core ffi php-ext cli), $(date -u +%F)"
+echo "# cold start: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core ffi php-ext cli), $(date -u +%F), $ssl_note"
 echo
 echo "Clients on CPU $cpu_a, server on CPU ${cpu_b:-$cpu_a}. PHP runs with -n (no php.ini) plus mysqlnd, pdo, pdo_mysql and the extension."
 echo

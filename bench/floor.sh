@@ -8,6 +8,11 @@
 #                     statements per connect
 # Each starts and stops its own server, MariaDB and then MySQL 9.7 (MYSQLLOCK_BENCH_SERVERS=
 # "mariadb" or "mysql" runs one); the build runs once, here.
+# Like for like by default: the floors (PDO, mysqli, `mariadb --skip-ssl`) connect in the
+# clear, and so do the product's connections (ssl-mode=DISABLED); under the product's own
+# default, PREFERRED, every one of them to MySQL 9.7 (which makes its own certificates)
+# would be encrypted. MYSQLLOCK_BENCH_SSL_MODE=PREFERRED measures that (TLS against plain);
+# bench/tls.sh measures TLS against PDO over TLS.
 #
 #   bash bench/floor.sh            # about 5 minutes after the build
 #   bash bench/floor.sh --quick    # about a minute: fewer samples, same tables
@@ -15,12 +20,13 @@
 # Exit status: 0 when every bench ran (targets are reported, never asserted).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh  # MYSQLLOCK_BENCH_SSL_MODE checked, $ssl_note
 
 quick=()
 case "${1:-}" in
   "") ;;
   --quick) quick=(--quick) ;;
-  -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "bench/floor.sh: unknown argument $1 (--quick)" >&2; exit 2 ;;
 esac
 
@@ -28,7 +34,7 @@ echo "building (cargo build --release -p mysqllock-php -p mysqllock-ffi -p mysql
 cargo build --release --locked -p mysqllock-php -p mysqllock-ffi -p mysqllock-cli >&2
 
 SECONDS=0
-echo "# bench/floor.sh$([ ${#quick[@]} = 1 ] && echo ' --quick'): commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core ffi cli php-ext || echo ' + uncommitted changes'), $(date -u +%Y-%m-%d), $(nproc) CPUs"
+echo "# bench/floor.sh$([ ${#quick[@]} = 1 ] && echo ' --quick'): commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core ffi cli php-ext || echo ' + uncommitted changes'), $(date -u +%Y-%m-%d), $(nproc) CPUs, $ssl_note"
 status=0
 # Each bench on MariaDB, then on MySQL 9.7 (MYSQLLOCK_BENCH_SERVER; scripts/mysql.sh).
 for server in ${MYSQLLOCK_BENCH_SERVERS:-mariadb mysql}; do

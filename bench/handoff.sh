@@ -12,7 +12,8 @@
 #     process, longest wait, overlapping holds (from the journals, not the lock). Floor
 #     and extension take turns run by run (the order flipping).
 # Pinned like bench/session.sh: placement "one", server and clients on CPU A; placement
-# "two", clients on CPU A and the server on CPU B.
+# "two", clients on CPU A and the server on CPU B. The extension connects with
+# ssl-mode=DISABLED, like the PDO floor (MYSQLLOCK_BENCH_SSL_MODE, see bench/lib.sh).
 #
 #   bash bench/handoff.sh                # 3 x 50 hand-offs, 2 x 10 s contention runs per kind
 #   bash bench/handoff.sh --quick        # 3 x 20 hand-offs, 1 x 3 s
@@ -55,12 +56,13 @@ export MYSQLLOCK_BENCH_EXT=$work/libmysqllock_php.so
 set_placements "$cpus"
 start_server "${pinned[@]}"
 server_pid=$(cat "$work/db/mysqld.pid")
-"$work/mysqllock" --dsn "$MYSQLLOCK_TEST_DSN" init >&2
-export MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN
+"$work/mysqllock" --dsn "$product_dsn" init >&2
+# The PDO floor takes the server and login from it, the extension its ssl-mode too.
+export MYSQLLOCK_BENCH_DSN=$product_dsn
 php_ext=("${pinned[@]}" php -d "extension=$MYSQLLOCK_BENCH_EXT" -d display_errors=stderr bench/php/handoff_user.php)
 
 load=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "# hand-off and contention, the user's way: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core php-ext), $(date -u +%F), load average before: $load"
+echo "# hand-off and contention, the user's way: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core php-ext), $(date -u +%F), $ssl_note, load average before: $load"
 
 # Contention: one run of KIND, WORKERS processes, SECONDS; prints handoff_user.php's summary line.
 contend() {

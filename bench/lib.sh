@@ -13,6 +13,22 @@ case "$bench_server" in
   *) echo "$me: MYSQLLOCK_BENCH_SERVER is $bench_server, not mariadb or mysql" >&2; exit 2 ;;
 esac
 server_script=$root/scripts/$bench_server.sh
+# The TLS mode of the product's own connections (the extension's native connection, the C
+# ABI, the CLI, the Rust core) in the benches that measure it against a floor (handoff.sh,
+# session.sh, cold.sh, run.sh): MYSQLLOCK_BENCH_SSL_MODE, DISABLED unless set. The floors
+# (PDO, mysqli, the `mysql` crate, the `mariadb` client with --skip-ssl) connect in the
+# clear, and MySQL 9.7 offers TLS with certificates it makes itself, so under the product's
+# own default (PREFERRED) every product connection to it would be encrypted and the ratios
+# would be TLS against plain. MYSQLLOCK_BENCH_SSL_MODE=PREFERRED measures that; bench/tls.sh
+# measures TLS like for like (PDO over TLS as the floor) and ignores this knob. On a server
+# without a certificate (the MariaDB the benches start) DISABLED and PREFERRED are the same.
+bench_ssl_mode=${MYSQLLOCK_BENCH_SSL_MODE:-DISABLED}
+case "$bench_ssl_mode" in
+  DISABLED|PREFERRED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY) ;;
+  *) echo "$me: MYSQLLOCK_BENCH_SSL_MODE is $bench_ssl_mode, not DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY" >&2; exit 2 ;;
+esac
+# For the output's header: what was compared.
+ssl_note="product connections ssl-mode=$bench_ssl_mode (MYSQLLOCK_BENCH_SSL_MODE), floors unencrypted"
 
 die() {
   echo "$me: $*" >&2
@@ -98,13 +114,19 @@ cleanup() {
 }
 
 # Starts the server in $work/db (the arguments, e.g. taskset -c 0, before the command) and
-# exports its env (MYSQLLOCK_TEST_DSN, _PORT, _SOCKET); $dsn is its DSN.
+# exports its env (MYSQLLOCK_TEST_DSN, _PORT, _SOCKET); $dsn is its DSN, $product_dsn the
+# same with ?ssl-mode=$bench_ssl_mode for the product's connections (the floors read only
+# the host, port, login and database of a URL, never its query).
 start_server() {
   "$@" bash "$server_script" start "$work/db" >&2
   set -a
   . "$work/db/env"
   set +a
   dsn=$MYSQLLOCK_TEST_DSN
+  case "$dsn" in
+    *\?*) product_dsn="$dsn&ssl-mode=$bench_ssl_mode" ;;
+    *) product_dsn="$dsn?ssl-mode=$bench_ssl_mode" ;;
+  esac
 }
 
 # The server's name and version, asked over its socket.

@@ -2,7 +2,8 @@
 # The benchmark (issue 6): the PHP extension and the Rust core (the C ABI's path) side by
 # side with raw GET_LOCK/RELEASE_LOCK through PDO and through the mysql crate, against a
 # throwaway MariaDB started here and stopped on exit. Prints one table (bench/RESULTS.md
-# explains the figures).
+# explains the figures). The extension and the Rust core connect with ssl-mode=DISABLED,
+# like the floors (MYSQLLOCK_BENCH_SSL_MODE, see bench/lib.sh).
 #
 #   bash bench/run.sh            # full: a few minutes
 #   bash bench/run.sh --quick    # under a minute after the build
@@ -39,10 +40,11 @@ make_work run
 
 SECONDS=0
 start_server
-target/release/mysqllock --dsn "$MYSQLLOCK_TEST_DSN" init >&2
+target/release/mysqllock --dsn "$product_dsn" init >&2
+echo "# $ssl_note"
 
 status=0
-target/release/mysqllock-bench "${quick[@]}" --dsn "$MYSQLLOCK_TEST_DSN" \
+target/release/mysqllock-bench "${quick[@]}" --dsn "$product_dsn" \
   --php-ext target/release/libmysqllock_php.so --php-dir bench/php --work "$work/runs" "${figures[@]}" || status=$?
 echo "total after the build (server start and table included): $SECONDS s"
 exit $status

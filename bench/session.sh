@@ -14,7 +14,9 @@
 # machine. Everything runs twice, pinned with taskset: server and clients on CPU A
 # (first columns: targets are judged there, where a round trip costs least and any
 # overhead shows most), then clients on CPU A and the server on CPU B (every round trip
-# wakes the other CPU; second columns).
+# wakes the other CPU; second columns). The product's connections (the extension's native
+# one, the C ABI, the CLI) use ssl-mode=DISABLED, like the floors (MYSQLLOCK_BENCH_SSL_MODE,
+# see bench/lib.sh).
 #
 #   bash bench/session.sh              # about 20 s after the build
 #   bash bench/session.sh --quick      # fewer cycles and runs, about 6 s
@@ -65,13 +67,16 @@ gcc -std=c11 -O2 -Wall -Wextra -Wpedantic -Werror -Iinclude bench/c/session_cycl
 set_placements "$cpus"
 start_server "${pinned[@]}"
 server_pid=$(cat "$work/db/mysqld.pid")
-"$work/mysqllock" --dsn "$MYSQLLOCK_TEST_DSN" init >&2
-export MYSQLLOCK_BENCH_DSN=$MYSQLLOCK_TEST_DSN
+"$work/mysqllock" --dsn "$product_dsn" init >&2
+# The floors take the server and login from it; the C ABI and the CLI the whole URL, the
+# extension's SharedLock its ssl-mode (common.php's productTls()).
+export MYSQLLOCK_BENCH_DSN=$product_dsn
 export MYSQLLOCK_BENCH_SOCKET=$MYSQLLOCK_TEST_SOCKET
 export MYSQLLOCK_BENCH_VARS=Questions,Com_stmt_prepare
-php_ext=("${pinned[@]}" php -d "extension=$so" -d "mysqllock.dsn=$MYSQLLOCK_TEST_DSN")
+# Quoted: an unquoted `=` in an ini value (the query's) is a syntax error.
+php_ext=("${pinned[@]}" php -d "extension=$so" -d "mysqllock.dsn=\"$product_dsn\"")
 
-machine="$(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core ffi php-ext cli), $(date -u +%F)"
+machine="$(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core ffi php-ext cli), $(date -u +%F), $ssl_note"
 
 # Each part writes table rows ("| ...") and notes; a part that could not run entirely
 # leaves its message on stderr and a non-zero status, and the others still run.

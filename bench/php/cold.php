@@ -14,7 +14,7 @@ $impl = arg(1, 'ext|pdo');
 $name = arg(2, 'lock name');
 $s = server();
 if ($impl === 'ext') {
-    SharedLock::configureConnection($s['host'], $s['db'], $s['user'], $s['pass'], 'utf8mb4', $s['port']);
+    SharedLock::configureConnection($s['host'], $s['db'], $s['user'], $s['pass'], 'utf8mb4', $s['port'], productTls());
     SharedLock::lock($name, 5, TTL)->release();
 } else {
     $pdo = pdo();

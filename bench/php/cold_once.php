@@ -5,7 +5,8 @@
 //           acquire(0.0), release()
 //   pdo     the floor: new PDO, SELECT GET_LOCK(?, 0) / SELECT RELEASE_LOCK(?) (real prepares)
 // Self-contained (no shared bench code), so that the script costs about what `php -r ''`
-// costs besides its work. Args: shared|session|pdo NAME; the server: MYSQLLOCK_BENCH_DSN.
+// costs besides its work. Args: shared|session|pdo NAME; the server: MYSQLLOCK_BENCH_DSN,
+// whose query (ssl-mode=..., from bench/lib.sh) only SharedLock takes; the PDO floor ignores it.
 declare(strict_types=1);
 
 [, $impl, $name] = $argv + [null, '', ''];
@@ -20,7 +21,9 @@ $pass = rawurldecode($u['pass'] ?? '');
 $port = (int) ($u['port'] ?? 3306);
 switch ($impl) {
     case 'shared':
-        \ItsMieger\MySqlSharedLocks\SharedLock::configureConnection($u['host'], $db, $user, $pass, 'utf8mb4', $port);
+        // The query's keys as the $additionalDsn (`key=value;...`): bench/lib.sh puts only TLS keys there.
+        $tls = isset($u['query']) ? str_replace('&', ';', rawurldecode($u['query'])) : null;
+        \ItsMieger\MySqlSharedLocks\SharedLock::configureConnection($u['host'], $db, $user, $pass, 'utf8mb4', $port, $tls);
         \ItsMieger\MySqlSharedLocks\SharedLock::lock($name, 5, 60)->release();
         break;
     case 'session':

@@ -17,7 +17,10 @@ function fail(string $message): void
     exit(1);
 }
 
-/** MYSQLLOCK_BENCH_DSN (mysql://user:password@host:port/db) as its parts. */
+/**
+ * MYSQLLOCK_BENCH_DSN (mysql://user:password@host:port/db) as its parts. Its query (the
+ * product's TLS keys, see productTls()) is not among them: the floors connect in the clear.
+ */
 function server(): array
 {
     $dsn = getenv('MYSQLLOCK_BENCH_DSN');
@@ -32,6 +35,25 @@ function server(): array
         'pass' => rawurldecode($u['pass'] ?? ''),
         'port' => (int) ($u['port'] ?? 3306),
     ];
+}
+
+/**
+ * The TLS keys of MYSQLLOCK_BENCH_DSN's query (bench/lib.sh puts ssl-mode there, from
+ * MYSQLLOCK_BENCH_SSL_MODE) as SharedLock::configureConnection()'s $additionalDsn, so that
+ * the extension's native connection is encrypted or not as the product's other connections
+ * (mysqllock.dsn, the C ABI, the CLI) of the same run; null when the URL has none.
+ */
+function productTls(): ?string
+{
+    $query = parse_url((string) getenv('MYSQLLOCK_BENCH_DSN'), PHP_URL_QUERY);
+    $keys = [];
+    foreach (explode('&', is_string($query) ? $query : '') as $pair) {
+        $key = str_replace('_', '-', strtolower(explode('=', $pair, 2)[0]));
+        if (in_array($key, ['ssl-mode', 'ssl-ca', 'ssl-cert', 'ssl-key'], true)) {
+            $keys[] = rawurldecode($pair);
+        }
+    }
+    return $keys === [] ? null : implode(';', $keys);
 }
 
 /** A PDO on the server over TCP: exceptions on, real prepares (no emulation). */
@@ -77,7 +99,7 @@ final class Ext implements Locks
     public function __construct()
     {
         $s = server();
-        SharedLock::configureConnection($s['host'], $s['db'], $s['user'], $s['pass'], 'utf8mb4', $s['port']);
+        SharedLock::configureConnection($s['host'], $s['db'], $s['user'], $s['pass'], 'utf8mb4', $s['port'], productTls());
     }
 
     public function lock(string $name, float $timeout): void

@@ -2,7 +2,9 @@
 // Part B of bench/session.sh: the wall time of one process that takes a session lock
 // and lets it go, from spawn to exit, for a shell user's choices:
 //   cli     mysqllock run NAME --session -- true      (MYSQLLOCK_DSN in the environment)
-//   mariadb mariadb --no-defaults -h.. -P.. -u.. -p.. -e "SELECT GET_LOCK(..); SELECT RELEASE_LOCK(..)"
+//   mariadb mariadb --no-defaults --skip-ssl -h.. -P.. -u.. -p.. -e "SELECT GET_LOCK(..); SELECT RELEASE_LOCK(..)"
+//           (--skip-ssl: the client's default is TLS whenever the server offers it, as
+//           MySQL 9.7 does; the floors connect in the clear, see bench/lib.sh)
 //   flock   flock FILE true                           (a local lock, no server)
 //   php     php -r '<PDO connect, GET_LOCK, RELEASE_LOCK>' (php as installed, no mysqllock)
 //
@@ -39,7 +41,7 @@ $phpCode = sprintf(
 $commands = [
     'cli' => [[$cli, 'run', 'startup-cli', '--session', '--', 'true'], ['MYSQLLOCK_DSN' => $url]],
     'mariadb' => [[
-        'mariadb', '--no-defaults', "-h{$s['host']}", "-P{$s['port']}", "-u{$s['user']}", "-p{$s['pass']}",
+        'mariadb', '--no-defaults', '--skip-ssl', "-h{$s['host']}", "-P{$s['port']}", "-u{$s['user']}", "-p{$s['pass']}",
         '-e', "SELECT GET_LOCK('startup-mariadb',0); SELECT RELEASE_LOCK('startup-mariadb')",
     ], []],
     'flock' => [['flock', $flockFile, 'true'], []],
@@ -47,7 +49,7 @@ $commands = [
 ];
 const B_LABELS = [
     'cli' => '`mysqllock run NAME --session -- true`',
-    'mariadb' => 'floor: `mariadb --no-defaults -h… -e "SELECT GET_LOCK(…,0); SELECT RELEASE_LOCK(…)"`',
+    'mariadb' => 'floor: `mariadb --no-defaults --skip-ssl -h… -e "SELECT GET_LOCK(…,0); SELECT RELEASE_LOCK(…)"`',
     'flock' => '`flock FILE true` (local, no server)',
     'php' => '`php -r` PDO connect + `GET_LOCK` + `RELEASE_LOCK`',
 ];
