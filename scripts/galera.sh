@@ -52,16 +52,19 @@ cmd=${1:?$usage}
 dir=${2:?$usage}
 timeout=${MYSQLLOCK_GALERA_TIMEOUT:-60}
 provider=/usr/lib/galera/libgalera_smm.so
-nodes=(1 2 3)
 
 if [ "$(id -u)" -eq 0 ]; then run_user=mysql; else run_user=$(id -un); fi
 # The account mariadb-install-db gives socket access to: root, or the user it ran as.
 admin_user=$(id -un)
 
-die() {
-  echo "galera.sh: $*" >&2
-  exit 1
-}
+# For lib/cluster.sh: what the servers are called (in messages and under DIR), their
+# program, the whole they form, and what a server in sync is (see synced).
+unit=node
+daemon=mariadbd
+whole=cluster
+sync_state="Primary and Synced"
+# shellcheck source=scripts/lib/cluster.sh
+. "$(dirname "$0")/lib/cluster.sh"
 
 # Installs what is missing (nothing on a warm machine), as scripts/install-deps.sh does.
 ensure_packages() {
@@ -90,41 +93,16 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-
-check_node() {
-  case "${1:-}" in
-    1 | 2 | 3) ;;
-    *) die "node must be 1, 2 or 3 ($usage)" ;;
-  esac
-}
-
+# load_cluster: DIR made absolute, and what start wrote to DIR/cluster.
 load_cluster() {
+  dir=$(cd "$dir" && pwd)
   [ -f "$dir/cluster" ] || die "$dir/cluster not found: no cluster was started in $dir"
   # shellcheck source=/dev/null
   . "$dir/cluster"
 }
 
-# Prints node K's mariadbd pid if that process is alive (a zombie is not).
-pid_of() {
-  local k=$1 pid state
-  [ -f "$dir/node$k/proc.pid" ] || return 1
-  pid=$(cat "$dir/node$k/proc.pid")
-  [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
-  state=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [ "$state" != Z ] || return 1
-  # guard against a recycled pid: it must still be this node's server
-  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "--datadir=$dir/node$k/data" || return 1
-  echo "$pid"
-}
-
-alive() { pid_of "$1" >/dev/null; }
-
-running_nodes() {
-  local k
-  for k in "${nodes[@]}"; do
-    if alive "$k"; then echo "$k"; fi
-  done
-}
+# Prints node K's mariadbd pid if that process is alive.
+pid_of() { live_pid "$dir/node$1/proc.pid" "$dir/node$1/data"; }
 
 sql() {
   local k=$1
@@ -145,43 +123,26 @@ read_state() {
     END { print (s == "" ? "-" : s), (l == "" ? "-" : l), (n == "" ? "-" : n) }' <<<"$out")
 }
 
-# One line per node: K PID up|down wsrep_cluster_status wsrep_local_state_comment size
-print_status() {
-  local k pid
-  for k in "${nodes[@]}"; do
-    if pid=$(pid_of "$k"); then
-      read_state "$k"
-      echo "$k $pid up $st_status $st_state $st_size"
-    else
-      echo "$k - down - - -"
-    fi
-  done
+# The state columns of print_status: wsrep_cluster_status wsrep_local_state_comment size
+state_fields() {
+  read_state "$1"
+  echo "$st_status $st_state $st_size"
 }
-
-show_logs() {
-  local k
-  for k in "$@"; do
-    echo "--- node$k: tail of $dir/node$k/error.log" >&2
-    tail -n 25 "$dir/node$k/error.log" >&2 2>/dev/null || true
-  done
-}
-
 
 # Conditions for poll --------------------------------------------------------------------
 
 # Node K is Primary and Synced; a node whose process is gone never will be.
-node_synced() {
-  alive "$1" || { echo "galera.sh: node$1's mariadbd exited" >&2; return 2; }
+synced() {
+  still_alive "$1" || return $?
   read_state "$1"
   [ "$st_status" = Primary ] && [ "$st_state" = Synced ]
 }
 
 # Every running node is Primary and Synced, and counts all running nodes.
-cluster_synced() {
+all_synced() {
   local k up
-  up=$(running_nodes | wc -l)
-  [ "$up" -gt 0 ] || { echo "galera.sh: no node is running" >&2; return 2; }
-  for k in $(running_nodes); do
+  up=$(running_count) || return $?
+  for k in $(running); do
     read_state "$k"
     [ "$st_status" = Primary ] && [ "$st_state" = Synced ] && [ "$st_size" = "$up" ] || return 1
   done
@@ -191,18 +152,16 @@ cluster_synced() {
 # Primary component without it.
 node_isolated() {
   local k=$1 j up
-  alive "$k" || { echo "galera.sh: node$k's mariadbd exited" >&2; return 2; }
+  still_alive "$k" || return $?
   read_state "$k"
   [ "$st_status" != Primary ] && [ "$st_status" != - ] || return 1
-  up=$(running_nodes | wc -l)
-  for j in $(running_nodes); do
+  up=$(running | wc -l)
+  for j in $(running); do
     [ "$j" != "$k" ] || continue
     read_state "$j"
     [ "$st_status" = Primary ] && [ "$st_size" = $((up - 1)) ] || return 1
   done
 }
-
-process_gone() { ! alive "$1"; }
 
 # Node lifecycle -------------------------------------------------------------------------
 
@@ -261,40 +220,7 @@ launch() {
   rm -f "$dir/node$k/mysqld.sock"
   setsid /usr/sbin/mariadbd "${opts[@]}" "$@" </dev/null >/dev/null 2>&1 &
   echo $! >"$dir/node$k/proc.pid"
-  disown # not this shell's job: no "Killed" notice when kill_node ends it
-}
-
-stop_node() {
-  local k=$1 pid
-  pid=$(pid_of "$k") || return 0
-  sql "$k" -e 'SHUTDOWN' >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
-  local end=$((SECONDS + timeout))
-  while alive "$k" && [ $SECONDS -lt $end ]; do sleep 0.2; done
-  if alive "$k"; then
-    echo "galera.sh: node$k did not shut down within ${timeout}s; kill -9" >&2
-    kill_node "$k"
-  fi
-}
-
-kill_node() {
-  local k=$1 pid pgid
-  pid=$(pid_of "$k") || return 0
-  pgid=$(ps -o pgid= -p "$pid" | tr -d ' ')
-  if [ "$pgid" = "$pid" ]; then kill -9 -- "-$pid" 2>/dev/null || true; else kill -9 "$pid" 2>/dev/null || true; fi
-  poll "node$k's process to exit" "" -- process_gone "$k"
-}
-
-write_env() {
-  local k
-  {
-    for k in "${nodes[@]}"; do
-      echo "MYSQLLOCK_GALERA_DSN$k=mysql://locker:l0ck-s3cret@127.0.0.1:${port[$k]}/mysqllock_test"
-      echo "MYSQLLOCK_GALERA_PORT$k=${port[$k]}"
-      echo "MYSQLLOCK_GALERA_SOCKET$k=$dir/node$k/mysqld.sock"
-    done
-    echo "MYSQLLOCK_GALERA_DIR=$dir"
-  } >"$dir/env.tmp"
-  mv "$dir/env.tmp" "$dir/env"
+  disown # not this shell's job: no "Killed" notice when kill_one ends it
 }
 
 case "$cmd" in
@@ -304,13 +230,13 @@ case "$cmd" in
     dir=$(cd "$dir" && pwd)
     if [ -f "$dir/cluster" ]; then
       load_cluster
-      [ -z "$(running_nodes)" ] || die "a cluster is already running in $dir"
+      [ -z "$(running)" ] || die "a cluster is already running in $dir"
     fi
     [ "$(id -u)" -ne 0 ] || chmod go+x "$dir"
     read -r -a p <<<"$(free_ports 12)"
     {
       echo "cluster_name=mysqllock-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
-      for k in "${nodes[@]}"; do
+      for k in "${ids[@]}"; do
         i=$(((k - 1) * 4))
         echo "port[$k]=${p[i]} gcomm[$k]=${p[i + 1]} ist[$k]=${p[i + 2]} sst[$k]=${p[i + 3]}"
       done
@@ -318,8 +244,8 @@ case "$cmd" in
     load_cluster
     # A half-started cluster is of no use to anyone and would outlive the test that
     # failed: kill what was started (the logs were shown, the data stays for inspection).
-    trap 'rc=$?; [ $rc -eq 0 ] || for j in "${nodes[@]}"; do kill_node "$j"; done; exit $rc' EXIT
-    for k in "${nodes[@]}"; do prepare_dirs "$k"; done
+    trap 'rc=$?; [ $rc -eq 0 ] || for j in "${ids[@]}"; do kill_one "$j"; done; exit $rc' EXIT
+    for k in "${ids[@]}"; do prepare_dirs "$k"; done
     # Only node 1 needs system tables: the others receive node 1's datadir by SST.
     if [ ! -d "$dir/node1/data/mysql" ]; then
       mariadb-install-db --no-defaults --user="$run_user" --datadir="$dir/node1/data" \
@@ -330,13 +256,13 @@ case "$cmd" in
     # Node 1 founds the cluster; the others join it one after the other, since one donor
     # serves one SST at a time.
     launch 1 --wsrep-new-cluster
-    poll "node1 to bootstrap the cluster" 1 -- node_synced 1
+    poll "node1 to bootstrap the cluster" 1 -- synced 1
     for k in 2 3; do
       recover_position "$k"
       launch "$k" ${start_position[@]+"${start_position[@]}"}
-      poll "node$k to join" "1 $k" -- node_synced "$k"
+      poll "node$k to join" "1 $k" -- synced "$k"
     done
-    poll "all three nodes to be Primary and Synced" "1 2 3" -- cluster_synced
+    poll "all three nodes to be $sync_state" "1 2 3" -- all_synced
     sql 1 <<'SQL'
 CREATE DATABASE IF NOT EXISTS mysqllock_test;
 CREATE USER IF NOT EXISTS 'locker'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret';
@@ -345,72 +271,44 @@ GRANT PROCESS, CONNECTION ADMIN, RELOAD ON *.* TO 'locker'@'127.0.0.1';
 SQL
     # The statements above replicate asynchronously; a causal read on each node returns
     # only once that node has applied them, so the user can log in anywhere at once.
-    for k in "${nodes[@]}"; do
+    for k in "${ids[@]}"; do
       [ "$(sql "$k" -e "SET SESSION wsrep_sync_wait=1; SELECT COUNT(*) FROM mysql.global_priv WHERE User='locker' AND Host='127.0.0.1'")" = 1 ] \
         || die "node$k has not received user locker"
     done
-    write_env
+    write_env MYSQLLOCK_GALERA_
     trap - EXIT
     ;;
   stop)
-    dir=$(cd "$dir" && pwd)
     load_cluster
     # 3, 2, 1: node 1 leaves last, so it is the one marked safe to bootstrap from.
-    for k in 3 2 1; do stop_node "$k"; done
-    ;;
-  kill)
-    check_node "${3:-}"
-    dir=$(cd "$dir" && pwd)
-    load_cluster
-    # Killing a node that is down kills nothing: a caller counting kills must hear so.
-    alive "$3" || die "node$3 is not running"
-    kill_node "$3"
+    for k in 3 2 1; do stop_one "$k"; done
     ;;
   restart)
-    k=${3:-}
-    check_node "$k"
-    dir=$(cd "$dir" && pwd)
-    load_cluster
-    stop_node "$k"
-    [ -n "$(running_nodes)" ] || die "no node of $dir is running for node$k to join; use start"
+    on_server "${3:-}"
+    stop_to_rejoin "$k"
     prepare_dirs "$k"
     recover_position "$k"
     # After kill -9 the others still count the dead process for a few seconds. A new one
     # arriving at the same address meanwhile confuses the membership protocol: measured,
     # the whole cluster went non-Primary for 2 s and the rejoin took 12-16 s. So let the
     # others drop the old process first (the failure detection above, about 3-4 s).
-    poll "the running nodes to drop node$k's previous process" "${nodes[*]}" -- cluster_synced
+    poll "the running nodes to drop node$k's previous process" "${ids[*]}" -- all_synced
     launch "$k" ${start_position[@]+"${start_position[@]}"}
-    poll "node$k to rejoin" "${nodes[*]}" -- node_synced "$k"
-    poll "the cluster to be Primary and Synced" "${nodes[*]}" -- cluster_synced
+    back_in_sync "$k" "to rejoin"
     ;;
   isolate | rejoin)
-    k=${3:-}
-    check_node "$k"
-    dir=$(cd "$dir" && pwd)
-    load_cluster
-    alive "$k" || die "node$k is not running"
+    on_server "${3:-}"
+    must_run "$k"
     if [ "$cmd" = isolate ]; then
       sql "$k" -e "SET GLOBAL wsrep_provider_options='gmcast.isolate=1'"
-      poll "node$k to drop out of the Primary component" "${nodes[*]}" -- node_isolated "$k"
+      poll "node$k to drop out of the Primary component" "${ids[*]}" -- node_isolated "$k"
     else
       sql "$k" -e "SET GLOBAL wsrep_provider_options='gmcast.isolate=0'"
-      poll "node$k to be Primary and Synced again" "${nodes[*]}" -- node_synced "$k"
-      poll "the cluster to be Primary and Synced" "${nodes[*]}" -- cluster_synced
+      back_in_sync "$k" "to be $sync_state again"
     fi
     ;;
-  wait)
-    dir=$(cd "$dir" && pwd)
-    load_cluster
-    poll "every running node to be Primary and Synced" "${nodes[*]}" -- cluster_synced
-    ;;
-  status)
-    dir=$(cd "$dir" && pwd)
-    load_cluster
-    print_status
-    ;;
   *)
-    echo "$usage" >&2
-    exit 2
+    # kill, wait, status, and the usage for anything else: the same on both clusters.
+    shared_command "$cmd" "${3:-}"
     ;;
 esac

@@ -91,13 +91,16 @@ cmd=${1:?$usage}
 dir=${2:?$usage}
 timeout=${MYSQLLOCK_GR_TIMEOUT:-90}
 here=$(cd "$(dirname "$0")" && pwd)
-members=(1 2 3)
 recovery_password=r3c0very-s3cret
 
-die() {
-  echo "group-replication.sh: $*" >&2
-  exit 1
-}
+# For lib/cluster.sh: what the servers are called (in messages and under DIR), their
+# program, the whole they form, and what a server in sync is (see synced).
+unit=member
+daemon=mysqld
+whole=group
+sync_state=ONLINE
+# shellcheck source=scripts/lib/cluster.sh
+. "$(dirname "$0")/lib/cluster.sh"
 
 [ "$(id -u)" -eq 0 ] || die "needs root (chroot, iptables)"
 
@@ -106,14 +109,6 @@ ensure_packages() {
   echo "group-replication.sh: installing iptables python3" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables python3 >/dev/null
-}
-
-
-check_member() {
-  case "${1:-}" in
-    1 | 2 | 3) ;;
-    *) die "member must be 1, 2 or 3 ($usage)" ;;
-  esac
 }
 
 # The chroot (made by scripts/mysql.sh) and this group's paths in it.
@@ -125,7 +120,9 @@ paths() {
   chain=mlgr-${id:3:12}
 }
 
+# load_cluster: DIR made absolute, and what start wrote to DIR/cluster.
 load_cluster() {
+  dir=$(cd "$dir" && pwd)
   [ -f "$dir/cluster" ] || die "$dir/cluster not found: no group was started in $dir"
   # shellcheck source=/dev/null
   . "$dir/cluster"
@@ -140,7 +137,7 @@ ensure_users() {
   local k
   exec 8>"$chroot_root.users.lock"
   flock 8
-  for k in "${members[@]}"; do
+  for k in "${ids[@]}"; do
     chroot "$chroot_root" getent passwd "$(user_of "$k")" >/dev/null \
       || chroot "$chroot_root" useradd --system --no-create-home --home-dir /nonexistent \
         --shell /usr/sbin/nologin --uid "$(uid_of "$k")" --user-group "$(user_of "$k")"
@@ -148,27 +145,8 @@ ensure_users() {
   flock -u 8
 }
 
-# Prints member K's mysqld pid if that process is alive (a zombie is not).
-pid_of() {
-  local k=$1 pid state
-  [ -f "$outer/member$k/mysqld.pid" ] || return 1
-  pid=$(cat "$outer/member$k/mysqld.pid" 2>/dev/null) || return 1
-  [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
-  state=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [ "$state" != Z ] || return 1
-  # guard against a recycled pid: it must still be this member's server
-  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "--datadir=$inner/member$k/data" || return 1
-  echo "$pid"
-}
-
-alive() { pid_of "$1" >/dev/null; }
-
-running_members() {
-  local k
-  for k in "${members[@]}"; do
-    if alive "$k"; then echo "$k"; fi
-  done
-}
+# Prints member K's mysqld pid if that process is alive.
+pid_of() { live_pid "$outer/member$1/mysqld.pid" "$inner/member$1/data"; }
 
 # sql K [mysql client args]: the chroot's client as root on member K's socket, given
 # $sql_timeout seconds (default 10). START GROUP_REPLICATION gets the script's whole
@@ -194,27 +172,11 @@ read_state() {
     END { print (s == "" ? "-" : s), (r == "" ? "-" : r), n + 0, u + 0 }' <<<"$out")
 }
 
-# One line per member: K PID up|down MEMBER_STATE MEMBER_ROLE ONLINE-members-it-sees
-print_status() {
-  local k pid
-  for k in "${members[@]}"; do
-    if pid=$(pid_of "$k"); then
-      read_state "$k"
-      echo "$k $pid up $st_state $st_role $st_online"
-    else
-      echo "$k - down - - -"
-    fi
-  done
+# The state columns of print_status: MEMBER_STATE MEMBER_ROLE ONLINE-members-it-sees
+state_fields() {
+  read_state "$1"
+  echo "$st_state $st_role $st_online"
 }
-
-show_logs() {
-  local k
-  for k in "$@"; do
-    echo "--- member$k: tail of $dir/member$k/error.log" >&2
-    tail -n 25 "$outer/member$k/error.log" >&2 2>/dev/null || true
-  done
-}
-
 
 # within SECONDS CONDITION...: like poll, but only says whether CONDITION held in time.
 within() {
@@ -229,18 +191,17 @@ within() {
 # Conditions for poll --------------------------------------------------------------------
 
 # Member K is ONLINE; a member whose process is gone never will be.
-member_online() {
-  alive "$1" || { echo "group-replication.sh: member$1's mysqld exited" >&2; return 2; }
+synced() {
+  still_alive "$1" || return $?
   read_state "$1"
   [ "$st_state" = ONLINE ]
 }
 
 # Every running member is ONLINE and sees exactly the running members ONLINE.
-group_synced() {
+all_synced() {
   local k up
-  up=$(running_members | wc -l)
-  [ "$up" -gt 0 ] || { echo "group-replication.sh: no member is running" >&2; return 2; }
-  for k in $(running_members); do
+  up=$(running_count) || return $?
+  for k in $(running); do
     read_state "$k"
     [ "$st_state" = ONLINE ] && [ "$st_online" = "$up" ] && [ "$st_unreachable" = 0 ] || return 1
   done
@@ -250,9 +211,9 @@ group_synced() {
 # members UNREACHABLE or has left the group.
 member_isolated() {
   local k=$1 j up
-  alive "$k" || { echo "group-replication.sh: member$k's mysqld exited" >&2; return 2; }
-  up=$(running_members | wc -l)
-  for j in $(running_members); do
+  still_alive "$k" || return $?
+  up=$(running | wc -l)
+  for j in $(running); do
     [ "$j" != "$k" ] || continue
     read_state "$j"
     [ "$st_state" = ONLINE ] && [ "$st_online" = $((up - 1)) ] && [ "$st_unreachable" = 0 ] || return 1
@@ -261,13 +222,11 @@ member_isolated() {
   [ "$st_unreachable" -gt 0 ] 2>/dev/null || [ "$st_state" = ERROR ] || [ "$st_state" = OFFLINE ]
 }
 
-process_gone() { ! alive "$1"; }
-
 # Every running member is ONLINE and sees member K as the primary.
 member_primary() {
   local k=$1 j role
-  group_synced || return $?
-  for j in $(running_members); do
+  all_synced || return $?
+  for j in $(running); do
     role=$(sql "$j" -e "SELECT MEMBER_ROLE FROM performance_schema.replication_group_members WHERE MEMBER_PORT = ${port[$k]}" 2>/dev/null) || return 1
     [ "$role" = PRIMARY ] || return 1
   done
@@ -332,30 +291,11 @@ join() {
   sql_timeout=$timeout sql "$1" -e 'START GROUP_REPLICATION' || { show_logs "$1"; die "START GROUP_REPLICATION failed on member$1"; }
 }
 
-stop_member() {
-  local k=$1 pid
-  pid=$(pid_of "$k") || return 0
-  sql "$k" -e 'SHUTDOWN' >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
-  local end=$((SECONDS + timeout))
-  while alive "$k" && [ $SECONDS -lt $end ]; do sleep 0.2; done
-  if alive "$k"; then
-    echo "group-replication.sh: member$k did not shut down within ${timeout}s; kill -9" >&2
-    kill_member "$k"
-  fi
-}
-
-kill_member() {
-  local k=$1 pid
-  pid=$(pid_of "$k") || return 0
-  kill -9 "$pid" 2>/dev/null || true
-  poll "member$k's process to exit" "" -- process_gone "$k"
-}
-
 # The cut: see the header. Rules are added to and removed from the group's chain. K's
 # own connections to its XCom port stay open: XCom tests its local port before joining.
 cut_rules() {
   local k=$1 j others=()
-  for j in "${members[@]}"; do [ "$j" = "$k" ] || others+=("${xcom[$j]}"); done
+  for j in "${ids[@]}"; do [ "$j" = "$k" ] || others+=("${xcom[$j]}"); done
   echo "-p tcp --dport ${xcom[$k]} -m owner ! --uid-owner $(uid_of "$k") -j DROP"
   echo "-p tcp -m owner --uid-owner $(uid_of "$k") -m multiport --dports $(
     IFS=,
@@ -381,20 +321,6 @@ isolated() {
   iptables -w -C "$chain" $rule 2>/dev/null
 }
 
-write_env() {
-  local k
-  {
-    for k in "${members[@]}"; do
-      echo "MYSQLLOCK_GR_DSN$k=mysql://locker:l0ck-s3cret@127.0.0.1:${port[$k]}/mysqllock_test"
-      echo "MYSQLLOCK_GR_PORT$k=${port[$k]}"
-      echo "MYSQLLOCK_GR_SOCKET$k=$dir/member$k/mysqld.sock"
-    done
-    echo "MYSQLLOCK_GR_MODE=$mode"
-    echo "MYSQLLOCK_GR_DIR=$dir"
-  } >"$dir/env.tmp"
-  mv "$dir/env.tmp" "$dir/env"
-}
-
 # Groups of earlier runs whose host directory is gone and none of whose members runs:
 # removed, so the chroot does not grow run after run.
 sweep() {
@@ -403,7 +329,7 @@ sweep() {
     [ -f "$d/owner" ] || continue
     owner=$(cat "$d/owner")
     [ -d "$owner" ] && continue
-    for k in "${members[@]}"; do
+    for k in "${ids[@]}"; do
       pid=$(cat "$d/member$k/mysqld.pid" 2>/dev/null) || continue
       kill -0 "$pid" 2>/dev/null && continue 2
     done
@@ -420,7 +346,7 @@ case "$cmd" in
     dir=$(cd "$dir" && pwd)
     if [ -f "$dir/cluster" ]; then
       load_cluster
-      [ -z "$(running_members)" ] || die "a group is already running in $dir"
+      [ -z "$(running)" ] || die "a group is already running in $dir"
     fi
     paths
     ensure_users
@@ -429,18 +355,18 @@ case "$cmd" in
     {
       echo "mode=$mode"
       echo "group_name=$(python3 -c 'import uuid; print(uuid.uuid4())')"
-      for k in "${members[@]}"; do
+      for k in "${ids[@]}"; do
         echo "port[$k]=${p[(k - 1) * 2]} xcom[$k]=${p[(k - 1) * 2 + 1]}"
       done
     } >"$dir/cluster"
     load_cluster
     # A half-started group is of no use to anyone and would outlive the test that failed:
     # kill what was started (the logs were shown, the data stays for inspection).
-    trap 'rc=$?; [ $rc -eq 0 ] || for j in "${members[@]}"; do kill_member "$j"; done; exit $rc' EXIT
+    trap 'rc=$?; [ $rc -eq 0 ] || for j in "${ids[@]}"; do kill_one "$j"; done; exit $rc' EXIT
     rm -rf "$outer"
     mkdir -p "$outer"
     echo "$dir" >"$outer/owner"
-    for k in "${members[@]}"; do
+    for k in "${ids[@]}"; do
       prepare_member "$k"
       chroot "$chroot_root" /usr/sbin/mysqld --no-defaults --initialize-insecure --user="$(user_of "$k")" \
         --datadir="$inner/member$k/data" --tmpdir="$inner/member$k/tmp" \
@@ -448,11 +374,11 @@ case "$cmd" in
         || { cat "$dir/install$k.log" >&2; exit 1; }
     done
     ensure_chain
-    for k in "${members[@]}"; do launch "$k"; done
+    for k in "${ids[@]}"; do launch "$k"; done
     # The recovery account, on each member by itself (not logged: it is not the group's
     # transaction), and the recovery channel's credentials (kept in the datadir, so a
     # restarted member needs nothing more to rejoin).
-    for k in "${members[@]}"; do
+    for k in "${ids[@]}"; do
       sql "$k" <<SQL
 SET GLOBAL super_read_only = OFF;
 SET SQL_LOG_BIN = 0;
@@ -466,7 +392,7 @@ SQL
     # Member 1 founds the group; the others join one after the other.
     sql_timeout=$timeout sql 1 -e 'SET GLOBAL group_replication_bootstrap_group = ON; START GROUP_REPLICATION; SET GLOBAL group_replication_bootstrap_group = OFF' \
       || { show_logs 1; die "member1 could not bootstrap the group"; }
-    poll "member1 to bootstrap the group" 1 -- member_online 1
+    poll "member1 to bootstrap the group" 1 -- synced 1
     sql 1 <<'SQL'
 CREATE DATABASE IF NOT EXISTS mysqllock_test;
 CREATE USER IF NOT EXISTS 'locker'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'l0ck-s3cret';
@@ -476,55 +402,38 @@ GRANT SELECT ON performance_schema.* TO 'locker'@'127.0.0.1';
 SQL
     for k in 2 3; do
       join "$k"
-      poll "member$k to join" "1 $k" -- member_online "$k"
+      poll "member$k to join" "1 $k" -- synced "$k"
     done
-    poll "all three members to be ONLINE" "1 2 3" -- group_synced
+    poll "all three members to be $sync_state" "1 2 3" -- all_synced
     # An ONLINE joiner has applied what the group committed before it joined (recovery
     # ends there), so user locker can log in anywhere at once: checked, not assumed.
-    for k in "${members[@]}"; do
+    for k in "${ids[@]}"; do
       [ "$(sql "$k" -e "SELECT COUNT(*) FROM mysql.user WHERE User='locker' AND Host='127.0.0.1'")" = 1 ] \
         || die "member$k has not received user locker"
     done
-    write_env
+    write_env MYSQLLOCK_GR_ "MYSQLLOCK_GR_MODE=$mode"
     trap - EXIT
     ;;
   stop)
-    dir=$(cd "$dir" && pwd)
     load_cluster
     # Undo any cut first: a member stopping while cut off would wait for the group.
     remove_chain
-    for k in 3 2 1; do stop_member "$k"; done
-    ;;
-  kill)
-    check_member "${3:-}"
-    dir=$(cd "$dir" && pwd)
-    load_cluster
-    # Killing a member that is down kills nothing: a caller counting kills must hear so.
-    alive "$3" || die "member$3 is not running"
-    kill_member "$3"
+    for k in 3 2 1; do stop_one "$k"; done
     ;;
   restart)
-    k=${3:-}
-    check_member "$k"
-    dir=$(cd "$dir" && pwd)
-    load_cluster
-    stop_member "$k"
-    [ -n "$(running_members)" ] || die "no member of $dir is running for member$k to join; use start"
+    on_server "${3:-}"
+    stop_to_rejoin "$k"
     # A member whose old incarnation the group still counts is refused ("already a member
     # with this server_uuid"): let the others expel it first (the failure detection above).
-    poll "the running members to expel member$k's previous process" "${members[*]}" -- group_synced
+    poll "the running members to expel member$k's previous process" "${ids[*]}" -- all_synced
     prepare_member "$k"
     launch "$k"
     join "$k"
-    poll "member$k to rejoin" "${members[*]}" -- member_online "$k"
-    poll "the group to be ONLINE" "${members[*]}" -- group_synced
+    back_in_sync "$k" "to rejoin"
     ;;
   isolate | rejoin)
-    k=${3:-}
-    check_member "$k"
-    dir=$(cd "$dir" && pwd)
-    load_cluster
-    alive "$k" || die "member$k is not running"
+    on_server "${3:-}"
+    must_run "$k"
     if [ "$cmd" = isolate ]; then
       isolated "$k" && die "member$k is cut off already"
       ensure_chain
@@ -532,7 +441,7 @@ SQL
         # shellcheck disable=SC2086
         iptables -w -A "$chain" $rule
       done < <(cut_rules "$k")
-      poll "the others to expel member$k" "${members[*]}" -- member_isolated "$k"
+      poll "the others to expel member$k" "${ids[*]}" -- member_isolated "$k"
     else
       while read -r rule; do
         # shellcheck disable=SC2086
@@ -542,7 +451,7 @@ SQL
       # unreachable_majority_timeout) and rejoins on its own (autorejoin_tries); should
       # that not happen (its attempts are spent, or the next is minutes away), it is
       # told to leave and join again.
-      if ! within 30 member_online "$k"; then
+      if ! within 30 synced "$k"; then
         read_state "$k"
         case $st_state in
           ERROR | OFFLINE)
@@ -552,35 +461,21 @@ SQL
             ;;
         esac
       fi
-      poll "member$k to be ONLINE again" "${members[*]}" -- member_online "$k"
-      poll "the group to be ONLINE" "${members[*]}" -- group_synced
+      back_in_sync "$k" "to be $sync_state again"
     fi
     ;;
   primary)
-    k=${3:-}
-    check_member "$k"
-    dir=$(cd "$dir" && pwd)
-    load_cluster
+    on_server "${3:-}"
     [ "$mode" = single ] || die "primary: the group is multi-primary (every member is a primary)"
     if ! member_primary "$k"; then
       uuid=$(sql "$k" -e 'SELECT @@server_uuid') || die "member$k does not answer"
       sql_timeout=$timeout sql "$k" -e "SELECT group_replication_set_as_primary('$uuid')" >/dev/null \
         || { show_logs "$k"; die "member$k could not be made the primary"; }
     fi
-    poll "member$k to be the primary" "${members[*]}" -- member_primary "$k"
-    ;;
-  wait)
-    dir=$(cd "$dir" && pwd)
-    load_cluster
-    poll "every running member to be ONLINE" "${members[*]}" -- group_synced
-    ;;
-  status)
-    dir=$(cd "$dir" && pwd)
-    load_cluster
-    print_status
+    poll "member$k to be the primary" "${ids[*]}" -- member_primary "$k"
     ;;
   *)
-    echo "$usage" >&2
-    exit 2
+    # kill, wait, status, and the usage for anything else: the same on both clusters.
+    shared_command "$cmd" "${3:-}"
     ;;
 esac

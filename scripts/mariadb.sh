@@ -24,13 +24,20 @@
 # also has MYSQLLOCK_TEST_TLS=require, MYSQLLOCK_TEST_TLS_DIR, MYSQLLOCK_TEST_X509_DSN and
 # MYSQLLOCK_TEST_TLS_PORT (see tls_env in scripts/lib/servers.sh).
 set -euo pipefail
+me=mariadb.sh
 # shellcheck source=scripts/lib/servers.sh
 . "$(dirname "$0")/lib/servers.sh"
+# shellcheck source=scripts/lib/standalone.sh
+. "$(dirname "$0")/lib/standalone.sh"
 
 cmd=${1:?usage: mariadb.sh start|stop|restart DIR}
 dir=${2:?usage: mariadb.sh start|stop|restart DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 tls=
+
+root_sql() {
+  mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" "$@"
+}
 
 launch() {
   local port=$1 tls_options=()
@@ -46,16 +53,7 @@ launch() {
     --innodb-buffer-pool-size=32M --skip-log-bin --myisam-recover-options=OFF >/dev/null 2>&1 &
   # myisam-recover-options=OFF: a crashed lock table is reported to the client, as on
   # MySQL, so the library's own repair is what the tests see.
-  local i
-  for i in $(seq 1 300); do
-    if mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" -e 'SELECT 1' >/dev/null 2>&1; then
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "mariadb.sh: server did not become ready; log follows" >&2
-  tail -20 "$dir/error.log" >&2
-  return 1
+  wait_ready 300 "$dir/error.log"
 }
 
 # A server that cannot load its certificates starts all the same, without TLS: with
@@ -63,25 +61,18 @@ launch() {
 check_tls() {
   [ "$tls" = require ] || return 0
   local have
-  have=$(mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" -N -e 'SELECT @@have_ssl')
+  have=$(root_sql -N -e 'SELECT @@have_ssl')
   [ "$have" = YES ] && return 0
-  echo "mariadb.sh: the server has no TLS (have_ssl=$have) with the certificates of $dir/tls; log follows" >&2
-  tail -20 "$dir/error.log" >&2
-  return 1
+  fail_with_log "the server has no TLS (have_ssl=$have) with the certificates of $dir/tls" "$dir/error.log"
 }
 
 stop_server() {
-  [ -f "$dir/mysqld.pid" ] || return 0
-  local pid
-  pid=$(cat "$dir/mysqld.pid")
-  mariadb-admin --no-defaults -uroot --socket="$dir/mysqld.sock" shutdown >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
-  local i
-  for i in $(seq 1 300); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$dir/mysqld.pid"; return 0; }
-    sleep 0.1
-  done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$dir/mysqld.pid"
+  stop_pid "$dir/mysqld.pid" mariadb-admin --no-defaults -uroot --socket="$dir/mysqld.sock" shutdown
+}
+
+# What a test account may do beyond its database (create_accounts).
+admin_grants() {
+  echo "GRANT PROCESS, CONNECTION ADMIN, RELOAD ON *.* TO '$1'@'127.0.0.1';"
 }
 
 case "$cmd" in
@@ -100,79 +91,32 @@ case "$cmd" in
     port=$(free_ports 1)
     launch "$port"
     check_tls
-    root_sql=(mariadb --no-defaults -uroot --socket="$dir/mysqld.sock")
-    if [ -z "$("${root_sql[@]}" -N -e "SELECT 1 FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'")" ]; then
-      "${root_sql[@]}" -e "INSTALL SONAME 'auth_ed25519'"
+    if [ -z "$(root_sql -N -e "SELECT 1 FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'")" ]; then
+      root_sql -e "INSTALL SONAME 'auth_ed25519'"
     fi
-    "${root_sql[@]}" <<'SQL'
-CREATE DATABASE IF NOT EXISTS mysqllock_test;
-CREATE USER IF NOT EXISTS 'locker'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret';
-GRANT ALL ON mysqllock_test.* TO 'locker'@'127.0.0.1';
--- The same account over the Unix socket, where the server sees the client as 'localhost'.
-CREATE USER IF NOT EXISTS 'locker'@'localhost' IDENTIFIED BY 'l0ck-s3cret';
-GRANT ALL ON mysqllock_test.* TO 'locker'@'localhost';
--- An account without a password (it may only log in).
-CREATE USER IF NOT EXISTS 'locker_nopw'@'127.0.0.1';
-GRANT PROCESS, CONNECTION ADMIN, RELOAD ON *.* TO 'locker'@'127.0.0.1';
+    create_accounts
+    root_sql <<'SQL'
 -- An account on another authentication plugin than mysql_native_password: the
 -- connection falls back from the project's own wire client to the mysql crate.
 CREATE USER IF NOT EXISTS 'locker_ed'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('l0ck-s3cret');
 GRANT ALL ON mysqllock_test.* TO 'locker_ed'@'127.0.0.1';
 SQL
-    if [ "$tls" = require ]; then
-      "${root_sql[@]}" <<'SQL'
--- The account that must show a client certificate signed by the test CA.
-CREATE USER IF NOT EXISTS 'locker_x509'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret' REQUIRE X509;
-GRANT ALL ON mysqllock_test.* TO 'locker_x509'@'127.0.0.1';
-GRANT PROCESS, CONNECTION ADMIN, RELOAD ON *.* TO 'locker_x509'@'127.0.0.1';
-SQL
-    fi
-    cat >"$dir/env" <<ENV
-MYSQLLOCK_TEST_DSN=mysql://locker:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
-MYSQLLOCK_TEST_ED25519_DSN=mysql://locker_ed:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
-MYSQLLOCK_TEST_NO_PASSWORD_DSN=mysql://locker_nopw@127.0.0.1:$port
-MYSQLLOCK_TEST_PORT=$port
-MYSQLLOCK_TEST_SOCKET=$dir/mysqld.sock
-MYSQLLOCK_TEST_DIR=$dir
-MYSQLLOCK_TEST_SERVER=mariadb
-MYSQLLOCK_SERVER_SCRIPT=$here/mariadb.sh
-ENV
-    [ "$tls" != require ] || tls_env "$dir" "$port" >>"$dir/env"
+    write_env "$port" locker_ed
     ;;
   stop)
     stop_server
     ;;
   restart)
-    port=$(sed -n 's/^MYSQLLOCK_TEST_PORT=//p' "$dir/env")
-    tls=$(started_tls "$dir")
-    stop_server
-    launch "$port"
-    check_tls
+    restart_server
     ;;
   sql)
     shift 2
-    mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" "$@"
+    root_sql "$@"
     ;;
   crash-table)
     db=${3:?usage: mariadb.sh crash-table DIR DB TABLE}
     table=${4:?usage: mariadb.sh crash-table DIR DB TABLE}
-    myi="$dir/data/$db/$table.MYI"
-    [ -f "$myi" ] || { echo "mariadb.sh: $myi does not exist (not a MyISAM table?)" >&2; exit 1; }
-    # The server must reopen the table to read the header we change; the servers run
-    # with --myisam-recover-options=OFF (see launch), so it reports the crash instead of
-    # repairing behind the client's back.
-    mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" -e "FLUSH TABLES \`$db\`.\`$table\`"
-    # MyISAM's state header: the byte at offset 26 holds the "changed" flags; bit 1 is
-    # STATE_CRASHED.
-    python3 - "$myi" <<'PY'
-import sys
-path = sys.argv[1]
-with open(path, "r+b") as f:
-    f.seek(26)
-    flags = f.read(1)[0]
-    f.seek(26)
-    f.write(bytes([flags | 2]))
-PY
+    crash_table "$dir/data" "$db" "$table"
     ;;
   *)
     echo "usage: mariadb.sh start|stop|restart|crash-table|sql DIR" >&2

@@ -38,17 +38,15 @@
 # in place of the ones the server made itself), require_secure_transport=ON, the account
 # locker_x509@127.0.0.1 (REQUIRE X509) and the same four more lines in DIR/env.
 set -euo pipefail
+me=mysql.sh
 # shellcheck source=scripts/lib/servers.sh
 . "$(dirname "$0")/lib/servers.sh"
+# shellcheck source=scripts/lib/standalone.sh
+. "$(dirname "$0")/lib/standalone.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 chroot_root=${MYSQLLOCK_MYSQL_ROOT:-/var/cache/mysqllock/sid-mysql}
 mirror=${MYSQLLOCK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-
-die() {
-  echo "mysql.sh: $*" >&2
-  exit 1
-}
 
 # The chroot with mysqld, made once. Several suites may start servers at the same time:
 # the first one builds it under a lock, the others wait for it.
@@ -138,16 +136,7 @@ launch() {
     --myisam-recover-options=OFF >/dev/null 2>&1 </dev/null &
   # myisam-recover-options=OFF: a crashed lock table is reported to the client, so the
   # library's own repair is what the tests see (as with mariadb.sh).
-  local i
-  for i in $(seq 1 600); do
-    if root_sql -e 'SELECT 1' >/dev/null 2>&1; then
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "mysql.sh: server did not become ready; log follows" >&2
-  tail -20 "$outer/error.log" >&2
-  return 1
+  wait_ready 600 "$outer/error.log"
 }
 
 # The test CA's certificates where the chrooted server can read them.
@@ -165,23 +154,21 @@ check_tls() {
   local serving
   serving=$(root_sql -N -e "SHOW GLOBAL STATUS LIKE 'Current_tls_cert'" | cut -f2)
   [ "$serving" = "$inner/tls/server-cert.pem" ] && return 0
-  echo "mysql.sh: the server serves ${serving:-no certificate}, not $inner/tls/server-cert.pem; log follows" >&2
-  tail -20 "$outer/error.log" >&2
-  return 1
+  fail_with_log "the server serves ${serving:-no certificate}, not $inner/tls/server-cert.pem" "$outer/error.log"
 }
 
 stop_server() {
-  [ -f "$outer/mysqld.pid" ] || return 0
-  local pid
-  pid=$(cat "$outer/mysqld.pid")
-  root_sql -e 'SHUTDOWN' >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
-  local i
-  for i in $(seq 1 300); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$outer/mysqld.pid"; return 0; }
-    sleep 0.1
-  done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$outer/mysqld.pid"
+  stop_pid "$outer/mysqld.pid" root_sql -e 'SHUTDOWN'
+}
+
+# What a test account may do beyond its database (create_accounts).
+admin_grants() {
+  cat <<SQL
+GRANT PROCESS, RELOAD ON *.* TO '$1'@'127.0.0.1';
+-- KILL of another account's session; status --session reads performance_schema.
+GRANT CONNECTION_ADMIN ON *.* TO '$1'@'127.0.0.1';
+GRANT SELECT ON performance_schema.* TO '$1'@'127.0.0.1';
+SQL
 }
 
 cmd=${1:?usage: mysql.sh start|stop|restart|crash-table|sql DIR | mysql.sh root}
@@ -215,48 +202,17 @@ case "$cmd" in
     check_tls
     ln -sfn "$outer/mysqld.sock" "$dir/mysqld.sock"
     ln -sfn "$outer/mysqld.pid" "$dir/mysqld.pid"
+    create_accounts
     root_sql <<'SQL'
-CREATE DATABASE IF NOT EXISTS mysqllock_test;
-CREATE USER IF NOT EXISTS 'locker'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret';
-GRANT ALL ON mysqllock_test.* TO 'locker'@'127.0.0.1';
--- The same account over the Unix socket, where the server sees the client as 'localhost'.
-CREATE USER IF NOT EXISTS 'locker'@'localhost' IDENTIFIED BY 'l0ck-s3cret';
-GRANT ALL ON mysqllock_test.* TO 'locker'@'localhost';
--- An account without a password (it may only log in).
-CREATE USER IF NOT EXISTS 'locker_nopw'@'127.0.0.1';
-GRANT PROCESS, RELOAD ON *.* TO 'locker'@'127.0.0.1';
--- KILL of another account's session; status --session reads performance_schema.
-GRANT CONNECTION_ADMIN ON *.* TO 'locker'@'127.0.0.1';
-GRANT SELECT ON performance_schema.* TO 'locker'@'127.0.0.1';
 CREATE USER IF NOT EXISTS 'locker_sha'@'127.0.0.1' IDENTIFIED WITH sha256_password BY 'l0ck-s3cret';
 GRANT ALL ON mysqllock_test.* TO 'locker_sha'@'127.0.0.1';
 CREATE USER IF NOT EXISTS 'locker_sha'@'localhost' IDENTIFIED WITH sha256_password BY 'l0ck-s3cret';
 GRANT ALL ON mysqllock_test.* TO 'locker_sha'@'localhost';
 CREATE USER IF NOT EXISTS 'locker_sha_nopw'@'127.0.0.1' IDENTIFIED WITH sha256_password;
 SQL
-    if [ "$tls" = require ]; then
-      root_sql <<'SQL'
--- The account that must show a client certificate signed by the test CA.
-CREATE USER IF NOT EXISTS 'locker_x509'@'127.0.0.1' IDENTIFIED BY 'l0ck-s3cret' REQUIRE X509;
-GRANT ALL ON mysqllock_test.* TO 'locker_x509'@'127.0.0.1';
-GRANT PROCESS, RELOAD ON *.* TO 'locker_x509'@'127.0.0.1';
-GRANT CONNECTION_ADMIN ON *.* TO 'locker_x509'@'127.0.0.1';
-GRANT SELECT ON performance_schema.* TO 'locker_x509'@'127.0.0.1';
-SQL
-    fi
-    cat >"$dir/env" <<ENV
-MYSQLLOCK_TEST_DSN=mysql://locker:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
-MYSQLLOCK_TEST_ED25519_DSN=mysql://locker_sha:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
-MYSQLLOCK_TEST_SHA256_DSN=mysql://locker_sha:l0ck-s3cret@127.0.0.1:$port/mysqllock_test
-MYSQLLOCK_TEST_SHA256_NO_PASSWORD_DSN=mysql://locker_sha_nopw@127.0.0.1:$port
-MYSQLLOCK_TEST_NO_PASSWORD_DSN=mysql://locker_nopw@127.0.0.1:$port
-MYSQLLOCK_TEST_PORT=$port
-MYSQLLOCK_TEST_SOCKET=$dir/mysqld.sock
-MYSQLLOCK_TEST_DIR=$dir
-MYSQLLOCK_TEST_SERVER=mysql
-MYSQLLOCK_SERVER_SCRIPT=$here/mysql.sh
-ENV
-    [ "$tls" != require ] || tls_env "$dir" "$port" >>"$dir/env"
+    write_env "$port" locker_sha \
+      "MYSQLLOCK_TEST_SHA256_DSN=mysql://locker_sha:l0ck-s3cret@127.0.0.1:$port/mysqllock_test" \
+      "MYSQLLOCK_TEST_SHA256_NO_PASSWORD_DSN=mysql://locker_sha_nopw@127.0.0.1:$port"
     ;;
   stop)
     dir=$(cd "$dir" && pwd)
@@ -266,11 +222,7 @@ ENV
   restart)
     dir=$(cd "$dir" && pwd)
     instance_paths
-    port=$(sed -n 's/^MYSQLLOCK_TEST_PORT=//p' "$dir/env")
-    tls=$(started_tls "$dir")
-    stop_server
-    launch "$port"
-    check_tls
+    restart_server
     ;;
   sql)
     dir=$(cd "$dir" && pwd)
@@ -283,19 +235,7 @@ ENV
     table=${4:?usage: mysql.sh crash-table DIR DB TABLE}
     dir=$(cd "$dir" && pwd)
     instance_paths
-    myi="$outer/data/$db/$table.MYI"
-    [ -f "$myi" ] || die "$myi does not exist (not a MyISAM table?)"
-    root_sql -e "FLUSH TABLES \`$db\`.\`$table\`"
-    # MyISAM's state header, as in mariadb.sh: bit 1 of the byte at offset 26 is
-    # STATE_CRASHED.
-    python3 - "$myi" <<'PY'
-import sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(26)
-    flags = f.read(1)[0]
-    f.seek(26)
-    f.write(bytes([flags | 2]))
-PY
+    crash_table "$outer/data" "$db" "$table"
     ;;
   *)
     echo "usage: mysql.sh start|stop|restart|crash-table|sql DIR | mysql.sh root" >&2

@@ -1,6 +1,16 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2154
+# (SC2154: $me, $timeout and the like are set by the sourcing script.)
 # What the throwaway-server scripts share (sourced by scripts/mariadb.sh, mysql.sh,
-# galera.sh and group-replication.sh): free ports, and polling a condition with a deadline.
+# galera.sh and group-replication.sh): failing with a message, free ports, polling a
+# condition with a deadline, and the TLS setup. Each script sets $me (its name, the prefix
+# of its messages) before sourcing this. What only the standalone servers share is in
+# lib/standalone.sh, what only the clusters share in lib/cluster.sh.
+
+# die MESSAGE: says MESSAGE, prefixed with the script's name, and exits 1.
+die() {
+  echo "$me: $*" >&2
+  exit 1
+}
 
 # free_ports N: N ports free on 127.0.0.1, all held at once while picking so that none
 # repeats.
