@@ -11,7 +11,7 @@ use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
 use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::flags::{ConstantFlags, DataType, MethodFlags};
 use ext_php_rs::types::{ZendHashTable, Zval};
-use ext_php_rs::zend::{ClassEntry, ExecuteData};
+use ext_php_rs::zend::ExecuteData;
 use mysqllock_core::{limits, Error, QuoteStyle, Table};
 
 use crate::args::{self, Args, Name};
@@ -166,8 +166,7 @@ fn configure_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 fn set_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let a = Args::fetch(ex, &["pdo"], 1)?;
     let pdo = a.value(0);
-    let is_pdo = ClassEntry::try_find("PDO").zip(pdo.object()).is_some_and(|(class, object)| object.instance_of(class));
-    if !is_pdo {
+    if !connection::is_pdo(&pdo) {
         return Err(args::type_error(1, "PDO", &pdo));
     }
     state::with(|s| {

@@ -29,23 +29,17 @@ use ext_php_rs::flags::{ClassFlags, ConstantFlags, DataType, MethodFlags, Proper
 use ext_php_rs::types::Zval;
 use ext_php_rs::zend::{ce, ClassEntry, ExecuteData};
 use mysqllock_core::fork::{self, Owner};
-use mysqllock_core::{
-    Config, Connector, Dialect, DistributedLock, Error, Grant, MysqlSession, QuoteStyle, Session, SessionError, Table,
-    DEFAULT_LEASE_TABLE, MAX_LEASE_TTL,
-};
+use mysqllock_core::{Dialect, DistributedLock, Error, Grant, QuoteStyle, Table, DEFAULT_LEASE_TABLE, MAX_LEASE_TTL};
 
 use crate::args::{self, Args};
-use crate::connection::{self, Settings};
-use crate::driver::{self, Statements};
+use crate::connection::{self, PhpConnector, Reconnect, Settings, Target};
+use crate::driver;
 use crate::exceptions::{lease_exception, lease_to_php, protected_property};
 use crate::handler::{self, boolean, double, handlers, int, php_int};
 use crate::ini;
-use crate::pdo_session::{self, PdoSession};
+use crate::pdo_session;
 use crate::php::{self, Noise};
 use crate::registry::Class;
-
-/// `PDO::ATTR_DRIVER_NAME`.
-const ATTR_DRIVER_NAME: i64 = 16;
 
 /// The private property holding the object's number in [`OBJECTS`].
 const HANDLE: &str = "handle";
@@ -60,84 +54,7 @@ thread_local! {
     static NEXT_HANDLE: Cell<i64> = const { Cell::new(1) };
 }
 
-/// Where an object's sessions come from.
-enum LeaseConnector {
-    Native(Box<Config>),
-    Pdo(PdoTarget),
-}
-
-/// A user's PDO, and what replaces it once its connection is lost.
-struct PdoTarget {
-    pdo: Zval,
-    statements: Statements,
-    /// The constructor's `$reconnect`: called for a new PDO each time the core asks for
-    /// a session again (it does only after the session was lost).
-    reconnect: Option<Zval>,
-    /// `pdo`'s driver, which a replacement must have too.
-    dialect: Dialect,
-    /// A session was made from `pdo` already: the next request for one means it was lost.
-    used: bool,
-}
-
-impl LeaseConnector {
-    /// The same target without any session or prepared statement of this one.
-    fn fresh(&self) -> LeaseConnector {
-        match self {
-            LeaseConnector::Native(config) => LeaseConnector::Native(config.clone()),
-            LeaseConnector::Pdo(target) => LeaseConnector::Pdo(PdoTarget {
-                pdo: target.pdo.shallow_clone(),
-                statements: Statements::default(),
-                reconnect: target.reconnect.as_ref().map(Zval::shallow_clone),
-                dialect: target.dialect,
-                used: false,
-            }),
-        }
-    }
-}
-
-impl Connector for LeaseConnector {
-    type Session = Box<dyn Session>;
-
-    fn connect(&mut self) -> mysqllock_core::Result<Box<dyn Session>> {
-        match self {
-            LeaseConnector::Native(config) => Ok(Box::new(MysqlSession::connect(config)?)),
-            LeaseConnector::Pdo(target) => {
-                if target.used {
-                    if let Some(reconnect) = &target.reconnect {
-                        target.pdo = replacement(reconnect, target.dialect)?;
-                    }
-                }
-                target.used = true;
-                Ok(Box::new(PdoSession::attach(&target.pdo, target.statements.clone())))
-            }
-        }
-    }
-}
-
-/// `$reconnect()`: the PDO that takes the lost one's place, of the same driver.
-fn replacement(reconnect: &Zval, dialect: Dialect) -> mysqllock_core::Result<Zval> {
-    let failed = |source: SessionError| Error::Connect { target: "the PDO $reconnect returns".to_owned(), source };
-    let pdo = php::call(reconnect, vec![]).map_err(|e| failed(pdo_session::failure(e, dialect)))?;
-    if !is_pdo(&pdo) {
-        return Err(failed(driver::unknown(&format!("$reconnect returned {}, not a PDO", php::type_name(&pdo)))));
-    }
-    let driver = php::call_method(&pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet)
-        .map_err(|e| failed(pdo_session::failure(e, dialect)))?
-        .string()
-        .unwrap_or_default();
-    if Dialect::from_driver(&driver).ok() != Some(dialect) {
-        return Err(failed(driver::unknown(&format!(
-            "$reconnect returned a PDO of the driver {driver:?}, not of the lost one's"
-        ))));
-    }
-    Ok(pdo)
-}
-
-fn is_pdo(value: &Zval) -> bool {
-    ClassEntry::try_find("PDO").zip(value.object()).is_some_and(|(class, object)| object.instance_of(class))
-}
-
-type Core = DistributedLock<LeaseConnector>;
+type Core = DistributedLock<PhpConnector>;
 
 /// The lease a successful `acquire()`/`renew()` of this object granted last.
 struct Held {
@@ -156,7 +73,7 @@ struct Entry {
 }
 
 impl Entry {
-    fn new(connector: LeaseConnector, table: Table, dialect: Dialect) -> Entry {
+    fn new(connector: PhpConnector, table: Table, dialect: Dialect) -> Entry {
         Entry { owner: Owner::current(), dialect, lock: DistributedLock::new(connector, table, dialect), held: None }
     }
 
@@ -214,11 +131,11 @@ impl Entry {
     /// `lastInsertId()` of the user's MySQL PDO; `None` on the extension's own connection
     /// and on SQLite.
     fn insert_id(&self) -> Option<u64> {
-        let LeaseConnector::Pdo(target) = self.lock.connector() else { return None };
+        let pdo = self.lock.connector().pdo()?;
         if self.dialect != Dialect::MySql {
             return None;
         }
-        let id = php::call_method(&target.pdo, "lastInsertId", vec![], Noise::Quiet).ok()?;
+        let id = php::call_method(pdo, "lastInsertId", vec![], Noise::Quiet).ok()?;
         id.str().and_then(|s| s.parse().ok())
     }
 
@@ -234,10 +151,8 @@ impl Entry {
 
 /// Never closes or frees what a core lock inherited from a parent process: its native
 /// socket (no COM_QUIT) and its prepared PDO statements (no COM_STMT_CLOSE).
-fn abandon(lock: Core) {
-    if let LeaseConnector::Pdo(target) = lock.connector() {
-        connection::never_free_statements(&target.statements);
-    }
+fn abandon(mut lock: Core) {
+    lock.connector_mut().protect_parents_session();
     fork::abandon(lock);
 }
 
@@ -359,23 +274,16 @@ fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     }
     let entry = match pdo {
         Some(pdo) => {
-            if !is_pdo(pdo) {
+            if !connection::is_pdo(pdo) {
                 return Err(args::type_error(1, "?PDO", pdo));
             }
-            let driver = php::call_method(pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet)
-                .map_err(|e| lease_exception(&format!("DistributedLock::__construct(): {}", e.describe()), 0, None))?
-                .string()
-                .unwrap_or_default();
+            let driver = pdo_session::driver_name(pdo)
+                .map_err(|e| lease_exception(&format!("DistributedLock::__construct(): {}", e.describe()), 0, None))?;
             let dialect = Dialect::from_driver(&driver).map_err(|e| lease_to_php("__construct", &e))?;
             let table = table(table_name.as_deref().unwrap_or(DEFAULT_LEASE_TABLE))?;
-            let connector = LeaseConnector::Pdo(PdoTarget {
-                pdo: pdo.shallow_clone(),
-                statements: Statements::default(),
-                reconnect: reconnect.map(Zval::shallow_clone),
-                dialect,
-                used: false,
-            });
-            Entry::new(connector, table, dialect)
+            let reconnect = reconnect.map(|r| Reconnect::new(r.shallow_clone(), dialect));
+            let target = Target::lease_pdo(pdo.shallow_clone(), reconnect);
+            Entry::new(PhpConnector { target }, table, dialect)
         }
         None => {
             let url = ini::get(ini::DSN)
@@ -388,7 +296,7 @@ fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
                 Some(name) => table(&name)?,
                 None => config.lease_table.clone(),
             };
-            Entry::new(LeaseConnector::Native(Box::new(config)), table, Dialect::MySql)
+            Entry::new(PhpConnector { target: Target::Native(Box::new(config)) }, table, Dialect::MySql)
         }
     };
     // A second __construct() on one object replaces its earlier state.
