@@ -90,10 +90,10 @@ pub fn register() -> ext_php_rs::error::Result<()> {
     for (method, flags) in methods {
         shared_lock = shared_lock.method(method, flags);
     }
-    shared_lock.registration(Class::SharedLock.registration()).register()?;
+    Class::SharedLock.register(shared_lock)?;
 
     let public = MethodFlags::Public;
-    ClassBuilder::new(Class::Handle.name())
+    let handle = ClassBuilder::new(Class::Handle.name())
         .property(exceptions::protected_property("lockName"))
         .method(FunctionBuilder::new("__construct", handle_construct).arg(arg("lockName")), public)
         .method(FunctionBuilder::new("release", handle_release), public)
@@ -105,9 +105,8 @@ pub fn register() -> ext_php_rs::error::Result<()> {
         .method(FunctionBuilder::new("getRemainingTTL", handle_get_remaining_ttl), public)
         .method(FunctionBuilder::new("getToken", handle_get_token), public)
         .method(FunctionBuilder::new("renew", handle_renew).arg(arg("ttl")), public)
-        .method(FunctionBuilder::new("setRemainingTTL", handle_set_remaining_ttl).arg(arg("ttl")), public)
-        .registration(Class::Handle.registration())
-        .register()
+        .method(FunctionBuilder::new("setRemainingTTL", handle_set_remaining_ttl).arg(arg("ttl")), public);
+    Class::Handle.register(handle)
 }
 
 handlers! {

@@ -20,7 +20,7 @@ use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
 use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::flags::{ClassFlags, ConstantFlags, DataType, MethodFlags, PropertyFlags};
 use ext_php_rs::types::Zval;
-use ext_php_rs::zend::{ce, ClassEntry, ExecuteData};
+use ext_php_rs::zend::{ce, ExecuteData};
 use mysqllock_core::{Dialect, Error, QuoteStyle, Table, DEFAULT_LEASE_TABLE, MAX_LEASE_TTL};
 
 use crate::args::{self, Args};
@@ -44,7 +44,8 @@ const NO_DSN: &str = "new DistributedLock() without a PDO uses the extension's o
 // ---------------------------------------------------------------------------------
 // Registration
 
-/// Registers `Nene\Kit\DistributedLock`; module startup only.
+/// Registers `Nene\Kit\DistributedLock` (the object's state cannot be serialized);
+/// module startup only.
 pub fn register() -> ext_php_rs::error::Result<()> {
     let public = MethodFlags::Public;
     let text = |name: &str| Arg::new(name, DataType::String);
@@ -56,7 +57,7 @@ pub fn register() -> ext_php_rs::error::Result<()> {
     handle.flags = PropertyFlags::Private;
     #[allow(clippy::cast_possible_truncation)] // 253402300799: an integer, far inside i64
     let max_ttl = MAX_LEASE_TTL as i64;
-    ClassBuilder::new(Class::DistributedLock.name())
+    let builder = ClassBuilder::new(Class::DistributedLock.name())
         .constant("MAX_TTL", max_ttl, &[], ConstantFlags::Public)?
         .property(handle)
         .method(
@@ -90,15 +91,8 @@ pub fn register() -> ext_php_rs::error::Result<()> {
         .method(method("createTable", create_table, DataType::Bool, false), public)
         .method(method("upgradeTable", upgrade_table, DataType::Bool, false), public)
         .method(FunctionBuilder::new("__clone", clone), public)
-        .method(FunctionBuilder::new("__destruct", destruct), public)
-        .registration(registered)
-        .register()
-}
-
-/// Stores the class entry; the object's state cannot be serialized.
-fn registered(class: &'static mut ClassEntry, arg_info: ext_php_rs::args::ArgInfoTables) {
-    class.ce_flags |= ClassFlags::NotSerializable.bits();
-    (Class::DistributedLock.registration())(class, arg_info);
+        .method(FunctionBuilder::new("__destruct", destruct), public);
+    Class::DistributedLock.register_with(builder, ClassFlags::NotSerializable)
 }
 
 handlers! {
