@@ -11,7 +11,7 @@ use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
 use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::flags::{ConstantFlags, DataType, MethodFlags};
 use ext_php_rs::types::{ZendHashTable, Zval};
-use ext_php_rs::zend::{ClassEntry, ExecuteData};
+use ext_php_rs::zend::ExecuteData;
 use mysqllock_core::{limits, Error, QuoteStyle, Table};
 
 use crate::args::{self, Args, Name};
@@ -90,10 +90,10 @@ pub fn register() -> ext_php_rs::error::Result<()> {
     for (method, flags) in methods {
         shared_lock = shared_lock.method(method, flags);
     }
-    shared_lock.registration(Class::SharedLock.registration()).register()?;
+    Class::SharedLock.register(shared_lock)?;
 
     let public = MethodFlags::Public;
-    ClassBuilder::new(Class::Handle.name())
+    let handle = ClassBuilder::new(Class::Handle.name())
         .property(exceptions::protected_property("lockName"))
         .method(FunctionBuilder::new("__construct", handle_construct).arg(arg("lockName")), public)
         .method(FunctionBuilder::new("release", handle_release), public)
@@ -105,9 +105,8 @@ pub fn register() -> ext_php_rs::error::Result<()> {
         .method(FunctionBuilder::new("getRemainingTTL", handle_get_remaining_ttl), public)
         .method(FunctionBuilder::new("getToken", handle_get_token), public)
         .method(FunctionBuilder::new("renew", handle_renew).arg(arg("ttl")), public)
-        .method(FunctionBuilder::new("setRemainingTTL", handle_set_remaining_ttl).arg(arg("ttl")), public)
-        .registration(Class::Handle.registration())
-        .register()
+        .method(FunctionBuilder::new("setRemainingTTL", handle_set_remaining_ttl).arg(arg("ttl")), public);
+    Class::Handle.register(handle)
 }
 
 handlers! {
@@ -166,8 +165,7 @@ fn configure_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 fn set_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let a = Args::fetch(ex, &["pdo"], 1)?;
     let pdo = a.value(0);
-    let is_pdo = ClassEntry::try_find("PDO").zip(pdo.object()).is_some_and(|(class, object)| object.instance_of(class));
-    if !is_pdo {
+    if !connection::is_pdo(&pdo) {
         return Err(args::type_error(1, "PDO", &pdo));
     }
     state::with(|s| {

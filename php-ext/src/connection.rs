@@ -1,16 +1,24 @@
 //! Where locks are taken: the core's native MySQL session (the default), the session of
 //! a PDO the user handed over or asked for, or (session locks) of a user's mysqli. The
 //! protocol is the core's in every case; this module only builds sessions.
+//!
+//! [`PhpConnector`] is the one core `Connector` of every PHP class: the `Locker`s of
+//! `SharedLock` and `SessionLock`, and the lease mode's `DistributedLock`. What differs is
+//! said by whoever builds it: a PDO session of a `Locker` knows its `CONNECTION_ID()`
+//! (the protocol writes it into the row and KILLs by it), one of the lease mode does not
+//! need it (and SQLite has none); only the lease mode's PDO may be replaced by the
+//! constructor's `$reconnect` once it is lost.
 
 use std::path::Path;
 
 use ext_php_rs::types::Zval;
-use mysqllock_core::{Config, Connector, Error, MysqlSession, Session, SessionError, Table, Tls};
+use ext_php_rs::zend::ClassEntry;
+use mysqllock_core::{Config, Connector, Dialect, Error, MysqlSession, Session, SessionError, Table, Tls};
 
-use crate::driver::Statements;
+use crate::driver::{self, Statements};
 use crate::ini;
 use crate::mysqli_session::MysqliSession;
-use crate::pdo_session::PdoSession;
+use crate::pdo_session::{self, PdoSession};
 use crate::php;
 
 /// The parameters of `configureConnection()` (or of `mysqllock.dsn`).
@@ -218,20 +226,26 @@ pub fn port(value: f64) -> Result<u16, Error> {
 
 /// In a forked child: the engine must never deallocate (COM_STMT_CLOSE) what was
 /// prepared on the parent's session.
-pub fn never_free_statements(statements: &Statements) {
+fn never_free_statements(statements: &Statements) {
     for statement in statements.borrow_mut().values_mut() {
         php::never_free(statement);
     }
 }
 
-/// The session kind of one `Locker`.
+/// Where a connector's sessions come from.
 pub enum Target {
     Native(Box<Config>),
-    /// A PDO object; `owned` when `getConnection()` created it (rather than the user).
+    /// A PDO object.
     Pdo {
         pdo: Zval,
+        /// Created by `getConnection()` (rather than the user).
         owned: bool,
         statements: Statements,
+        /// Sessions ask the server for their `CONNECTION_ID()` (a `Locker`'s must know
+        /// it); the lease mode's need not, and its SQLite PDOs have none.
+        identified: bool,
+        /// The lease mode's `$reconnect`, for a PDO whose session was lost.
+        reconnect: Option<Reconnect>,
     },
     /// A user's mysqli object (session locks only).
     Mysqli {
@@ -241,8 +255,14 @@ pub enum Target {
 }
 
 impl Target {
+    /// A PDO for a `Locker`; `owned` when `getConnection()` created it.
     pub fn pdo(pdo: Zval, owned: bool) -> Target {
-        Target::Pdo { pdo, owned, statements: Statements::default() }
+        Target::Pdo { pdo, owned, statements: Statements::default(), identified: true, reconnect: None }
+    }
+
+    /// A user's PDO for the lease mode, replaced by `reconnect` (if given) once lost.
+    pub fn lease_pdo(pdo: Zval, reconnect: Option<Reconnect>) -> Target {
+        Target::Pdo { pdo, owned: false, statements: Statements::default(), identified: false, reconnect }
     }
 
     pub fn mysqli(mysqli: Zval) -> Target {
@@ -250,7 +270,47 @@ impl Target {
     }
 }
 
-/// Opens sessions for a `Locker` (again after one was lost).
+/// `DistributedLock`'s `$reconnect`: called for a new PDO each time the core asks for a
+/// session again, which it does only after the session was lost.
+pub struct Reconnect {
+    callable: Zval,
+    /// The lost PDO's driver, which a replacement must have too.
+    dialect: Dialect,
+    /// A session was made from the current PDO already: the next request for one means
+    /// it was lost.
+    used: bool,
+}
+
+impl Reconnect {
+    pub fn new(callable: Zval, dialect: Dialect) -> Reconnect {
+        Reconnect { callable, dialect, used: false }
+    }
+
+    /// The PDO that takes the lost one's place, of the same driver.
+    fn replacement(&self) -> mysqllock_core::Result<Zval> {
+        let dialect = self.dialect;
+        let failed = |source: SessionError| Error::Connect { target: "the PDO $reconnect returns".to_owned(), source };
+        let pdo = php::call(&self.callable, vec![]).map_err(|e| failed(pdo_session::failure(e, dialect)))?;
+        if !is_pdo(&pdo) {
+            return Err(failed(driver::unknown(&format!("$reconnect returned {}, not a PDO", php::type_name(&pdo)))));
+        }
+        let name = pdo_session::driver_name(&pdo).map_err(|e| failed(pdo_session::failure(e, dialect)))?;
+        if Dialect::from_driver(&name).ok() != Some(dialect) {
+            return Err(failed(driver::unknown(&format!(
+                "$reconnect returned a PDO of the driver {name:?}, not of the lost one's"
+            ))));
+        }
+        Ok(pdo)
+    }
+}
+
+/// Whether `value` is a PDO object.
+pub fn is_pdo(value: &Zval) -> bool {
+    ClassEntry::try_find("PDO").zip(value.object()).is_some_and(|(class, object)| object.instance_of(class))
+}
+
+/// Opens sessions for a `Locker` or a lease-mode `DistributedLock` (again after one was
+/// lost).
 pub struct PhpConnector {
     pub target: Target,
 }
@@ -276,11 +336,28 @@ impl PhpConnector {
         matches!(self.target, Target::Pdo { owned: true, .. })
     }
 
+    /// The same target without any session or prepared statement of this one (`clone`
+    /// of a `DistributedLock`, and its fresh start in a forked child).
+    pub fn fresh(&self) -> PhpConnector {
+        let target = match &self.target {
+            Target::Native(config) => Target::Native(config.clone()),
+            Target::Pdo { pdo, owned, identified, reconnect, .. } => Target::Pdo {
+                pdo: pdo.shallow_clone(),
+                owned: *owned,
+                statements: Statements::default(),
+                identified: *identified,
+                reconnect: reconnect.as_ref().map(|r| Reconnect::new(r.callable.shallow_clone(), r.dialect)),
+            },
+            Target::Mysqli { mysqli, .. } => Target::mysqli(mysqli.shallow_clone()),
+        };
+        PhpConnector { target }
+    }
+
     /// In a forked child: makes sure the engine never closes what belongs to the
     /// parent's session (our statements always; the PDO itself if we created it).
     pub fn protect_parents_session(&mut self) {
         match &mut self.target {
-            Target::Pdo { pdo, owned, statements } => {
+            Target::Pdo { pdo, owned, statements, .. } => {
                 never_free_statements(statements);
                 if *owned {
                     php::never_free(pdo);
@@ -292,16 +369,29 @@ impl PhpConnector {
     }
 }
 
+/// The lease mode asks only for sessions (`connect`): the questions below are the
+/// `Locker`'s, answered for `SharedLock` and `SessionLock`.
 impl Connector for PhpConnector {
     type Session = Box<dyn Session>;
 
     fn connect(&mut self) -> mysqllock_core::Result<Box<dyn Session>> {
-        match &self.target {
+        match &mut self.target {
             Target::Native(config) => Ok(Box::new(MysqlSession::connect(config)?)),
-            Target::Pdo { pdo, statements, .. } => match PdoSession::open(pdo, statements.clone()) {
-                Ok(session) => Ok(Box::new(session)),
-                Err(source) => Err(session_failed(source)),
-            },
+            Target::Pdo { pdo, statements, identified, reconnect, .. } => {
+                if let Some(reconnect) = reconnect {
+                    if reconnect.used {
+                        *pdo = reconnect.replacement()?;
+                    }
+                    reconnect.used = true;
+                }
+                if !*identified {
+                    return Ok(Box::new(PdoSession::attach(pdo, statements.clone())));
+                }
+                match PdoSession::open(pdo, statements.clone()) {
+                    Ok(session) => Ok(Box::new(session)),
+                    Err(source) => Err(session_failed(source)),
+                }
+            }
             Target::Mysqli { mysqli, statements } => match MysqliSession::open(mysqli, statements.clone()) {
                 Ok(session) => Ok(Box::new(session)),
                 Err(source) => Err(session_failed(source)),

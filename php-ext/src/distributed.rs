@@ -1,266 +1,51 @@
 //! `Nene\Kit\DistributedLock`: the core's lease mode (table-only leases with owner
 //! strings, `core/src/lease_mode/`) as a drop-in for the PHP class of that name.
 //!
-//! The glue converts arguments, keeps one core `DistributedLock` per PHP object, and maps
-//! errors once (`exceptions::lease_to_php`); every decision is the core's.
+//! The glue converts arguments, calls the object's `LeaseObject` (one core
+//! `DistributedLock` on a `PhpConnector`) and maps errors once
+//! (`exceptions::lease_to_php`); every decision is the core's.
 //!
-//! Lifecycle of the per-object state (kept here, found through the object's private
-//! `handle` number, never reused):
-//! - created by `__construct` (lazy: nothing connects before the first call), copied by
-//!   `__clone` (a new session of its own), dropped by `__destruct`, and at request end
-//!   whatever is left (after a fatal error destructors do not run). Leases are not
-//!   released then: they are owner strings with a TTL, which may outlive the request on
-//!   purpose, exactly as with the original class.
-//! - fork: a child must neither use nor close the parent's native session (COM_QUIT would
-//!   end it), nor free the parent's prepared PDO statements; the first call in a child
-//!   abandons them and starts afresh on the same target.
+//! The object's state lives in `state`, found through the object's private `handle`
+//! number (never reused): made by `__construct` (lazy: nothing connects before the first
+//! call; `mysqllock.dsn` is read here, not cached), copied by `__clone` (a new session of
+//! its own), dropped by `__destruct`, and at request end whatever is left, with its
+//! leases kept. A forked child starts afresh on the same target (`state` says how).
 //!
 //! A PDO whose connection the core finds lost is replaced by what the constructor's
 //! `$reconnect` returns, where one is given: the core decides what "lost" is and sends
 //! the statement again, as on its own connection.
-
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 use ext_php_rs::args::Arg;
 use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
 use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::flags::{ClassFlags, ConstantFlags, DataType, MethodFlags, PropertyFlags};
 use ext_php_rs::types::Zval;
-use ext_php_rs::zend::{ce, ClassEntry, ExecuteData};
-use mysqllock_core::fork::{self, Owner};
-use mysqllock_core::{
-    Config, Connector, Dialect, DistributedLock, Error, Grant, MysqlSession, QuoteStyle, Session, SessionError, Table,
-    DEFAULT_LEASE_TABLE, MAX_LEASE_TTL,
-};
+use ext_php_rs::zend::{ce, ExecuteData};
+use mysqllock_core::{Dialect, Error, QuoteStyle, Table, DEFAULT_LEASE_TABLE, MAX_LEASE_TTL};
 
 use crate::args::{self, Args};
-use crate::connection::{self, Settings};
-use crate::driver::{self, Statements};
+use crate::connection::{self, PhpConnector, Reconnect, Settings, Target};
 use crate::exceptions::{lease_exception, lease_to_php, protected_property};
 use crate::handler::{self, boolean, double, handlers, int, php_int};
 use crate::ini;
-use crate::pdo_session::{self, PdoSession};
-use crate::php::{self, Noise};
+use crate::lease_object::LeaseObject;
+use crate::pdo_session;
+use crate::php;
 use crate::registry::Class;
+use crate::state;
 
-/// `PDO::ATTR_DRIVER_NAME`.
-const ATTR_DRIVER_NAME: i64 = 16;
-
-/// The private property holding the object's number in [`OBJECTS`].
+/// The private property holding the object's number in `state`.
 const HANDLE: &str = "handle";
 
 const NO_DSN: &str = "new DistributedLock() without a PDO uses the extension's own connection, but mysqllock.dsn \
                       is not set: set it (php.ini, or ini_set('mysqllock.dsn', 'mysql://user:password@host:port/db')) \
                       or pass a PDO: new DistributedLock($pdo)";
 
-thread_local! {
-    /// The state of every live `DistributedLock` object of this request, by handle.
-    static OBJECTS: RefCell<HashMap<i64, Entry>> = RefCell::new(HashMap::new());
-    static NEXT_HANDLE: Cell<i64> = const { Cell::new(1) };
-}
-
-/// Where an object's sessions come from.
-enum LeaseConnector {
-    Native(Box<Config>),
-    Pdo(PdoTarget),
-}
-
-/// A user's PDO, and what replaces it once its connection is lost.
-struct PdoTarget {
-    pdo: Zval,
-    statements: Statements,
-    /// The constructor's `$reconnect`: called for a new PDO each time the core asks for
-    /// a session again (it does only after the session was lost).
-    reconnect: Option<Zval>,
-    /// `pdo`'s driver, which a replacement must have too.
-    dialect: Dialect,
-    /// A session was made from `pdo` already: the next request for one means it was lost.
-    used: bool,
-}
-
-impl LeaseConnector {
-    /// The same target without any session or prepared statement of this one.
-    fn fresh(&self) -> LeaseConnector {
-        match self {
-            LeaseConnector::Native(config) => LeaseConnector::Native(config.clone()),
-            LeaseConnector::Pdo(target) => LeaseConnector::Pdo(PdoTarget {
-                pdo: target.pdo.shallow_clone(),
-                statements: Statements::default(),
-                reconnect: target.reconnect.as_ref().map(Zval::shallow_clone),
-                dialect: target.dialect,
-                used: false,
-            }),
-        }
-    }
-}
-
-impl Connector for LeaseConnector {
-    type Session = Box<dyn Session>;
-
-    fn connect(&mut self) -> mysqllock_core::Result<Box<dyn Session>> {
-        match self {
-            LeaseConnector::Native(config) => Ok(Box::new(MysqlSession::connect(config)?)),
-            LeaseConnector::Pdo(target) => {
-                if target.used {
-                    if let Some(reconnect) = &target.reconnect {
-                        target.pdo = replacement(reconnect, target.dialect)?;
-                    }
-                }
-                target.used = true;
-                Ok(Box::new(PdoSession::attach(&target.pdo, target.statements.clone())))
-            }
-        }
-    }
-}
-
-/// `$reconnect()`: the PDO that takes the lost one's place, of the same driver.
-fn replacement(reconnect: &Zval, dialect: Dialect) -> mysqllock_core::Result<Zval> {
-    let failed = |source: SessionError| Error::Connect { target: "the PDO $reconnect returns".to_owned(), source };
-    let pdo = php::call(reconnect, vec![]).map_err(|e| failed(pdo_session::failure(e, dialect)))?;
-    if !is_pdo(&pdo) {
-        return Err(failed(driver::unknown(&format!("$reconnect returned {}, not a PDO", php::type_name(&pdo)))));
-    }
-    let driver = php::call_method(&pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet)
-        .map_err(|e| failed(pdo_session::failure(e, dialect)))?
-        .string()
-        .unwrap_or_default();
-    if Dialect::from_driver(&driver).ok() != Some(dialect) {
-        return Err(failed(driver::unknown(&format!(
-            "$reconnect returned a PDO of the driver {driver:?}, not of the lost one's"
-        ))));
-    }
-    Ok(pdo)
-}
-
-fn is_pdo(value: &Zval) -> bool {
-    ClassEntry::try_find("PDO").zip(value.object()).is_some_and(|(class, object)| object.instance_of(class))
-}
-
-type Core = DistributedLock<LeaseConnector>;
-
-/// The lease a successful `acquire()`/`renew()` of this object granted last.
-struct Held {
-    resource: String,
-    owner: String,
-    grant: Grant,
-}
-
-/// One PHP object's state.
-struct Entry {
-    /// The process that made `lock`'s session (see [`Entry::follow_fork`]).
-    owner: Owner,
-    dialect: Dialect,
-    lock: Core,
-    held: Option<Held>,
-}
-
-impl Entry {
-    fn new(connector: LeaseConnector, table: Table, dialect: Dialect) -> Entry {
-        Entry { owner: Owner::current(), dialect, lock: DistributedLock::new(connector, table, dialect), held: None }
-    }
-
-    /// A copy on a session of its own (`clone $lock`).
-    fn duplicate(&self) -> Entry {
-        let mut copy = Entry::new(self.lock.connector().fresh(), self.lock.table().clone(), self.dialect);
-        copy.held =
-            self.held.as_ref().map(|h| Held { resource: h.resource.clone(), owner: h.owner.clone(), grant: h.grant });
-        copy
-    }
-
-    /// In a forked child: leave the parent's session and statements alone, start anew.
-    fn follow_fork(&mut self) {
-        if !self.owner.take_over() {
-            return;
-        }
-        let fresh = DistributedLock::new(self.lock.connector().fresh(), self.lock.table().clone(), self.dialect);
-        abandon(std::mem::replace(&mut self.lock, fresh));
-    }
-
-    /// Remembers what `acquire()`/`renew()` answered for `resource` and `owner`: a grant
-    /// becomes the current lease; a refusal ends the current lease if it was that one.
-    fn record(&mut self, resource: &str, owner: &str, grant: Option<Grant>) {
-        match grant {
-            Some(grant) => self.held = Some(Held { resource: resource.to_owned(), owner: owner.to_owned(), grant }),
-            None => self.forget(resource, owner),
-        }
-    }
-
-    fn forget(&mut self, resource: &str, owner: &str) {
-        if self.held.as_ref().is_some_and(|h| h.resource == resource && h.owner == owner) {
-            self.held = None;
-        }
-    }
-
-    /// Runs `f` (an acquire or a renew) and then, on a user's MySQL PDO whose
-    /// `lastInsertId()` its statements changed, sets it back to what it was before: they
-    /// report their verdict (or the fencing token) through `LAST_INSERT_ID(expr)`, which
-    /// would otherwise pass for the application's own last insert id. That costs one more
-    /// statement, without a commit, only when the id changed. A failure to give it back
-    /// leaves it as the statements left it and does not turn the call's outcome into an
-    /// error; a lost session cannot take the statement at all.
-    fn keeping_insert_id<T>(&mut self, f: impl FnOnce(&mut Core) -> Result<T, Error>) -> Result<T, Error> {
-        let seen = self.insert_id();
-        let result = f(&mut self.lock);
-        let lost = matches!(&result, Err(e) if e.is_connection());
-        if let (Some(seen), false) = (seen, lost) {
-            if self.insert_id().is_some_and(|now| now != seen) {
-                let _ = self.lock.give_back_insert_id(seen);
-            }
-        }
-        result
-    }
-
-    /// `lastInsertId()` of the user's MySQL PDO; `None` on the extension's own connection
-    /// and on SQLite.
-    fn insert_id(&self) -> Option<u64> {
-        let LeaseConnector::Pdo(target) = self.lock.connector() else { return None };
-        if self.dialect != Dialect::MySql {
-            return None;
-        }
-        let id = php::call_method(&target.pdo, "lastInsertId", vec![], Noise::Quiet).ok()?;
-        id.str().and_then(|s| s.parse().ok())
-    }
-
-    /// Drops the state; in a child of the process that made it, abandons it instead.
-    fn close(self) {
-        if self.owner.is_current() {
-            drop(self);
-        } else {
-            abandon(self.lock);
-        }
-    }
-}
-
-/// Never closes or frees what a core lock inherited from a parent process: its native
-/// socket (no COM_QUIT) and its prepared PDO statements (no COM_STMT_CLOSE).
-fn abandon(lock: Core) {
-    if let LeaseConnector::Pdo(target) = lock.connector() {
-        connection::never_free_statements(&target.statements);
-    }
-    fork::abandon(lock);
-}
-
-/// Request end: drops what destructors left (e.g. after a fatal error).
-pub fn request_shutdown() {
-    for entry in take_all().into_values() {
-        entry.close();
-    }
-}
-
-/// Module end: nothing may touch PHP values any more; anything left is leaked.
-pub fn module_shutdown() {
-    std::mem::forget(take_all());
-}
-
-fn take_all() -> HashMap<i64, Entry> {
-    OBJECTS.with(|objects| objects.try_borrow_mut().map(|mut o| std::mem::take(&mut *o)).unwrap_or_default())
-}
-
 // ---------------------------------------------------------------------------------
 // Registration
 
-/// Registers `Nene\Kit\DistributedLock`; module startup only.
+/// Registers `Nene\Kit\DistributedLock` (the object's state cannot be serialized);
+/// module startup only.
 pub fn register() -> ext_php_rs::error::Result<()> {
     let public = MethodFlags::Public;
     let text = |name: &str| Arg::new(name, DataType::String);
@@ -272,7 +57,7 @@ pub fn register() -> ext_php_rs::error::Result<()> {
     handle.flags = PropertyFlags::Private;
     #[allow(clippy::cast_possible_truncation)] // 253402300799: an integer, far inside i64
     let max_ttl = MAX_LEASE_TTL as i64;
-    ClassBuilder::new(Class::DistributedLock.name())
+    let builder = ClassBuilder::new(Class::DistributedLock.name())
         .constant("MAX_TTL", max_ttl, &[], ConstantFlags::Public)?
         .property(handle)
         .method(
@@ -306,15 +91,8 @@ pub fn register() -> ext_php_rs::error::Result<()> {
         .method(method("createTable", create_table, DataType::Bool, false), public)
         .method(method("upgradeTable", upgrade_table, DataType::Bool, false), public)
         .method(FunctionBuilder::new("__clone", clone), public)
-        .method(FunctionBuilder::new("__destruct", destruct), public)
-        .registration(registered)
-        .register()
-}
-
-/// Stores the class entry; the object's state cannot be serialized.
-fn registered(class: &'static mut ClassEntry, arg_info: ext_php_rs::args::ArgInfoTables) {
-    class.ce_flags |= ClassFlags::NotSerializable.bits();
-    (Class::DistributedLock.registration())(class, arg_info);
+        .method(FunctionBuilder::new("__destruct", destruct), public);
+    Class::DistributedLock.register_with(builder, ClassFlags::NotSerializable)
 }
 
 handlers! {
@@ -357,25 +135,18 @@ fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
             ));
         }
     }
-    let entry = match pdo {
+    let object = match pdo {
         Some(pdo) => {
-            if !is_pdo(pdo) {
+            if !connection::is_pdo(pdo) {
                 return Err(args::type_error(1, "?PDO", pdo));
             }
-            let driver = php::call_method(pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet)
-                .map_err(|e| lease_exception(&format!("DistributedLock::__construct(): {}", e.describe()), 0, None))?
-                .string()
-                .unwrap_or_default();
+            let driver = pdo_session::driver_name(pdo)
+                .map_err(|e| lease_exception(&format!("DistributedLock::__construct(): {}", e.describe()), 0, None))?;
             let dialect = Dialect::from_driver(&driver).map_err(|e| lease_to_php("__construct", &e))?;
             let table = table(table_name.as_deref().unwrap_or(DEFAULT_LEASE_TABLE))?;
-            let connector = LeaseConnector::Pdo(PdoTarget {
-                pdo: pdo.shallow_clone(),
-                statements: Statements::default(),
-                reconnect: reconnect.map(Zval::shallow_clone),
-                dialect,
-                used: false,
-            });
-            Entry::new(connector, table, dialect)
+            let reconnect = reconnect.map(|r| Reconnect::new(r.shallow_clone(), dialect));
+            let target = Target::lease_pdo(pdo.shallow_clone(), reconnect);
+            LeaseObject::new(PhpConnector { target }, table, dialect)
         }
         None => {
             let url = ini::get(ini::DSN)
@@ -388,15 +159,14 @@ fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
                 Some(name) => table(&name)?,
                 None => config.lease_table.clone(),
             };
-            Entry::new(LeaseConnector::Native(Box::new(config)), table, Dialect::MySql)
+            LeaseObject::new(PhpConnector { target: Target::Native(Box::new(config)) }, table, Dialect::MySql)
         }
     };
     // A second __construct() on one object replaces its earlier state.
     let earlier = this.object().and_then(read_handle);
-    store(&mut this, entry)?;
-    let replaced = earlier.and_then(|h| OBJECTS.with(|objects| objects.borrow_mut().remove(&h)));
-    if let Some(entry) = replaced {
-        entry.close();
+    store(&mut this, object)?;
+    if let Some(replaced) = earlier.and_then(state::take_lease) {
+        replaced.close();
     }
     Ok(handler::null())
 }
@@ -408,12 +178,7 @@ fn acquire_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let (resource, owner) = resource_and_owner(&a, "acquire")?;
     let ttl = int_arg(&a.value(2), 3)?;
     let wait = a.get(3).map_or(Ok(0.0), |w| float_arg(w, 4))?;
-    let won = with_entry(handle, "acquire", |e| {
-        // A wait of 0 is one try.
-        let grant = e.keeping_insert_id(|lock| lock.acquire_waiting(&resource, &owner, ttl, wait))?;
-        e.record(&resource, &owner, grant);
-        Ok(grant.is_some())
-    })?;
+    let won = with_object(handle, "acquire", |o| o.acquire(&resource, &owner, ttl, wait))?;
     Ok(boolean(won))
 }
 
@@ -422,11 +187,7 @@ fn release_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     let a = Args::fetch(ex, &["resource", "owner"], 2)?;
     let (resource, owner) = resource_and_owner(&a, "release")?;
-    let released = with_entry(handle, "release", |e| {
-        let released = e.lock.release(&resource, &owner)?;
-        e.forget(&resource, &owner);
-        Ok(released)
-    })?;
+    let released = with_object(handle, "release", |o| o.release(&resource, &owner))?;
     Ok(boolean(released))
 }
 
@@ -436,11 +197,7 @@ fn renew_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let a = Args::fetch(ex, &["resource", "owner", "ttlSeconds"], 3)?;
     let (resource, owner) = resource_and_owner(&a, "renew")?;
     let ttl = int_arg(&a.value(2), 3)?;
-    let renewed = with_entry(handle, "renew", |e| {
-        let grant = e.keeping_insert_id(|lock| lock.renew(&resource, &owner, ttl))?;
-        e.record(&resource, &owner, grant);
-        Ok(grant.is_some())
-    })?;
+    let renewed = with_object(handle, "renew", |o| o.renew(&resource, &owner, ttl))?;
     Ok(boolean(renewed))
 }
 
@@ -449,7 +206,7 @@ fn is_held_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     let a = Args::fetch(ex, &["resource"], 1)?;
     let resource = text_arg(&a.value(0), 1, "resource", "isHeld")?;
-    let held = with_entry(handle, "isHeld", |e| e.lock.is_held(&resource))?;
+    let held = with_object(handle, "isHeld", |o| o.lock().is_held(&resource))?;
     Ok(boolean(held))
 }
 
@@ -458,7 +215,7 @@ fn is_held_by_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     let a = Args::fetch(ex, &["resource", "owner"], 2)?;
     let (resource, owner) = resource_and_owner(&a, "isHeldBy")?;
-    let held = with_entry(handle, "isHeldBy", |e| e.lock.is_held_by(&resource, &owner))?;
+    let held = with_object(handle, "isHeldBy", |o| o.lock().is_held_by(&resource, &owner))?;
     Ok(boolean(held))
 }
 
@@ -467,7 +224,7 @@ fn owner_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     let a = Args::fetch(ex, &["resource"], 1)?;
     let resource = text_arg(&a.value(0), 1, "resource", "owner")?;
-    let owner = with_entry(handle, "owner", |e| e.lock.owner(&resource))?;
+    let owner = with_object(handle, "owner", |o| o.lock().owner(&resource))?;
     let mut z = Zval::new();
     match owner {
         Some(owner) => z.set_string(&owner, false)?,
@@ -481,13 +238,7 @@ fn force_release_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     let a = Args::fetch(ex, &["resource"], 1)?;
     let resource = text_arg(&a.value(0), 1, "resource", "forceRelease")?;
-    let ended = with_entry(handle, "forceRelease", |e| {
-        let ended = e.lock.force_release(&resource)?;
-        if e.held.as_ref().is_some_and(|h| h.resource == resource) {
-            e.held = None;
-        }
-        Ok(ended)
-    })?;
+    let ended = with_object(handle, "forceRelease", |o| o.force_release(&resource))?;
     Ok(boolean(ended))
 }
 
@@ -495,7 +246,7 @@ fn force_release_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 fn get_token_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     Args::fetch(ex, &[], 0)?;
-    let token = with_entry(handle, "getToken", |e| Ok(e.held.as_ref().and_then(|h| h.grant.token)))?;
+    let token = with_object(handle, "getToken", |o| Ok(o.token()))?;
     Ok(token.map_or_else(Zval::null, |t| int(php_int(t))))
 }
 
@@ -503,8 +254,7 @@ fn get_token_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 fn get_remaining_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     Args::fetch(ex, &[], 0)?;
-    let remaining =
-        with_entry(handle, "getRemaining", |e| Ok(e.held.as_ref().map_or(0.0, |h| h.grant.remaining().as_secs_f64())))?;
+    let remaining = with_object(handle, "getRemaining", |o| Ok(o.remaining()))?;
     Ok(double(remaining))
 }
 
@@ -512,22 +262,21 @@ fn get_remaining_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 fn create_table_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     Args::fetch(ex, &[], 0)?;
-    Ok(boolean(with_entry(handle, "createTable", |e| e.lock.create_table())?))
+    Ok(boolean(with_object(handle, "createTable", |o| o.lock().create_table())?))
 }
 
 /// `upgradeTable(): bool`: fencing tokens and microsecond times (MySQL only).
 fn upgrade_table_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let handle = handle_of(ex)?;
     Args::fetch(ex, &[], 0)?;
-    Ok(boolean(with_entry(handle, "upgradeTable", |e| e.lock.upgrade_table())?))
+    Ok(boolean(with_object(handle, "upgradeTable", |o| o.lock().upgrade_table())?))
 }
 
 /// `clone $lock`: the copy gets a session of its own and the same current lease.
 fn clone_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let mut this = args::this(ex)?;
     let Some(old) = this.object().and_then(read_handle) else { return Ok(handler::null()) };
-    let copy = OBJECTS.with(|objects| objects.borrow().get(&old).map(Entry::duplicate));
-    let Some(copy) = copy else { return Ok(handler::null()) };
+    let Some(copy) = state::copy_lease(old) else { return Ok(handler::null()) };
     store(&mut this, copy)?;
     Ok(handler::null())
 }
@@ -535,11 +284,8 @@ fn clone_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 /// `__destruct()`: closes the object's session (its leases stay until their TTL).
 fn destruct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let this = args::this(ex)?;
-    if let Some(handle) = this.object().and_then(read_handle) {
-        let entry = OBJECTS.with(|objects| objects.try_borrow_mut().ok().and_then(|mut o| o.remove(&handle)));
-        if let Some(entry) = entry {
-            entry.close();
-        }
+    if let Some(object) = this.object().and_then(read_handle).and_then(state::take_lease) {
+        object.close();
     }
     Ok(handler::null())
 }
@@ -559,14 +305,13 @@ fn handle_of(ex: &mut ExecuteData) -> PhpResult<i64> {
     })
 }
 
-/// Gives `this` a new handle for `entry`.
-fn store(this: &mut Zval, entry: Entry) -> PhpResult<()> {
-    let handle = NEXT_HANDLE.replace(NEXT_HANDLE.get() + 1);
+/// Gives `this` a new handle for `state`.
+fn store(this: &mut Zval, state: LeaseObject) -> PhpResult<()> {
     let class = Class::DistributedLock.entry().ok_or_else(handler::pending)?;
+    let handle = state::add_lease(state);
     if let Some(object) = this.object_mut() {
         php::write_property(object, class, HANDLE, &int(handle));
     }
-    OBJECTS.with(|objects| objects.borrow_mut().insert(handle, entry));
     Ok(())
 }
 
@@ -575,11 +320,9 @@ fn read_handle(object: &ext_php_rs::types::ZendObject) -> Option<i64> {
     php::read_property(object, class, HANDLE).and_then(|h| h.long())
 }
 
-/// Runs `f` on the object's state, taken out of the map meanwhile so that PHP code
-/// running inside (a PDO subclass, an error handler) can use other objects.
-fn with_entry<T>(handle: i64, method: &str, f: impl FnOnce(&mut Entry) -> Result<T, Error>) -> PhpResult<T> {
-    let entry = OBJECTS.with(|objects| objects.try_borrow_mut().ok().and_then(|mut o| o.remove(&handle)));
-    let Some(mut entry) = entry else {
+/// Runs `f` on the object's state (see `state::with_lease`); its error as this class's.
+fn with_object<T>(handle: i64, method: &str, f: impl FnOnce(&mut LeaseObject) -> Result<T, Error>) -> PhpResult<T> {
+    let Some(result) = state::with_lease(handle, f) else {
         return Err(PhpException::new(
             format!(
                 "DistributedLock::{method}(): this object has no connection state: __destruct() already ran, or \
@@ -589,12 +332,6 @@ fn with_entry<T>(handle: i64, method: &str, f: impl FnOnce(&mut Entry) -> Result
             ce::error(),
         ));
     };
-    // Causes kept for an earlier call's exception are stale now.
-    driver::clear_causes();
-    entry.follow_fork();
-    let result = f(&mut entry);
-    let displaced = OBJECTS.with(|objects| objects.borrow_mut().insert(handle, entry));
-    drop(displaced);
     result.map_err(|e| lease_to_php(method, &e))
 }
 

@@ -280,7 +280,7 @@ pub fn register() -> ext_php_rs::error::Result<()> {
         for method in methods(class) {
             builder = builder.method(method, MethodFlags::Public);
         }
-        builder.registration(class.registration()).register()?;
+        class.register(builder)?;
     }
     if let Some(entry) = Class::TableRepair.entry() {
         alias(&format!("{NS}\\TableRepairException"), entry);
@@ -288,7 +288,7 @@ pub fn register() -> ext_php_rs::error::Result<()> {
     // Exception's own constructor ($message, $code, $previous) serves both.
     let runtime: ClassEntryInfo = (runtime_exception, "RuntimeException");
     for class in [Class::ClusterNode, Class::DistributedLockException] {
-        ClassBuilder::new(class.name()).extends(runtime).registration(class.registration()).register()?;
+        class.register(ClassBuilder::new(class.name()).extends(runtime))?;
     }
     Ok(())
 }

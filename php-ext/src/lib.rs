@@ -4,13 +4,16 @@
 //! `Nene\Kit\DistributedLock`, the core's lease mode as a drop-in for that class; and in
 //! its own namespace `MySqlLock\SessionLock`, plain GET_LOCK session locks.
 //!
-//! The glue is thin: `classes` and `session_lock` convert arguments and call `state`,
-//! which owns the core `Locker`s; `exceptions::to_php` and `lock_exceptions::to_php` map
+//! The glue is thin: `classes`, `session_lock` and `distributed` convert arguments and
+//! call `state`, the one per-thread registry, which owns the core `Locker`s and each
+//! `DistributedLock` object's `lease_object`, and says what request end and fork do to
+//! them; every one of them takes its sessions from `connection::PhpConnector`.
+//! `exceptions::to_php`, `exceptions::lease_to_php` and `lock_exceptions::to_php` map
 //! every core error; `pdo_session` and `mysqli_session` let the core run on a user's PDO
 //! or mysqli (sharing `driver`); `pdo_factory` opens the PDOs the extension hands out,
-//! with the TLS settings as PDO takes them; `options` reads the `$options` array of the acquiring
-//! methods; `ini` holds the php.ini settings; `distributed` is `DistributedLock`. All
-//! lock decisions are the core's.
+//! with the TLS settings as PDO takes them; `options` reads the `$options` array of the
+//! acquiring methods; `ini` holds the php.ini settings. All lock decisions are the
+//! core's.
 
 #![cfg_attr(windows, feature(abi_vectorcall))]
 
@@ -22,6 +25,7 @@ mod driver;
 mod exceptions;
 mod handler;
 mod ini;
+mod lease_object;
 mod lock_exceptions;
 mod mysqli_session;
 mod options;
@@ -74,14 +78,11 @@ fn module_startup(_type: i32, module_number: i32) -> i32 {
     FAILURE
 }
 
-/// RSHUTDOWN: locks taken during the request are released (also under PHP-FPM, whose
-/// worker outlives the request) and connections closed.
+/// RSHUTDOWN: `SharedLock` and `SessionLock` locks taken during the request are
+/// released (also under PHP-FPM, whose worker outlives the request) and connections
+/// closed; `DistributedLock` leases stay until their TTL.
 extern "C" fn request_shutdown(_type: i32, _module_number: i32) -> i32 {
-    let shut = || {
-        state::request_shutdown();
-        distributed::request_shutdown();
-    };
-    match catch_unwind(AssertUnwindSafe(shut)) {
+    match catch_unwind(AssertUnwindSafe(state::request_shutdown)) {
         Ok(()) => SUCCESS,
         Err(_) => FAILURE,
     }
@@ -91,7 +92,6 @@ extern "C" fn request_shutdown(_type: i32, _module_number: i32) -> i32 {
 extern "C" fn module_shutdown(_type: i32, module_number: i32) -> i32 {
     let done = catch_unwind(|| {
         state::module_shutdown();
-        distributed::module_shutdown();
         ini::unregister(module_number);
     });
     if done.is_ok() {

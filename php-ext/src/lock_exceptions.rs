@@ -26,13 +26,10 @@ const KINDS: [Class; 5] =
 /// Registers the classes (the base first); module startup only.
 pub fn register() -> ext_php_rs::error::Result<()> {
     let runtime: ClassEntryInfo = (runtime_exception, "RuntimeException");
-    ClassBuilder::new(Class::LockException.name())
-        .extends(runtime)
-        .registration(Class::LockException.registration())
-        .register()?;
+    Class::LockException.register(ClassBuilder::new(Class::LockException.name()).extends(runtime))?;
     let base: ClassEntryInfo = (parent::<{ Class::LockException as usize }>, "LockException");
     for class in KINDS {
-        ClassBuilder::new(class.name()).extends(base).registration(class.registration()).register()?;
+        class.register(ClassBuilder::new(class.name()).extends(base))?;
     }
     Ok(())
 }

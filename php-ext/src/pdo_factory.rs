@@ -210,25 +210,17 @@ fn system_ca_dir() -> Result<String, Error> {
 // ---------------------------------------------------------------------------------
 // MySqlLock\PdoFactory
 
-/// Registers `MySqlLock\PdoFactory`; module startup only.
+/// Registers `MySqlLock\PdoFactory` (final: the class only holds a static method);
+/// module startup only.
 pub fn register() -> ext_php_rs::error::Result<()> {
-    ClassBuilder::new(Class::PdoFactory.name())
-        .method(
-            FunctionBuilder::new("fromUrl", from_url).arg(Arg::new("url", DataType::String)).returns(
-                DataType::object("PDO"),
-                false,
-                false,
-            ),
-            MethodFlags::Public | MethodFlags::Static,
-        )
-        .registration(registered)
-        .register()
-}
-
-/// Stores the class entry; the class only holds a static method.
-fn registered(class: &'static mut ClassEntry, arg_info: ext_php_rs::args::ArgInfoTables) {
-    class.ce_flags |= ClassFlags::Final.bits();
-    (Class::PdoFactory.registration())(class, arg_info);
+    let from_url = FunctionBuilder::new("fromUrl", from_url).arg(Arg::new("url", DataType::String)).returns(
+        DataType::object("PDO"),
+        false,
+        false,
+    );
+    let builder =
+        ClassBuilder::new(Class::PdoFactory.name()).method(from_url, MethodFlags::Public | MethodFlags::Static);
+    Class::PdoFactory.register_with(builder, ClassFlags::Final)
 }
 
 handlers! {

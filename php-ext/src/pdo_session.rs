@@ -58,8 +58,7 @@ impl PdoSession {
     pub fn attach(pdo: &Zval, statements: Statements) -> Self {
         let stale = std::mem::take(&mut *statements.borrow_mut());
         drop(stale);
-        let driver = php::call_method(pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet);
-        let driver = driver.ok().and_then(|d| d.string()).unwrap_or_default();
+        let driver = driver_name(pdo).unwrap_or_default();
         let dialect = if driver == "sqlite" { Dialect::Sqlite } else { Dialect::MySql };
         PdoSession { pdo: pdo.shallow_clone(), statements, id: 0, mysql: driver == "mysql", dialect }
     }
@@ -214,6 +213,12 @@ fn bind(value: &Value) -> (Zval, i64) {
         _ => PARAM_STR,
     };
     (z, kind)
+}
+
+/// `$pdo->getAttribute(PDO::ATTR_DRIVER_NAME)`: `mysql`, `sqlite`, ...
+pub(crate) fn driver_name(pdo: &Zval) -> Result<String, CallError> {
+    let name = php::call_method(pdo, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet)?;
+    Ok(name.string().unwrap_or_default())
 }
 
 /// A failed call on a PDO of `dialect`'s driver as the core's session error; a thrown

@@ -3,11 +3,14 @@
 //! Handlers need "our" classes (to instantiate an exception, to tell which constructor
 //! is running). Looking them up by name on every call would also find user classes
 //! that shadow an alias, so the entries the engine hands back at registration are
-//! kept here. They live as long as the process (classes of a persistent module).
+//! kept here. They live as long as the process (classes of a persistent module). Every
+//! class is registered through [`Class::register`], which also adds its class flags.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use ext_php_rs::args::ArgInfoTables;
+use ext_php_rs::builders::ClassBuilder;
+use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::zend::{ce, ClassEntry};
 
 /// Namespace of the original package, kept for drop-in compatibility.
@@ -108,9 +111,29 @@ impl Class {
         Class::ALL.into_iter().find(|c| c.entry().is_some_and(|e| std::ptr::eq(e, ce)))
     }
 
+    /// Registers `builder` as this class and remembers its entry; module startup only.
+    pub fn register(self, builder: ClassBuilder) -> ext_php_rs::error::Result<()> {
+        self.register_with(builder, ClassFlags::empty())
+    }
+
+    /// As [`Class::register`], with `flags` added to the registered entry: `Final`, or
+    /// `NotSerializable` for a class whose objects stand for state in this process (a
+    /// session, a registry entry) that no serialized copy could carry.
+    pub fn register_with(self, builder: ClassBuilder, flags: ClassFlags) -> ext_php_rs::error::Result<()> {
+        builder.registration(self.registration()).register()?;
+        let entry = SLOTS[self as usize].load(Ordering::Acquire);
+        // SAFETY: null, or the entry the engine registered just now, persistently (valid
+        // until the process exits); module startup runs on one thread, so nothing else
+        // reads it while its flags change.
+        if let Some(class) = unsafe { entry.as_mut() } {
+            class.ce_flags |= flags.bits();
+        }
+        Ok(())
+    }
+
     /// The registration callback `ClassBuilder::registration` wants for this class: a
     /// plain `fn`, hence one monomorphised function per slot.
-    pub fn registration(self) -> fn(&'static mut ClassEntry, ArgInfoTables) {
+    fn registration(self) -> fn(&'static mut ClassEntry, ArgInfoTables) {
         match self {
             Class::SharedLock => store::<0>,
             Class::Handle => store::<1>,

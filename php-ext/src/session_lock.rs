@@ -33,7 +33,8 @@ const ATTR_DRIVER_NAME: i64 = 16;
 
 const CONNECTION_TYPE: &str = "PDO|mysqli|null";
 
-/// Registers the class; module startup only.
+/// Registers the class (an object naming a live connection cannot be serialized);
+/// module startup only.
 pub fn register() -> ext_php_rs::error::Result<()> {
     let public = MethodFlags::Public;
     let private = |name: &str| {
@@ -45,7 +46,7 @@ pub fn register() -> ext_php_rs::error::Result<()> {
     let method = |name: &str, handler, ret: DataType, nullable: bool| {
         FunctionBuilder::new(name, handler).returns(ret, false, nullable)
     };
-    ClassBuilder::new(Class::SessionLock.name())
+    let builder = ClassBuilder::new(Class::SessionLock.name())
         .property(private(NAME))
         .property(private(CONNECTION))
         .method(
@@ -69,15 +70,8 @@ pub fn register() -> ext_php_rs::error::Result<()> {
         .method(method("getName", get_name, DataType::String, false), public)
         .method(method("getKey", get_key, DataType::String, false), public)
         .method(FunctionBuilder::new("__clone", clone), public)
-        .method(FunctionBuilder::new("__destruct", destruct), public)
-        .registration(registered)
-        .register()
-}
-
-/// Stores the class entry; an object naming a live connection cannot be serialized.
-fn registered(class: &'static mut ClassEntry, arg_info: ext_php_rs::args::ArgInfoTables) {
-    class.ce_flags |= ClassFlags::NotSerializable.bits();
-    (Class::SessionLock.registration())(class, arg_info);
+        .method(FunctionBuilder::new("__destruct", destruct), public);
+    Class::SessionLock.register_with(builder, ClassFlags::NotSerializable)
 }
 
 handlers! {

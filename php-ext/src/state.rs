@@ -1,7 +1,18 @@
-//! What the process (one PHP request at a time) holds: connection settings, the table,
-//! and the core `Locker`s with their sessions. Every lock decision (retrying on a fresh
+//! What the thread (one PHP request at a time) holds, in one place with one lifecycle:
+//! the connection settings, table and core `Locker`s of `SharedLock` and `SessionLock`
+//! ([`State`]), and the state of every `Nene\Kit\DistributedLock` object
+//! ([`LeaseObject`], by the object's handle). Every lock decision (retrying on a fresh
 //! session, repairing a crashed table) is the core's; this module only knows which
-//! locker a call goes to, and what request end and fork do to them.
+//! locker or object a call goes to, and what request end and fork do to them.
+//!
+//! The two live in separate cells of one thread-local, each borrowed only by calls of
+//! its own kind: PHP code running inside a call (a PDO subclass, an error handler) may
+//! use the other kind. A `SharedLock`/`SessionLock` call holds its cell throughout, so
+//! such code calling them again is refused ([`with`]); a `DistributedLock` call takes its
+//! object out of the map for as long as it runs ([`with_lease`]), so only that object
+//! refuses. `State` is made from php.ini at the first `SharedLock`/`SessionLock` call,
+//! not before (`ini_set()` up to then counts); a `DistributedLock` never makes it and
+//! reads `mysqllock.dsn` in its constructor.
 //!
 //! One `Locker` is current: new `SharedLock` locks go there. Switching connections
 //! (`setConnection()`, `getConnection()`) retires the current one if it still holds
@@ -13,18 +24,25 @@
 //! session could both take the same lock).
 //!
 //! Lifecycle:
-//! - request end: every lock still held is released and every connection closed (the
-//!   original's PDO closed at process end too; under PHP-FPM the worker outlives the
-//!   request, so it must happen here). That includes session locks on the user's own
-//!   PDOs and mysqlis, which may be persistent and outlive the request. PHP objects are
-//!   released while the engine still runs, never from a thread-local destructor at
-//!   process exit.
+//! - request end: every `SharedLock` and `SessionLock` lock still held is released and
+//!   every connection closed (the original's PDO closed at process end too; under
+//!   PHP-FPM the worker outlives the request, so it must happen here). That includes
+//!   session locks on the user's own PDOs and mysqlis, which may be persistent and
+//!   outlive the request. What `DistributedLock` destructors left (after a fatal error
+//!   they do not run) is dropped, its sessions closed but its leases kept: they are owner
+//!   strings with a TTL, which may outlive the request on purpose, as with the original
+//!   class. PHP objects are released while the engine still runs, never from a
+//!   thread-local destructor at process exit.
 //! - fork: the child inherits the parent's sockets. It must neither use nor close them
-//!   (COM_QUIT would end the parent's session and with it the parent's locks), so the
-//!   first call in a child abandons everything and connects anew; the user's objects
-//!   whose sessions held the parent's locks are refused from then on.
+//!   (COM_QUIT would end the parent's session and with it the parent's locks), nor free
+//!   what was prepared on them. The first `SharedLock`/`SessionLock` call in a child
+//!   abandons every inherited locker and connects anew; the user's objects whose sessions
+//!   held the parent's locks are refused from then on. Each `DistributedLock` object
+//!   does the same at its own first call in the child (`LeaseObject::follow_fork`), and
+//!   one the child never calls is abandoned, not closed, at its end.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 use ext_php_rs::types::{ZendObject, Zval};
 use mysqllock_core::fork::{self, Owner};
@@ -33,6 +51,7 @@ use mysqllock_core::{AcquireOptions, Error, Lease, LockStatus, Locker, Loss, Quo
 use crate::connection::{PdoTarget, PhpConnector, Settings, Target};
 use crate::driver;
 use crate::ini;
+use crate::lease_object::LeaseObject;
 use crate::options;
 
 type PhpLocker = Locker<PhpConnector>;
@@ -48,7 +67,28 @@ const OBJECT_OF_PARENT: &str = "this connection belongs to the parent of this fo
                                 its session; open a connection in this process";
 
 thread_local! {
-    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+    static THREAD: Thread = Thread::default();
+}
+
+/// What this thread holds (see the module documentation).
+#[derive(Default)]
+struct Thread {
+    /// `SharedLock`'s and `SessionLock`'s, made at their first call.
+    state: RefCell<Option<State>>,
+    leases: RefCell<Leases>,
+}
+
+/// The live `DistributedLock` objects, by the number in their private `handle` property.
+struct Leases {
+    objects: HashMap<i64, LeaseObject>,
+    /// The next object's handle: never reused, not even by a later request.
+    next: i64,
+}
+
+impl Default for Leases {
+    fn default() -> Leases {
+        Leases { objects: HashMap::new(), next: 1 }
+    }
 }
 
 /// Runs `f` on this thread's state, created from php.ini on first use.
@@ -56,8 +96,8 @@ thread_local! {
 /// Fails instead of panicking when called re-entrantly: a PDO subclass or an error
 /// handler running inside one of our calls may call `SharedLock` again.
 pub fn with<T>(f: impl FnOnce(&mut State) -> Result<T, Error>) -> Result<T, Error> {
-    STATE.with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else {
+    THREAD.with(|thread| {
+        let Ok(mut slot) = thread.state.try_borrow_mut() else {
             return Err(Error::InvalidArgument {
                 what: "call",
                 reason: "the extension was called from code that it is running itself (a PDO or mysqli subclass, \
@@ -76,18 +116,55 @@ pub fn with<T>(f: impl FnOnce(&mut State) -> Result<T, Error>) -> Result<T, Erro
 /// Runs `f` on this thread's state if there is one, never creating it: for destructors,
 /// which may also run after request shutdown took the state.
 pub fn with_existing(f: impl FnOnce(&mut State)) {
-    STATE.with(|cell| {
-        if let Some(state) = cell.try_borrow_mut().ok().as_deref_mut().and_then(Option::as_mut) {
+    THREAD.with(|thread| {
+        if let Some(state) = thread.state.try_borrow_mut().ok().as_deref_mut().and_then(Option::as_mut) {
             state.follow_fork();
             f(state);
         }
     });
 }
 
-/// Request shutdown: releases what is held (session locks on the user's connections
-/// too), closes connections, drops references to PHP objects.
+/// Keeps `object` for a new `DistributedLock` object; returns its handle.
+pub fn add_lease(object: LeaseObject) -> i64 {
+    THREAD.with(|thread| {
+        let mut leases = thread.leases.borrow_mut();
+        let handle = leases.next;
+        leases.next += 1;
+        leases.objects.insert(handle, object);
+        handle
+    })
+}
+
+/// Runs `f` on the object of `handle`, taken out of the map meanwhile so that PHP code
+/// running inside (a PDO subclass, an error handler) can use other objects, and
+/// `SharedLock`. `None`: there is no such object, or it is the one whose call is
+/// running.
+pub fn with_lease<T>(handle: i64, f: impl FnOnce(&mut LeaseObject) -> T) -> Option<T> {
+    let mut object = take_lease(handle)?;
+    // Causes kept for an earlier call's exception are stale now.
+    driver::clear_causes();
+    object.follow_fork();
+    let result = f(&mut object);
+    let displaced = THREAD.with(|thread| thread.leases.borrow_mut().objects.insert(handle, object));
+    drop(displaced);
+    Some(result)
+}
+
+/// A copy of the object of `handle`, on a session of its own (`clone`).
+pub fn copy_lease(handle: i64) -> Option<LeaseObject> {
+    THREAD.with(|thread| thread.leases.borrow().objects.get(&handle).map(LeaseObject::duplicate))
+}
+
+/// Takes the object of `handle` out of the map (a destructor, a second constructor).
+pub fn take_lease(handle: i64) -> Option<LeaseObject> {
+    THREAD.with(|thread| thread.leases.try_borrow_mut().ok().and_then(|mut leases| leases.objects.remove(&handle)))
+}
+
+/// Request shutdown: releases what `SharedLock` and `SessionLock` hold (session locks on
+/// the user's connections too), closes connections, drops references to PHP objects;
+/// then drops what `DistributedLock` destructors left (their leases stay).
 pub fn request_shutdown() {
-    let state = STATE.with(|cell| cell.try_borrow_mut().ok().and_then(|mut slot| slot.take()));
+    let state = THREAD.with(|thread| thread.state.try_borrow_mut().ok().and_then(|mut slot| slot.take()));
     crate::php::clear_bailout();
     if let Some(mut state) = state {
         state.follow_fork();
@@ -99,16 +176,27 @@ pub fn request_shutdown() {
         driver::set_shutting_down(false);
     }
     driver::clear_causes();
+    for object in take_leases().into_values() {
+        object.close();
+    }
 }
 
 /// Module shutdown: the engine is going away, so nothing may touch PHP values any
 /// more. Anything left (only if request shutdown never ran) is leaked, not dropped.
 pub fn module_shutdown() {
-    let state = STATE.with(|cell| cell.try_borrow_mut().ok().and_then(|mut slot| slot.take()));
+    let state = THREAD.with(|thread| thread.state.try_borrow_mut().ok().and_then(|mut slot| slot.take()));
     std::mem::forget(state);
+    std::mem::forget(take_leases());
 }
 
-/// The state of this thread.
+/// Every `DistributedLock` object's state; the handles go on counting.
+fn take_leases() -> HashMap<i64, LeaseObject> {
+    THREAD.with(|thread| {
+        thread.leases.try_borrow_mut().map(|mut leases| std::mem::take(&mut leases.objects)).unwrap_or_default()
+    })
+}
+
+/// The state of `SharedLock` and `SessionLock` in this thread.
 pub struct State {
     /// The process that opened the connections below (see `follow_fork`).
     owner: Owner,

@@ -67,4 +67,26 @@ acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
         $this->assertFalse($lock->acquire($childs, 'parent', 60), 'the child\'s lease is missing');
         $this->assertSame($before, $connections(), 'the parent had to reconnect: its inherited session was closed by the child');
     }
+
+    /** @test */
+    public function forkedChildThatNeverCallsTheLockLeavesTheParentsSessionOpen(): void
+    {
+        $lock = new DistributedLock(null, self::TABLE);
+        $r = $this->lockName('parent');
+        $this->assertTrue($lock->acquire($r, 'parent', 60)); // the parent's session is open now
+
+        self::closeDb(); // the child must not close the parent's inspection session either
+        $pid = pcntl_fork();
+        $this->assertNotSame(-1, $pid, 'pcntl_fork failed');
+        if ($pid === 0) {
+            exit(0); // the destructor and request end run without any call in the child
+        }
+        $status = 0;
+        $this->assertTrue(self::waitUntil(fn () => pcntl_waitpid($pid, $status, WNOHANG) === $pid, 30), 'the forked child did not exit');
+
+        $connections = fn () => (int) self::db()->query("SHOW GLOBAL STATUS LIKE 'Connections'")->fetch(\PDO::FETCH_NUM)[1];
+        $before = $connections();
+        $this->assertSame('parent', $lock->owner($r));
+        $this->assertSame($before, $connections(), 'the parent had to reconnect: its inherited session was closed by the child');
+    }
 }
