@@ -34,8 +34,10 @@ unsafe fn write_grant(grant: Option<&Grant>, won_out: NonNull<bool>, token_out: 
     }
 }
 
-/// The arguments every call of an owner starts with, decoded in the order their errors
-/// are reported (client, resource, owner), and the client's lease lock, held for the call.
+/// The arguments every call of an owner starts with, checked in the order their errors
+/// are reported (client, resource, owner, the answer's out-pointer: checked before
+/// anything is tried, so that a lease is never taken or ended without the caller
+/// learning of it), and then the client's lease lock, held for the call.
 ///
 /// # Safety
 /// `client` is NULL or a live client; `resource` and `owner` are NULL or NUL-terminated
@@ -44,11 +46,22 @@ unsafe fn owner_call<'a>(
     client: *mut mysqllock_client,
     resource: *const c_char,
     owner: *const c_char,
-) -> Result<(MutexGuard<'a, DistributedLock<Config>>, &'a str, &'a str)> {
+    answer_out: *mut bool,
+    answer_name: &'static str,
+) -> Result<OwnerCall<'a>> {
     // SAFETY: forwarded contract.
     let (client, resource, owner) =
         unsafe { (client::get(client)?, text(resource, "resource")?, text(owner, "owner")?) };
-    Ok((client.lease.lock(), resource, owner))
+    let answer = non_null(answer_out, answer_name)?;
+    Ok(OwnerCall { lease: client.lease.lock(), resource, owner, answer })
+}
+
+/// What [`owner_call`] checked, with the lease lock it took.
+struct OwnerCall<'a> {
+    lease: MutexGuard<'a, DistributedLock<Config>>,
+    resource: &'a str,
+    owner: &'a str,
+    answer: NonNull<bool>,
 }
 
 /// Acquires the lease on `resource` for `owner` for `ttl_seconds`: won when the row is
@@ -99,9 +112,8 @@ pub unsafe extern "C" fn mysqllock_lease_acquire(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract for every pointer.
-        let (mut lease, resource, owner) = unsafe { owner_call(client, resource, owner) }?;
-        // Checked before trying, so that a lease is never taken without the caller learning of it.
-        let acquired = non_null(acquired_out, "acquired_out pointer")?;
+        let OwnerCall { mut lease, resource, owner, answer: acquired } =
+            unsafe { owner_call(client, resource, owner, acquired_out, "acquired_out pointer") }?;
         let grant = lease.acquire_waiting(resource, owner, ttl_seconds, wait_seconds)?;
         // SAFETY: non-NULL / NULL-or-writable, by the caller's contract.
         unsafe { write_grant(grant.as_ref(), acquired, token_out, remaining_out) };
@@ -128,8 +140,8 @@ pub unsafe extern "C" fn mysqllock_lease_release(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract for every pointer.
-        let (mut lease, resource, owner) = unsafe { owner_call(client, resource, owner) }?;
-        let released = non_null(released_out, "released_out pointer")?;
+        let OwnerCall { mut lease, resource, owner, answer: released } =
+            unsafe { owner_call(client, resource, owner, released_out, "released_out pointer") }?;
         let ended = lease.release(resource, owner)?;
         // SAFETY: non-NULL; the caller guarantees it points to a writable bool.
         unsafe { released.as_ptr().write(ended) };
@@ -163,8 +175,8 @@ pub unsafe extern "C" fn mysqllock_lease_renew(
 ) -> mysqllock_status {
     call(|| {
         // SAFETY: caller's contract for every pointer.
-        let (mut lease, resource, owner) = unsafe { owner_call(client, resource, owner) }?;
-        let renewed = non_null(renewed_out, "renewed_out pointer")?;
+        let OwnerCall { mut lease, resource, owner, answer: renewed } =
+            unsafe { owner_call(client, resource, owner, renewed_out, "renewed_out pointer") }?;
         let grant = lease.renew(resource, owner, ttl_seconds)?;
         // SAFETY: non-NULL / NULL-or-writable, by the caller's contract.
         unsafe { write_grant(grant.as_ref(), renewed, token_out, remaining_out) };
