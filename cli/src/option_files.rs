@@ -15,10 +15,12 @@
 //! that begins and ends with the same quote (`'...'` or `"..."`) loses them, and the
 //! backslash escapes below (`\s` is a space) are resolved in every value, quoted or not.
 //! That is the `mysql` client's own reading, down to its corners (a value like `"ab"cd`
-//! or an unclosed `"abc` is taken as written), so a password that works there works
-//! here: a test compares with `my_print_defaults` of MariaDB and MySQL. `!include FILE` and
-//! `!includedir DIR` (the `.cnf` files in it, by name) read other files in place; a
-//! relative name is relative to the including file's directory.
+//! or an unclosed `"abc` is taken as written; text after a group's `]` is ignored), so a
+//! password that works there works here: a test compares with `my_print_defaults` of
+//! MariaDB and MySQL. `!include FILE` and `!includedir DIR` (the `.cnf` files in it, by
+//! name) read other files in place; a relative name is relative to the including file's
+//! directory. Where the client is lenient and a cron job would fail unclearly later, this
+//! reading is strict: a missing `!include` file is an error (the client skips it).
 //!
 //! A world-writable file is ignored with a warning (anyone could point mysqllock at
 //! another server or account), as the `mysql` client does.
@@ -236,13 +238,12 @@ fn parse_line(line: &str) -> Result<Line<'_>, &'static str> {
         return Ok(Line::Blank);
     }
     if let Some(rest) = line.strip_prefix('[') {
-        let (name, after) = rest.split_once(']').ok_or("a group header without its closing ]")?;
-        if !is_blank_or_comment(after) {
-            return Err("text after a group header");
-        }
-        return Ok(Line::Group(name.trim().to_owned()));
+        // As the `mysql` client: what follows the `]` is ignored, and only the spaces at
+        // the name's end go (`[ client]` is no `[client]` to it).
+        let (name, _) = rest.split_once(']').ok_or("a group header without its closing ]")?;
+        return Ok(Line::Group(name.trim_end().to_owned()));
     }
-    if let Some(directive) = line.strip_prefix('!') {
+    if let Some(directive) = line.strip_prefix('!').map(str::trim_start) {
         let (word, name) = directive.split_once(char::is_whitespace).unwrap_or((directive, ""));
         let name = name.trim().to_owned();
         return match word {
@@ -261,11 +262,6 @@ fn parse_line(line: &str) -> Result<Line<'_>, &'static str> {
         return Err("a value without an option name");
     }
     Ok(Line::Option { key: key.to_owned(), value })
-}
-
-fn is_blank_or_comment(text: &str) -> bool {
-    let text = text.trim();
-    text.is_empty() || text.starts_with('#')
 }
 
 /// The part of an option line before its comment: a `#` outside quotes. A quote opens
@@ -412,7 +408,7 @@ mod tests {
         assert!(!e.contains("s3cret"), "{e}");
     }
 
-    /// Values with every corner of the syntax, as `password=...` lines.
+    /// Values with every corner of the syntax, each read as a `password=...` line.
     const CORNERS: [&str; 17] = [
         r"plain",
         r"  spaced value  ",
@@ -433,33 +429,40 @@ mod tests {
         r#""with ; semicolon""#,
     ];
 
-    /// What `my_print_defaults` (the parser of the `mysql` client itself) makes of each of
-    /// [`CORNERS`]; `command` runs it on the file named by its last argument.
-    fn client_reading(mut command: impl FnMut(&Path) -> std::process::Output) -> Vec<String> {
-        let dir = Dir::new("client-reading");
-        CORNERS
-            .iter()
-            .enumerate()
-            .map(|(i, raw)| {
-                let file = dir.file(&format!("{i}.cnf"), &format!("[client]\npassword={raw}\n"));
-                let out = command(&file);
-                assert!(out.status.success(), "my_print_defaults: {}", String::from_utf8_lossy(&out.stderr));
-                let text = String::from_utf8(out.stdout).unwrap();
-                text.strip_prefix("--password=").and_then(|v| v.strip_suffix('\n')).unwrap_or(&text).to_owned()
-            })
-            .collect()
+    /// Group headers and directives the `mysql` client reads in its own way.
+    const HEADERS: [&str; 3] = [
+        "[client] x\nuser=a\n[client] ; note\npassword=b\n",
+        "[ client]\nuser=a\n[client]  \npassword=b\n",
+        "[mysqldump]\nuser=a\n[client]\npassword=b\n[mysqldump]\nuser=c\n[client]\nhost=h\n",
+    ];
+
+    /// Every file the comparisons read: [`CORNERS`] as values, then [`HEADERS`].
+    fn compared_files() -> Vec<String> {
+        let values = CORNERS.iter().map(|raw| format!("[client]\npassword={raw}\n"));
+        values.chain(HEADERS.iter().map(|text| (*text).to_owned())).collect()
     }
 
+    /// What `my_print_defaults` (the parser of the `mysql` client itself) prints for the
+    /// `[client]` group of each of [`compared_files`]; `command` runs it on a file.
+    fn client_reading(mut command: impl FnMut(&Path) -> std::process::Output) -> Vec<String> {
+        let dir = Dir::new("client-reading");
+        let files = compared_files();
+        let read = |(i, text): (usize, &String)| {
+            let out = command(&dir.file(&format!("{i}.cnf"), text));
+            assert!(out.status.success(), "my_print_defaults: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap()
+        };
+        files.iter().enumerate().map(read).collect()
+    }
+
+    /// The same as mysqllock reads it, in `my_print_defaults`'s form.
     fn our_reading() -> Vec<String> {
-        CORNERS
-            .iter()
-            .map(|raw| settings_of(&format!("[client]\npassword={raw}\n")).unwrap().concat())
-            .map(|s| s.strip_prefix("password=").unwrap().to_owned())
-            .collect()
+        let printed = |text: &String| settings_of(text).unwrap().iter().map(|s| format!("--{s}\n")).collect();
+        compared_files().iter().map(printed).collect()
     }
 
     #[test]
-    fn values_read_as_mariadbs_my_print_defaults_reads_them() {
+    fn files_read_as_mariadbs_my_print_defaults_reads_them() {
         let theirs = client_reading(|file| {
             std::process::Command::new("my_print_defaults")
                 .arg(format!("--defaults-file={}", file.display()))
@@ -473,7 +476,7 @@ mod tests {
     /// MySQL's own `my_print_defaults`, in the chroot `scripts/mysql.sh` runs MySQL 9.7 in:
     /// in the test runs against MySQL (`MYSQLLOCK_TEST_SERVER=mysql`), which made it.
     #[test]
-    fn values_read_as_mysqls_my_print_defaults_reads_them() {
+    fn files_read_as_mysqls_my_print_defaults_reads_them() {
         if std::env::var("MYSQLLOCK_TEST_SERVER").as_deref() != Ok("mysql") {
             eprintln!("MariaDB run: MySQL's my_print_defaults is compared in the MySQL run");
             return;
@@ -484,10 +487,11 @@ mod tests {
         assert!(root.status.success(), "{script} root: {}", String::from_utf8_lossy(&root.stderr));
         let root = PathBuf::from(String::from_utf8(root.stdout).unwrap().lines().last().unwrap().trim());
         let name = format!("tmp/mysqllock-option-files-{}", std::process::id());
-        let inside = root.join(&name);
-        fs::create_dir_all(&inside).unwrap();
+        // Removed however the test ends: the chroot is shared by every later run.
+        let inside = Dir(root.join(&name));
+        fs::create_dir_all(&inside.0).unwrap();
         let theirs = client_reading(|file| {
-            fs::copy(file, inside.join("my.cnf")).unwrap();
+            fs::copy(file, inside.0.join("my.cnf")).unwrap();
             std::process::Command::new("chroot")
                 .arg(&root)
                 .arg("my_print_defaults")
@@ -496,7 +500,6 @@ mod tests {
                 .output()
                 .unwrap()
         });
-        let _ = fs::remove_dir_all(&inside);
         assert_eq!(our_reading(), theirs);
     }
 
@@ -609,8 +612,14 @@ mod tests {
     }
 
     #[test]
+    fn text_after_a_group_header_is_ignored_and_spaces_before_its_name_count() {
+        let text = "[client] x\nuser=a\n[client] ; note\nhost=h\n[ client]\nport=1\n";
+        assert_eq!(settings_of(text).unwrap(), ["user=a", "host=h"]);
+    }
+
+    #[test]
     fn bad_group_headers_and_directives_are_errors() {
-        for text in ["[client\nuser=a\n", "[client] x\n", "!inclde x.cnf\n", "!include\n", "= value\n"] {
+        for text in ["[client\nuser=a\n", "!inclde x.cnf\n", "!include\n", "= value\n"] {
             assert!(settings_of(text).is_err(), "{text:?} accepted");
         }
     }
