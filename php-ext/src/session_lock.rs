@@ -19,7 +19,8 @@ use crate::args::{self, Args, Name};
 use crate::exceptions::protected_property;
 use crate::handler::{self, boolean, handlers, int, php_int};
 use crate::lock_exceptions::to_php;
-use crate::php::{self, CallError, Noise};
+use crate::pdo_session;
+use crate::php::{self, CallError};
 use crate::registry::Class;
 use crate::state::{self, Conn};
 
@@ -27,9 +28,6 @@ use crate::state::{self, Conn};
 /// extension's own).
 const NAME: &str = "name";
 const CONNECTION: &str = "connection";
-
-/// `PDO::ATTR_DRIVER_NAME`.
-const ATTR_DRIVER_NAME: i64 = 16;
 
 const CONNECTION_TYPE: &str = "PDO|mysqli|null";
 
@@ -171,10 +169,7 @@ fn check_connection(value: &Zval) -> PhpResult<()> {
     if !is_a(object, "PDO") {
         return Err(args::type_error(2, CONNECTION_TYPE, value));
     }
-    let driver = php::call_method(value, "getAttribute", vec![&ATTR_DRIVER_NAME], Noise::Quiet)
-        .map_err(handler::rethrow)?
-        .string()
-        .unwrap_or_default();
+    let driver = pdo_session::driver_name(value).map_err(handler::rethrow)?;
     if driver != "mysql" {
         let error = Error::InvalidArgument {
             what: "PDO",

@@ -58,7 +58,7 @@ server_tls() {
   case ${MYSQLLOCK_SERVER_TLS:-} in
     '' | require) echo "${MYSQLLOCK_SERVER_TLS:-}" ;;
     *)
-      echo "${0##*/}: MYSQLLOCK_SERVER_TLS=$MYSQLLOCK_SERVER_TLS: the only setting is require (or leave it unset)" >&2
+      echo "$me: MYSQLLOCK_SERVER_TLS=$MYSQLLOCK_SERVER_TLS: the only setting is require (or leave it unset)" >&2
       return 1
       ;;
   esac
