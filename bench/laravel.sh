@@ -49,20 +49,20 @@ start_server
 export MYSQLLOCK_BENCH_DSN=$dsn
 
 php_ext() {
-  php -d "extension=$so" -d "mysqllock.dsn=$dsn" "$@"
+  php -d "extension=$so" -d "mysqllock.dsn=\"$product_dsn\"" "$@"
 }
 
 laravel_version=$(sed -n "s/.*const VERSION = '\([^']*\)'.*/\1/p" $laravel)
-echo "# Laravel Cache::lock() benchmark: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), Laravel $laravel_version, $(commit_line core php-ext bridges/laravel), $(date -u +%F)"
+echo "# Laravel Cache::lock() benchmark: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), Laravel $laravel_version, $(commit_line core php-ext bridges/laravel), $(date -u +%F), $ssl_note"
 echo
 php_ext bench/php/laravel_handoff.php setup
 echo "## 1. Hand-off: the holder's release() call -> the blocked waiter's block() returns"
 echo
-run php -d "extension=$so" -d "mysqllock.dsn=$dsn" bench/php/laravel_handoff.php drive "$impls" "$handoffs" "$rounds"
+run php -d "extension=$so" -d "mysqllock.dsn=\"$product_dsn\"" bench/php/laravel_handoff.php drive "$impls" "$handoffs" "$rounds"
 echo
 echo "## 2. $procs processes contending on one name"
 echo
-run php -d "extension=$so" -d "mysqllock.dsn=$dsn" bench/php/laravel_contend.php drive "$impls" "$procs" "$contend_s" "$slices" "$work"
+run php -d "extension=$so" -d "mysqllock.dsn=\"$product_dsn\"" bench/php/laravel_contend.php drive "$impls" "$procs" "$contend_s" "$slices" "$work"
 echo
 echo "Overlap check self-test (a lock that excludes nothing must show overlaps):"
 echo

@@ -43,29 +43,30 @@ cp target/release/libmysqllock_php.so "$so"
 mkdir -p "$work/runs"
 export MYSQLLOCK_BENCH_SO=$so
 
-# php with the extension, mysqllock.dsn and MYSQLLOCK_BENCH_DSN on one server ($1).
+# php with the extension on one server: MYSQLLOCK_BENCH_DSN=$1 for the floors, and
+# mysqllock.dsn=$2 for the extension's own connection (with the ssl-mode of $ssl_note).
 php_on() {
-  local dsn=$1
-  shift
-  MYSQLLOCK_BENCH_DSN=$dsn run php -d "extension=$so" -d "mysqllock.dsn=$dsn" "$@"
+  local dsn=$1 product=$2
+  shift 2
+  MYSQLLOCK_BENCH_DSN=$dsn run php -d "extension=$so" -d "mysqllock.dsn=\"$product\"" "$@"
 }
 
 # ---- standalone ------------------------------------------------------------------------
 start_server
-echo "# lease mode benchmark: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core php-ext), $(date -u +%F)"
+echo "# lease mode benchmark: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), $(commit_line core php-ext), $(date -u +%F), $ssl_note"
 echo
 echo "## 1. Standalone MariaDB on 127.0.0.1: lease acquire + release (one connection per implementation; rounds rotate the order)"
 echo
 MYSQLLOCK_BENCH_DSN=$dsn php -d "extension=$so" bench/php/lease.php setup >&2
-php_on "$dsn" bench/php/lease.php time "$cycles" "$warm" ext,pdo,floor,raw
+php_on "$dsn" "$product_dsn" bench/php/lease.php time "$cycles" "$warm" ext,pdo,floor,raw
 echo
 echo "## 2. Standalone MariaDB: $procs processes contending on one resource"
 echo
-php_on "$dsn" bench/php/lease_contend.php drive ext,floor "$procs" "$contend_s" "$work/runs"
+php_on "$dsn" "$product_dsn" bench/php/lease_contend.php drive ext,floor "$procs" "$contend_s" "$work/runs"
 echo
 echo "Overlap checker self-test (a lock that excludes nothing must show overlaps):"
 echo
-selftest=$(php_on "$dsn" bench/php/lease_contend.php drive broken "$procs" "$selftest_s" "$work/runs")
+selftest=$(php_on "$dsn" "$product_dsn" bench/php/lease_contend.php drive broken "$procs" "$selftest_s" "$work/runs")
 echo "$selftest"
 require_overlaps "$selftest" "a lock that excludes nothing"
 bash "$server_script" stop "$work/db" >&2
@@ -77,7 +78,7 @@ echo
 bash scripts/galera.sh start "$work/galera" >&2
 gdsn=$(sed -n 's/^MYSQLLOCK_GALERA_DSN1=//p' "$work/galera/env")
 MYSQLLOCK_BENCH_DSN=$gdsn php -d "extension=$so" bench/php/lease.php setup >&2
-php_on "$gdsn" bench/php/lease.php time "$galera_cycles" "$galera_warm" ext,pdo,floor
+php_on "$gdsn" "$gdsn" bench/php/lease.php time "$galera_cycles" "$galera_warm" ext,pdo,floor
 bash scripts/galera.sh stop "$work/galera" >&2
 rm -f "$work/galera/cluster"
 

@@ -41,10 +41,10 @@ mkdir -p "$work/runs"
 
 start_server
 export MYSQLLOCK_BENCH_SO=$so MYSQLLOCK_BENCH_DSN=$dsn
-bench() { php -d "extension=$so" -d "mysqllock.dsn=$dsn" bench/php/symfony_bench.php "$@"; }
+bench() { php -d "extension=$so" -d "mysqllock.dsn=\"$product_dsn\"" bench/php/symfony_bench.php "$@"; }
 bench setup
 
-echo "# Symfony Lock benchmark: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), symfony/lock $(dpkg-query -W -f='${Version}' php-symfony-lock), $(commit_line core php-ext bridges/symfony), $(date -u +%F)"
+echo "# Symfony Lock benchmark: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSION;'), symfony/lock $(dpkg-query -W -f='${Version}' php-symfony-lock), $(commit_line core php-ext bridges/symfony), $(date -u +%F), $ssl_note"
 echo
 echo "## 1. Hand-off: holder's release() returned -> blocked waiter's acquire(true) returned ($rounds rounds x $per_round per store, holder holds $((hold_us / 1000)) ms + random 0-100 ms)"
 echo

@@ -2,7 +2,7 @@
 // Shared by the Laravel benchmark (bench/laravel.sh): a minimal Laravel 8.83 application
 // (Debian's php-laravel-framework) with two lock stores on the same MariaDB, the ways of
 // blocking on a Cache::lock() that are compared, and statistics. Run with the extension
-// and -d mysqllock.dsn=... (the same URL as MYSQLLOCK_BENCH_DSN).
+// and -d mysqllock.dsn=... (the same server as MYSQLLOCK_BENCH_DSN, with ssl-mode=MYSQLLOCK_BENCH_SSL_MODE).
 declare(strict_types=1);
 
 namespace MySqlLockBench\Laravel;

@@ -110,7 +110,7 @@ function drive(array $impls, int $procs, float $seconds, int $slices, string $di
         for ($w = 0; $w < $procs; $w++) {
             $log = "$dir/laravel-contend-$impl-$w.log";
             file_put_contents($log, '');
-            $cmd = [PHP_BINARY, '-d', "extension=$so", '-d', 'mysqllock.dsn=' . ini_get('mysqllock.dsn'), __FILE__, 'worker', $impl, "contend-$impl", $log];
+            $cmd = [PHP_BINARY, '-d', "extension=$so", '-d', 'mysqllock.dsn="' . ini_get('mysqllock.dsn') . '"', __FILE__, 'worker', $impl, "contend-$impl", $log];
             // No descriptor 2: the worker inherits ours (see bench/php/lease_contend.php).
             $p = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
             if (!is_resource($p)) {

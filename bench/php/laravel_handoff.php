@@ -74,7 +74,7 @@ function drive(array $impls, int $handoffs, int $rounds): void
             fail("unknown implementation $impl");
         }
         $name = "handoff-$impl";
-        $cmd = [PHP_BINARY, '-d', "extension=$so", '-d', 'mysqllock.dsn=' . ini_get('mysqllock.dsn'), __FILE__, 'waiter', $impl, $name];
+        $cmd = [PHP_BINARY, '-d', "extension=$so", '-d', 'mysqllock.dsn="' . ini_get('mysqllock.dsn') . '"', __FILE__, 'waiter', $impl, $name];
         $p = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
         if (!is_resource($p)) {
             fail("could not start a $impl waiter");

@@ -1,7 +1,7 @@
 <?php
 // Shared by the lease-mode benchmark (bench/lease.sh): the ways of taking a lease that are
 // compared, and the statistics. Always run with the extension loaded and, for the native
-// connection, with -d mysqllock.dsn=... (the same URL as MYSQLLOCK_BENCH_DSN).
+// connection, with -d mysqllock.dsn=... (the same server as MYSQLLOCK_BENCH_DSN, with ssl-mode=MYSQLLOCK_BENCH_SSL_MODE).
 declare(strict_types=1);
 
 namespace MySqlLockBench;

@@ -122,7 +122,7 @@ function drive(string $impl, int $procs, float $seconds, string $dir): void
     for ($w = 0; $w < $procs; $w++) {
         $log = "$dir/contend-$impl-$w.log";
         @unlink($log);
-        $cmd = [PHP_BINARY, '-d', "extension=$so", '-d', 'mysqllock.dsn=' . ini_get('mysqllock.dsn'), __FILE__, 'worker', $impl, $resource, $log];
+        $cmd = [PHP_BINARY, '-d', "extension=$so", '-d', 'mysqllock.dsn="' . ini_get('mysqllock.dsn') . '"', __FILE__, 'worker', $impl, $resource, $log];
         // No descriptor 2: the worker inherits ours. Handing over STDERR makes PHP give the
         // child a stream whose file position is its own, so with `> log 2>&1` its first
         // write lands at the start of the log, over what the driver printed.

@@ -1,7 +1,8 @@
 <?php
 // bench/symfony.sh's measurements: Symfony's LockFactory::createLock()->acquire(true) on
 // MySqlLockStore (SharedLock mode, lease mode) and on Symfony's own PdoStore, all on the
-// same MariaDB (MYSQLLOCK_BENCH_DSN; mysqllock.dsn is the same server).
+// same MariaDB (MYSQLLOCK_BENCH_DSN; mysqllock.dsn is the same server, with the ssl-mode
+// of bench/lib.sh's MYSQLLOCK_BENCH_SSL_MODE, and children get it as it is, quoted).
 //
 //   setup                                   creates the three stores' tables
 //   handoff STORES ROUNDS PER_ROUND HOLD_US  hand-off latency (holds HOLD_US + 0-100 ms): this process holds, a waiter
@@ -51,7 +52,7 @@ function store(string $name): PersistingStoreInterface
 
 function child(array $args): array
 {
-    $cmd = [PHP_BINARY, '-d', 'extension=' . getenv('MYSQLLOCK_BENCH_SO'), '-d', 'mysqllock.dsn=' . getenv('MYSQLLOCK_BENCH_DSN'),
+    $cmd = [PHP_BINARY, '-d', 'extension=' . getenv('MYSQLLOCK_BENCH_SO'), '-d', 'mysqllock.dsn="' . ini_get('mysqllock.dsn') . '"',
         '-d', 'display_errors=stderr', __FILE__, ...$args];
     $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w']], $pipes);
     if (!is_resource($proc)) {
