@@ -3,6 +3,7 @@
 //! granted (`getToken()`, `getRemaining()`). `state` keeps these by the object's handle;
 //! `distributed` converts arguments and calls them. Every lease decision is the core's.
 
+use ext_php_rs::types::ZendObject;
 use mysqllock_core::fork::{self, Owner};
 use mysqllock_core::{Dialect, DistributedLock, Error, Grant, Table};
 
@@ -126,30 +127,35 @@ impl LeaseObject {
     /// `lastInsertId()` its statements changed, sets it back to what it was before: they
     /// report their verdict (or the fencing token) through `LAST_INSERT_ID(expr)`, which
     /// would otherwise pass for the application's own last insert id. That costs one more
-    /// statement, without a commit, only when the id changed. A failure to give it back
-    /// leaves it as the statements left it and does not turn the call's outcome into an
-    /// error; a lost session cannot take the statement at all.
+    /// statement, without a commit, only when the id changed. A PDO that `$reconnect`
+    /// returned during the call is given a fresh connection's 0, never the lost one's id.
+    /// A failure to give it back leaves it as the statements left it and does not turn
+    /// the call's outcome into an error; a lost session cannot take the statement at all.
     fn keeping_insert_id<T>(&mut self, f: impl FnOnce(&mut Core) -> Result<T, Error>) -> Result<T, Error> {
-        let seen = self.insert_id();
+        let before = self.insert_id();
         let result = f(&mut self.lock);
         let lost = matches!(&result, Err(e) if e.is_connection());
-        if let (Some(seen), false) = (seen, lost) {
-            if self.insert_id().is_some_and(|now| now != seen) {
-                let _ = self.lock.give_back_insert_id(seen);
+        if let (Some(_), false) = (before, lost) {
+            if let Some((now, pdo)) = self.insert_id() {
+                let own = before.filter(|(_, was)| *was == pdo).map_or(0, |(id, _)| id);
+                if now != own {
+                    let _ = self.lock.give_back_insert_id(own);
+                }
             }
         }
         result
     }
 
-    /// `lastInsertId()` of the user's MySQL PDO; `None` on the extension's own connection
-    /// and on SQLite.
-    fn insert_id(&self) -> Option<u64> {
+    /// `lastInsertId()` of the user's MySQL PDO, with the PDO's identity (its address,
+    /// never dereferenced); `None` on the extension's own connection and on SQLite.
+    fn insert_id(&self) -> Option<(u64, *const ZendObject)> {
         let pdo = self.lock.connector().pdo()?;
         if self.dialect != Dialect::MySql {
             return None;
         }
+        let identity: *const ZendObject = pdo.object()?;
         let id = php::call_method(pdo, "lastInsertId", vec![], Noise::Quiet).ok()?;
-        id.str().and_then(|s| s.parse().ok())
+        id.str().and_then(|s| s.parse().ok()).map(|id| (id, identity))
     }
 }
 

@@ -491,6 +491,27 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test */
+    public function aPdoFromReconnectShowsAFreshLastInsertIdNotTheLostPdosOrTheLeasesOwn(): void
+    {
+        $pdo = connect();
+        $fresh = null;
+        $lock = new DistributedLock($pdo, self::TABLE, function () use (&$fresh): \PDO {
+            return $fresh = connect();
+        });
+        $this->assertTrue($lock->acquire($this->lockName(), 'owner-A', 30));
+        $id = (int) $pdo->query('SELECT CONNECTION_ID()')->fetchColumn();
+        // The application's last insert, the last statement on $pdo before it is lost.
+        $pdo->exec('CREATE TEMPORARY TABLE orders (id INT AUTO_INCREMENT PRIMARY KEY, note INT)');
+        $pdo->exec('INSERT INTO orders (note) VALUES (1), (2)');
+        $this->assertNotSame('0', $pdo->lastInsertId());
+        $this->killSession($id);
+
+        $this->assertTrue($lock->acquire($this->lockName('b'), 'owner-A', 30));
+        $this->assertInstanceOf(\PDO::class, $fresh, '$reconnect was not called');
+        $this->assertSame('0', $fresh->lastInsertId(), 'the new PDO shows an id it never made');
+    }
+
+    /** @test */
     public function aLostPdoIsReplacedByReconnectAndTheStatementSentAgain(): void
     {
         $pdo = connect();
@@ -713,7 +734,12 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     /** Ends $pdo's server session, as a restart or wait_timeout would. */
     private function killSessionOf(\PDO $pdo): void
     {
-        $id = (int) $pdo->query('SELECT CONNECTION_ID()')->fetchColumn();
+        $this->killSession((int) $pdo->query('SELECT CONNECTION_ID()')->fetchColumn());
+    }
+
+    /** Kills session $id from another connection, and waits until it is gone. */
+    private function killSession(int $id): void
+    {
         self::db()->exec("KILL $id");
         $st = self::db()->prepare('SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?');
         $this->assertTrue(self::waitUntil(function () use ($st, $id) {
