@@ -13,6 +13,7 @@ use crate::php::{self, Noise};
 pub type Core = DistributedLock<PhpConnector>;
 
 /// The lease a successful `acquire()`/`renew()` of this object granted last.
+#[derive(Clone)]
 struct Held {
     resource: String,
     owner: String,
@@ -41,8 +42,7 @@ impl LeaseObject {
     /// A copy on a session of its own (`clone $lock`).
     pub fn duplicate(&self) -> LeaseObject {
         let mut copy = LeaseObject::new(self.lock.connector().fresh(), self.lock.table().clone(), self.dialect);
-        copy.held =
-            self.held.as_ref().map(|h| Held { resource: h.resource.clone(), owner: h.owner.clone(), grant: h.grant });
+        copy.held = self.held.clone();
         copy
     }
 

@@ -12,14 +12,6 @@ use Nene\Kit\DistributedLockException;
 
 final class DistributedLockEdgesTest extends TestCase
 {
-    /** The seed's DDL. */
-    private const SEED_DDL = 'CREATE TABLE distributed_locks (
-resource VARCHAR(255) PRIMARY KEY,
-owner VARCHAR(255) NOT NULL,
-expires_at DATETIME NOT NULL,
-acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
-)';
-
     private const TABLE = 'phpt_lease_edges';
     private const FENCED = 'phpt_lease_edges_fenced';
     /** An application's own table with an AUTO_INCREMENT key, on the same PDO as the leases. */

@@ -34,13 +34,6 @@ final class ReentryStatement extends \PDOStatement
 
 final class DistributedLockReentryTest extends TestCase
 {
-    private const DDL = 'CREATE TABLE distributed_locks (
-resource VARCHAR(255) PRIMARY KEY,
-owner VARCHAR(255) NOT NULL,
-expires_at DATETIME NOT NULL,
-acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
-)';
-
     protected function tearDown(): void
     {
         ReentryStatement::$hook = null;
@@ -120,7 +113,7 @@ acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
     private function sqlite(bool $hooked): \PDO
     {
         $pdo = new \PDO('sqlite::memory:', null, null, [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION]);
-        $pdo->exec(self::DDL);
+        $pdo->exec(self::SEED_DDL);
         if ($hooked) {
             $pdo->setAttribute(\PDO::ATTR_STATEMENT_CLASS, [ReentryStatement::class, []]);
         }

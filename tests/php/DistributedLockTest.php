@@ -13,14 +13,6 @@ use Nene\Kit\DistributedLockException;
 
 final class DistributedLockTest extends TestCase
 {
-    /** The seed's DDL, verbatim. */
-    private const SEED_DDL = 'CREATE TABLE distributed_locks (
-resource VARCHAR(255) PRIMARY KEY,
-owner VARCHAR(255) NOT NULL,
-expires_at DATETIME NOT NULL,
-acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
-)';
-
     /** The test server's tables of these tests (the core's tests use distributed_locks*). */
     private const TABLE = 'phpt_leases';
     private const FENCED = 'phpt_leases_fenced';

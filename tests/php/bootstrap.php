@@ -97,6 +97,14 @@ final class Child extends ChildProcess
 /** Base class: unique lock names, a fresh configuration per test, children cleaned up. */
 abstract class TestCase extends PHPUnitTestCase
 {
+    /** The lease table of Nene\Kit\DistributedLock, as its seed documents it, verbatim. */
+    protected const SEED_DDL = 'CREATE TABLE distributed_locks (
+resource VARCHAR(255) PRIMARY KEY,
+owner VARCHAR(255) NOT NULL,
+expires_at DATETIME NOT NULL,
+acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
+)';
+
     use Polling;
 
     private static ?\PDO $db = null;
