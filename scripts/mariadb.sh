@@ -23,20 +23,35 @@
 # account locker_x509@127.0.0.1 (REQUIRE X509, locker's password and grants); DIR/env then
 # also has MYSQLLOCK_TEST_TLS=require, MYSQLLOCK_TEST_TLS_DIR, MYSQLLOCK_TEST_X509_DSN and
 # MYSQLLOCK_TEST_TLS_PORT (see tls_env in scripts/lib/servers.sh).
+#
+# scripts/mariadb11.sh runs this script for MariaDB 11.8 LTS (Debian sid's, in the chroot of
+# scripts/sid.sh): it sets $me and $in_root, and every server program then runs inside
+# that chroot, which shares the host's /tmp, so DIR (under /tmp) means the same inside.
 set -euo pipefail
-me=mariadb.sh
+me=${me:-mariadb.sh}
+# The chroot the server programs run in; empty: the host's.
+in_root=${in_root:-}
 # shellcheck source=scripts/lib/servers.sh
 . "$(dirname "$0")/lib/servers.sh"
 # shellcheck source=scripts/lib/standalone.sh
 . "$(dirname "$0")/lib/standalone.sh"
 
-cmd=${1:?usage: mariadb.sh start|stop|restart DIR}
-dir=${2:?usage: mariadb.sh start|stop|restart DIR}
+cmd=${1:?usage: $me start|stop|restart DIR}
+dir=${2:?usage: $me start|stop|restart DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 tls=
 
+# server PROGRAM ARGS...: a server program, on the host or in $in_root.
+server() {
+  if [ -n "$in_root" ]; then
+    chroot "$in_root" "$@"
+  else
+    "$@"
+  fi
+}
+
 root_sql() {
-  mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" "$@"
+  server mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" "$@"
 }
 
 launch() {
@@ -46,7 +61,7 @@ launch() {
       --ssl-key="$dir/tls/server-key.pem" --require-secure-transport=ON)
   fi
   # --no-defaults: never read the machine's my.cnf; everything we rely on is here.
-  /usr/sbin/mariadbd --no-defaults --user="$(id -un)" \
+  server /usr/sbin/mariadbd --no-defaults --user="$(id -un)" \
     --datadir="$dir/data" --socket="$dir/mysqld.sock" --pid-file="$dir/mysqld.pid" \
     --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --tmpdir="$dir/tmp" \
     --log-error="$dir/error.log" --max-connections=500 "${tls_options[@]}" \
@@ -67,7 +82,7 @@ check_tls() {
 }
 
 stop_server() {
-  stop_pid "$dir/mysqld.pid" mariadb-admin --no-defaults -uroot --socket="$dir/mysqld.sock" shutdown
+  stop_pid "$dir/mysqld.pid" server mariadb-admin --no-defaults -uroot --socket="$dir/mysqld.sock" shutdown
 }
 
 # What a test account may do beyond its database (create_accounts).
@@ -81,10 +96,11 @@ case "$cmd" in
     # (a parallel mariadb-install-db then fails with "Can't find file '/tmp/#sql-...'").
     mkdir -p "$dir/tmp"
     dir=$(cd "$dir" && pwd)
+    [ -z "$in_root" ] || [[ $dir == /tmp/* ]] || die "$dir: the chroot shares only /tmp with the host: give a DIR under /tmp"
     tls=$(server_tls)
     [ "$tls" != require ] || bash "$here/tls.sh" "$dir/tls"
     if [ ! -d "$dir/data/mysql" ]; then
-      mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$dir/data" --tmpdir="$dir/tmp" \
+      server mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$dir/data" --tmpdir="$dir/tmp" \
         --auth-root-authentication-method=socket >"$dir/install.log" 2>&1 \
         || { cat "$dir/install.log" >&2; exit 1; }
     fi
@@ -119,7 +135,7 @@ SQL
     crash_table "$dir/data" "$db" "$table"
     ;;
   *)
-    echo "usage: mariadb.sh start|stop|restart|crash-table|sql DIR" >&2
+    echo "usage: $me start|stop|restart|crash-table|sql DIR" >&2
     exit 2
     ;;
 esac

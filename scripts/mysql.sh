@@ -43,54 +43,21 @@ me=mysql.sh
 . "$(dirname "$0")/lib/servers.sh"
 # shellcheck source=scripts/lib/standalone.sh
 . "$(dirname "$0")/lib/standalone.sh"
+# shellcheck source=scripts/lib/chroot.sh
+. "$(dirname "$0")/lib/chroot.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 chroot_root=${MYSQLLOCK_MYSQL_ROOT:-/var/cache/mysqllock/sid-mysql}
-mirror=${MYSQLLOCK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
-# The chroot with mysqld, made once. Several suites may start servers at the same time:
-# the first one builds it under a lock, the others wait for it.
+# The chroot with mysqld (lib/chroot.sh makes it once).
+install_mysql() {
+  chroot_apt "$1" update
+  chroot_apt "$1" install --no-install-recommends mysql-server-core mysql-client
+}
+
 ensure_root() {
-  if [ -x "$chroot_root/usr/sbin/mysqld" ]; then
-    mount_proc
-    return 0
-  fi
-  [ "$(id -u)" -eq 0 ] || die "building the MySQL chroot needs root (debootstrap, chroot)"
-  mkdir -p "$(dirname "$chroot_root")"
-  exec 9>"$chroot_root.lock"
-  flock 9
-  if [ ! -x "$chroot_root/usr/sbin/mysqld" ]; then
-    command -v debootstrap >/dev/null 2>&1 || {
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-    } || die "debootstrap is missing and could not be installed"
-    local tmp=$chroot_root.tmp
-    umount "$tmp/proc" 2>/dev/null || true
-    rm -rf "$tmp"
-    echo "mysql.sh: building the MySQL 9.7 chroot in $chroot_root (debootstrap sid, about 2 minutes, once)" >&2
-    debootstrap --variant=minbase sid "$tmp" "$mirror" >"$tmp.log" 2>&1 \
-      || { tail -20 "$tmp.log" >&2; die "debootstrap sid failed (log: $tmp.log)"; }
-    cp /etc/resolv.conf "$tmp/etc/resolv.conf"
-    mount -t proc proc "$tmp/proc"
-    # The registry's sid Release file can be past its Valid-Until date.
-    chroot "$tmp" apt-get -o Acquire::Check-Valid-Until=false update -qq >>"$tmp.log" 2>&1 \
-      || { tail -20 "$tmp.log" >&2; die "apt-get update in the chroot failed"; }
-    DEBIAN_FRONTEND=noninteractive chroot "$tmp" apt-get install -y -qq --no-install-recommends \
-      mysql-server-core mysql-client >>"$tmp.log" 2>&1 \
-      || { tail -20 "$tmp.log" >&2; die "installing mysql-server-core in the chroot failed"; }
-    umount "$tmp/proc"
-    mv "$tmp" "$chroot_root"
-  fi
-  flock -u 9
-  mount_proc
+  chroot_ensure "$chroot_root" "MySQL 9.7" install_mysql
 }
-
-# mysqld reads /proc (CPU count, its own limits); one mount serves every server.
-mount_proc() {
-  [ -e "$chroot_root/proc/self" ] && return 0
-  mount -t proc proc "$chroot_root/proc" 2>/dev/null || [ -e "$chroot_root/proc/self" ] \
-    || die "cannot mount /proc in $chroot_root"
-}
-
 
 # The server's own directory inside the chroot, for the host directory $dir.
 instance_paths() {

@@ -99,7 +99,7 @@ MYSQLLOCK_TEST_NO_PASSWORD_DSN=mysql://locker_nopw@127.0.0.1:$port
 MYSQLLOCK_TEST_PORT=$port
 MYSQLLOCK_TEST_SOCKET=$dir/mysqld.sock
 MYSQLLOCK_TEST_DIR=$dir
-MYSQLLOCK_TEST_SERVER=${me%.sh}
+MYSQLLOCK_TEST_SERVER=${server_kind:-${me%.sh}}
 MYSQLLOCK_SERVER_SCRIPT=$here/$me
 ENV
     [ "$tls" != require ] || tls_env "$dir" "$port"

@@ -1,0 +1,85 @@
+# shellcheck shell=bash disable=SC2154
+# (SC2154: $me is set by the sourcing script.)
+# Debian sid chroots for what Debian 12 lacks (sourced by scripts/mysql.sh and
+# scripts/sid.sh; lib/servers.sh first, for die). Each is made once by debootstrap and kept
+# under /var/cache/mysqllock, so later runs pay nothing; its package list is remembered
+# inside it, and a chroot made for an older list gets the missing packages on its next use
+# instead of being rebuilt. Several suites may need a chroot at the same time: the first
+# builds or extends it under a lock, the others wait for it.
+
+mirror=${MYSQLLOCK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+# chroot_ensure ROOT LABEL INSTALL: ROOT exists with what INSTALL (a function taking ROOT)
+# installs. The list INSTALL installs is what `declare -f INSTALL` prints: when that
+# changes, INSTALL runs again on the existing chroot.
+chroot_ensure() {
+  local root=$1 label=$2 install=$3 want
+  want=$(declare -f "$install" | md5sum | cut -c1-32)
+  if [ "$(cat "$root/.mysqllock-packages" 2>/dev/null)" = "$want" ]; then
+    chroot_mount_proc "$root"
+    return 0
+  fi
+  [ "$(id -u)" -eq 0 ] || die "building the $label chroot needs root (debootstrap, chroot)"
+  mkdir -p "$(dirname "$root")"
+  exec 9>"$root.lock"
+  flock 9
+  if [ "$(cat "$root/.mysqllock-packages" 2>/dev/null)" != "$want" ]; then
+    if [ ! -x "$root/usr/bin/apt-get" ]; then
+      chroot_bootstrap "$root" "$label"
+    fi
+    chroot_mount_proc "$root"
+    echo "$me: installing the $label packages in $root (log: $root.log)" >&2
+    "$install" "$root" >>"$root.log" 2>&1 \
+      || { tail -20 "$root.log" >&2; die "installing the $label packages in $root failed (log: $root.log)"; }
+    echo "$want" >"$root/.mysqllock-packages"
+  fi
+  flock -u 9
+  exec 9>&-
+  chroot_mount_proc "$root"
+}
+
+# chroot_bootstrap ROOT LABEL: a minimal sid (and experimental, pinned low as Debian ships
+# it) in ROOT, made in ROOT.tmp and moved into place when complete.
+chroot_bootstrap() {
+  local root=$1 label=$2 tmp=$1.tmp
+  command -v debootstrap >/dev/null 2>&1 || {
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  } || die "debootstrap is missing and could not be installed"
+  umount "$tmp/proc" 2>/dev/null || true
+  rm -rf "$tmp"
+  echo "$me: building the $label chroot in $root (debootstrap sid, about 2 minutes, once)" >&2
+  debootstrap --variant=minbase sid "$tmp" "$mirror" >"$root.log" 2>&1 \
+    || { tail -20 "$root.log" >&2; die "debootstrap sid failed (log: $root.log)"; }
+  cp /etc/resolv.conf "$tmp/etc/resolv.conf"
+  # A minbase chroot has no /etc/hosts: without it nothing resolves localhost.
+  cp /etc/hosts "$tmp/etc/hosts"
+  echo "deb $mirror experimental main" >"$tmp/etc/apt/sources.list.d/experimental.list"
+  # Packages must not start their services in the chroot (mariadb-server would).
+  printf '#!/bin/sh\nexit 101\n' >"$tmp/usr/sbin/policy-rc.d"
+  chmod +x "$tmp/usr/sbin/policy-rc.d"
+  mv "$tmp" "$root"
+}
+
+# chroot_apt ROOT ARGS...: apt-get in ROOT, quietly, without questions. The registry's sid
+# Release file can be past its Valid-Until date.
+chroot_apt() {
+  local root=$1
+  shift
+  DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get -o Acquire::Check-Valid-Until=false -y -qq "$@"
+}
+
+# Servers and PHP read /proc (CPU count, their own limits); one mount serves every use.
+chroot_mount_proc() {
+  [ -e "$1/proc/self" ] && return 0
+  mount -t proc proc "$1/proc" 2>/dev/null || [ -e "$1/proc/self" ] \
+    || die "cannot mount /proc in $1"
+}
+
+# chroot_bind ROOT PATH: PATH of the host at the same path inside ROOT (once).
+chroot_bind() {
+  local root=$1 path=$2
+  mkdir -p "$root$path"
+  mountpoint -q "$root$path" && return 0
+  mount --bind "$path" "$root$path" 2>/dev/null || mountpoint -q "$root$path" \
+    || die "cannot bind $path into $root"
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The PHP stack of 2026, which Debian 12 lacks, in a Debian sid chroot: PHP 8.4 (sid) and
+# 8.5 (experimental) side by side, PHPUnit 13, Symfony Lock 7.4, Laravel 13 and MariaDB
+# 11.8 LTS (scripts/mariadb11.sh runs it). MySQL 9.7 has a chroot of its own
+# (scripts/mysql.sh): sid's mysql-server-core and mariadb-server-core conflict.
+#
+#   scripts/sid.sh root            # makes the chroot (once; debootstrap needs root) and
+#                                  # prints its path
+#   scripts/sid.sh run CMD...      # CMD inside it, in the current directory, with the same
+#                                  # environment; the repository and /tmp are the host's,
+#                                  # at the same paths, so paths mean the same on both sides
+#   scripts/sid.sh ext X.Y         # builds the extension for PHP X.Y with the host's Rust
+#                                  # toolchain and prints the .so's path inside the chroot
+#                                  # (/build/phpX.Y/release/...; ROOT/build/... on the host)
+#
+# Kept under /var/cache/mysqllock/sid-php (MYSQLLOCK_SID_ROOT overrides). The extension's
+# builds live in the chroot's /build/phpX.Y, so they stay incremental from run to run.
+set -euo pipefail
+me=sid.sh
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+# shellcheck source=scripts/lib/servers.sh
+. "$here/lib/servers.sh"
+# shellcheck source=scripts/lib/chroot.sh
+. "$here/lib/chroot.sh"
+
+root=${MYSQLLOCK_SID_ROOT:-/var/cache/mysqllock/sid-php}
+
+# What the chroot holds. Changing this list makes the next use install what is new.
+install_sid_php() {
+  local root=$1
+  chroot_apt "$root" update
+  # PHP 8.5 is only in experimental; its packages come from there, the rest from sid.
+  chroot_apt "$root" install --no-install-recommends -t experimental \
+    php8.5-cli php8.5-dev php8.5-mysql php8.5-sqlite3 php8.5-fpm
+  chroot_apt "$root" install --no-install-recommends \
+    php8.4-cli php8.4-dev php8.4-mysql php8.4-sqlite3 php8.4-fpm libfcgi-bin \
+    phpunit composer php-symfony-lock php-symfony-console php-symfony-framework-bundle \
+    php-laravel-framework mariadb-server mariadb-client \
+    gcc libc6-dev libclang-dev python3 procps ca-certificates
+}
+
+ensure() {
+  chroot_ensure "$root" "PHP 8.4/8.5 + MariaDB 11.8" install_sid_php
+  chroot_bind "$root" /tmp
+  chroot_bind "$root" /dev
+  chroot_bind "$root" "$repo"
+}
+
+cmd=${1:?usage: sid.sh root | run CMD... | ext X.Y}
+shift
+case "$cmd" in
+  root)
+    ensure
+    echo "$root"
+    ;;
+  run)
+    [ $# -gt 0 ] || die "usage: sid.sh run CMD..."
+    ensure
+    # The current directory must exist inside: the repository and /tmp do.
+    exec chroot "$root" /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$PWD" "$@"
+    ;;
+  ext)
+    version=${1:?usage: sid.sh ext X.Y}
+    [[ $version =~ ^[0-9]+\.[0-9]+$ ]] || die "ext $version: a PHP version is X.Y"
+    ensure
+    [ -x "$root/usr/bin/php$version" ] || die "PHP $version is not in $root"
+    # The host's toolchain, at its own paths (rustup's proxies find it through RUSTUP_HOME).
+    cargo_home=${CARGO_HOME:-$HOME/.cargo}
+    rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
+    chroot_bind "$root" "$cargo_home"
+    chroot_bind "$root" "$rustup_home"
+    target=/build/php$version
+    mkdir -p "$root$target"
+    (cd "$repo" && chroot "$root" /usr/bin/env -C "$repo" \
+      PATH="$cargo_home/bin:/usr/local/bin:/usr/bin:/bin" HOME="$HOME" \
+      CARGO_HOME="$cargo_home" RUSTUP_HOME="$rustup_home" CARGO_TARGET_DIR="$target" \
+      PHP="/usr/bin/php$version" PHP_CONFIG="/usr/bin/php-config$version" \
+      cargo build --release --locked -p mysqllock-php >&2) \
+      || die "building the extension for PHP $version failed"
+    so=$target/release/libmysqllock_php.so
+    # The path inside the chroot; the same file is $root$so on the host.
+    chroot "$root" "php$version" -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' \
+      || die "PHP $version cannot load $so"
+    echo "$so"
+    ;;
+  *)
+    die "usage: sid.sh root | run CMD... | ext X.Y"
+    ;;
+esac
