@@ -7,6 +7,8 @@ namespace MySqlLockTest;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockAcquireException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use ItsMieger\MySqlSharedLocks\SharedLockHandle;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class BadInputTest extends TestCase
 {
@@ -15,7 +17,7 @@ final class BadInputTest extends TestCase
      * Name kinds: 'ok' (a valid unique name), 'empty', 'long' (65 characters),
      * 'cjk' (characters the latin1 column cannot store).
      */
-    public function badLockArguments(): array
+    public static function badLockArguments(): array
     {
         return [
             'empty name' => ['empty', 0, 10, '/empty/i'],
@@ -49,6 +51,8 @@ final class BadInputTest extends TestCase
      * @test
      * @dataProvider badLockArguments
      */
+    #[Test]
+    #[DataProvider('badLockArguments')]
     public function badLockArgumentsThrowAcquireException(string $kind, $timeout, $ttl, string $cause): void
     {
         $name = $this->name($kind);
@@ -62,6 +66,8 @@ final class BadInputTest extends TestCase
      * @test
      * @dataProvider badLockArguments
      */
+    #[Test]
+    #[DataProvider('badLockArguments')]
     public function badLockArgumentsAreExplainedByGetPrevious(string $kind, $timeout, $ttl, string $cause): void
     {
         $name = $this->name($kind);
@@ -74,6 +80,8 @@ final class BadInputTest extends TestCase
      * @test
      * @dataProvider badLockArguments
      */
+    #[Test]
+    #[DataProvider('badLockArguments')]
     public function badLockArgumentsLeaveTheTableUnchanged(string $kind, $timeout, $ttl, string $cause): void
     {
         $name = $this->name($kind);
@@ -84,6 +92,7 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function nameOf64CharactersCanBeLocked(): void
     {
         $name = str_pad($this->prefix(), 64, 'x');
@@ -92,6 +101,7 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function nameWithLatin1LettersIsStoredExactly(): void
     {
         $name = $this->lockName('Müller-Größe');
@@ -100,12 +110,14 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function fractionalTtlIsAccepted(): void
     {
         $this->assertInstanceOf(SharedLockHandle::class, SharedLock::lock($this->lockName(), 0, 0.5));
     }
 
     /** @test */
+    #[Test]
     public function setQuoteStyleRejectsStyleFive(): void
     {
         $this->expectException(\InvalidArgumentException::class);
@@ -113,6 +125,7 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function rejectedQuoteStyleKeepsTheCurrentOne(): void
     {
         $name = $this->lockName();
@@ -121,7 +134,7 @@ final class BadInputTest extends TestCase
         $this->assertCount(1, self::rows($name));
     }
 
-    public function badTableNames(): array
+    public static function badTableNames(): array
     {
         return [
             'backtick' => ['a`b'],
@@ -137,6 +150,8 @@ final class BadInputTest extends TestCase
      * @test
      * @dataProvider badTableNames
      */
+    #[Test]
+    #[DataProvider('badTableNames')]
     public function setTableRejectsAnInvalidName(string $table): void
     {
         $this->assertTrue(method_exists(SharedLock::class, 'setTable'), 'SharedLock::setTable() does not exist');
@@ -148,6 +163,8 @@ final class BadInputTest extends TestCase
      * @test
      * @dataProvider badTableNames
      */
+    #[Test]
+    #[DataProvider('badTableNames')]
     public function rejectedTableNameKeepsTheCurrentTable(string $table): void
     {
         $this->assertTrue(method_exists(SharedLock::class, 'setTable'), 'SharedLock::setTable() does not exist');
@@ -156,6 +173,7 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function wrongPasswordNeverAppearsInTheExceptionChain(): void
     {
         $s = server();
@@ -166,6 +184,7 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function wrongPasswordIsReportedAsAccessDenied(): void
     {
         $s = server();
