@@ -8,4 +8,5 @@ set -euo pipefail
 
 need_php_modules pdo_mysql pdo_sqlite pcntl posix
 
-exec php -d "extension=$so" "$phpunit" -c tests/php/phpunit.xml "$@"
+need_attributes tests/php
+exec php -d "extension=$so" "$phpunit" -c "$(phpunit_config tests/php)" "$@"

@@ -36,6 +36,27 @@ validate_composer() {
   [ $rc = 0 ] || fail "$1/composer.json does not validate"
 }
 
+# phpunit_config DIR: the configuration for the installed PHPUnit. PHPUnit 9.6 (Debian 12)
+# reads DIR/phpunit.xml; 10 and later refuse its convert*ToExceptions settings and have
+# their own names for the same strictness, in DIR/phpunit10.xml.
+phpunit_config() {
+  if [ "$phpunit_major" -ge 10 ]; then
+    echo "$1/phpunit10.xml"
+  else
+    echo "$1/phpunit.xml"
+  fi
+}
+
+# need_attributes DIR: every PHPUnit annotation of DIR's tests has its attribute and the
+# reverse (9.6 reads only annotations, 10+ only attributes); the checker proves itself first.
+need_attributes() {
+  php tests/suites/lib/phpunit-attributes.php --self-test || fail "the annotation/attribute checker failed its self-test"
+  php tests/suites/lib/phpunit-attributes.php "$1" || fail "$1: annotations and attributes disagree"
+}
+
 [ -f "$so" ] || fail "the extension $so does not exist (cargo build --release -p mysqllock-php)"
 [ -x "$phpunit" ] || fail "$phpunit is missing (apt-get install phpunit)"
 php -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' || fail "PHP cannot load $so as the mysqllock extension"
+phpunit_version=$(php "$phpunit" --version) || fail "$phpunit --version failed"
+phpunit_major=$(sed -nE 's/^PHPUnit ([0-9]+)\.[0-9].*/\1/p' <<<"$phpunit_version")
+[ -n "$phpunit_major" ] && [ "$phpunit_major" -ge 9 ] || fail "unsupported PHPUnit: $phpunit_version"
