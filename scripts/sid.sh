@@ -26,18 +26,21 @@ repo=$(cd "$here/.." && pwd)
 
 root=${MYSQLLOCK_SID_ROOT:-/var/cache/mysqllock/sid-php}
 
-# What the chroot holds. Changing this list makes the next use install what is new.
+# What the chroot holds. Changing this list makes the next use install what is new. The
+# steps are chained with && (set -e does not reach into a function called with ||).
 install_sid_php() {
-  local root=$1
-  chroot_apt "$root" update
-  # PHP 8.5 is only in experimental; its packages come from there, the rest from sid.
-  chroot_apt "$root" install --no-install-recommends -t experimental \
-    php8.5-cli php8.5-dev php8.5-mysql php8.5-sqlite3 php8.5-fpm
-  chroot_apt "$root" install --no-install-recommends \
-    php8.4-cli php8.4-dev php8.4-mysql php8.4-sqlite3 php8.4-fpm libfcgi-bin \
+  chroot_apt "$1" update &&
+  chroot_apt "$1" install --no-install-recommends \
+    php8.4-cli php8.4-dev php8.4-mysql php8.4-sqlite3 php8.4-fpm php8.4-xml php8.4-mbstring \
+    libfcgi-bin \
     phpunit composer php-symfony-lock php-symfony-console php-symfony-framework-bundle \
     php-laravel-framework mariadb-server mariadb-client \
-    gcc libc6-dev libclang-dev python3 procps ca-certificates
+    gcc libc6-dev libclang-dev python3 procps ca-certificates &&
+  # PHP 8.5 is only in experimental: each of its packages is named from there (with
+  # -t experimental, php-common would come from there too, and that one breaks 8.5.7).
+  chroot_apt "$1" install --no-install-recommends php8.5-cli/experimental \
+    php8.5-dev/experimental php8.5-mysql/experimental php8.5-sqlite3/experimental \
+    php8.5-fpm/experimental php8.5-xml/experimental php8.5-mbstring/experimental
 }
 
 ensure() {

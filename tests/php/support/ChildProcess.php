@@ -9,6 +9,11 @@ namespace MySqlLockTest\Support;
 /** The extension under test: $MYSQLLOCK_BIN's, else the one under $root/target/release. */
 function extensionPath(string $root): string
 {
+    // A PHP other than the host's (the test matrix's chroot cells) has its own build.
+    $ext = getenv('MYSQLLOCK_PHP_EXT');
+    if ($ext !== false && $ext !== '') {
+        return $ext;
+    }
     $bin = getenv('MYSQLLOCK_BIN');
     return ($bin === false || $bin === '' ? $root . '/target/release' : $bin) . '/libmysqllock_php.so';
 }
