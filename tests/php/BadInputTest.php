@@ -33,7 +33,8 @@ final class BadInputTest extends TestCase
         ];
     }
 
-    private function name(string $kind): string
+    /** A lock name of $kind (badLockArguments). Not name(): PHPUnit 10+ has a final TestCase::name(). */
+    private function badLockName(string $kind): string
     {
         switch ($kind) {
             case 'empty':
@@ -55,7 +56,7 @@ final class BadInputTest extends TestCase
     #[DataProvider('badLockArguments')]
     public function badLockArgumentsThrowAcquireException(string $kind, $timeout, $ttl, string $cause): void
     {
-        $name = $this->name($kind);
+        $name = $this->badLockName($kind);
         $e = $this->catchThrown(fn () => SharedLock::lock($name, $timeout, $ttl));
         $this->assertSame(SharedLockAcquireException::class, get_class($e), (string) $e);
         $this->assertSame($name, $e->getLockName());
@@ -70,7 +71,7 @@ final class BadInputTest extends TestCase
     #[DataProvider('badLockArguments')]
     public function badLockArgumentsAreExplainedByGetPrevious(string $kind, $timeout, $ttl, string $cause): void
     {
-        $name = $this->name($kind);
+        $name = $this->badLockName($kind);
         $e = $this->catchThrown(fn () => SharedLock::lock($name, $timeout, $ttl));
         $this->assertNotNull($e->getPrevious(), 'getPrevious() does not explain: ' . $e->getMessage());
         $this->assertMatchesRegularExpression($cause, $e->getPrevious()->getMessage());
@@ -84,7 +85,7 @@ final class BadInputTest extends TestCase
     #[DataProvider('badLockArguments')]
     public function badLockArgumentsLeaveTheTableUnchanged(string $kind, $timeout, $ttl, string $cause): void
     {
-        $name = $this->name($kind);
+        $name = $this->badLockName($kind);
         SharedLock::lock($this->lockName('witness'), 0, 10);
         $before = $this->ownRows();
         $this->catchThrown(fn () => SharedLock::lock($name, $timeout, $ttl));
