@@ -51,7 +51,7 @@ chroot_root=${MYSQLLOCK_MYSQL_ROOT:-/var/cache/mysqllock/sid-mysql}
 
 # The chroot with mysqld (lib/chroot.sh makes it once).
 install_mysql() {
-  chroot_apt "$1" update
+  chroot_apt "$1" update &&
   chroot_apt "$1" install --no-install-recommends mysql-server-core mysql-client
 }
 

@@ -1,23 +1,35 @@
 #!/usr/bin/env bash
-# Runs every test of the project against a throwaway MariaDB 10.11 and a throwaway
-# Oracle MySQL 9.7 started here: Rust unit and integration tests, cross-process scenarios,
-# the CLI, the PHP extension (PHPUnit), the bridges, the C ABI (gcc + valgrind, PHP FFI,
-# Python ctypes), the chaos suites, and the header check.
+# Runs every test of the project against throwaway servers started here (MariaDB 10.11,
+# Oracle MySQL 9.7, MariaDB 11.8): Rust unit and integration tests, cross-process
+# scenarios, the CLI, the PHP extension (PHPUnit) on every PHP of the matrix, the bridges,
+# the C ABI (gcc + valgrind, PHP FFI, Python ctypes), the chaos suites, and the header check.
 #
-# Each suite is a script that finds its server in MYSQLLOCK_TEST_DSN (and the server's
-# kind in MYSQLLOCK_TEST_SERVER, its script in MYSQLLOCK_SERVER_SCRIPT); it runs once per
-# server, as NAME@mariadb and NAME@mysql. A suite whose header says `# server: none`
-# (lint, header) or `# server: own` (it starts its own cluster) runs once. A suite that
-# needs a fresh server (restarts) starts one of the same kind with that script.
+# tests/matrix says which servers there are and which PHP (with which Symfony, Laravel and
+# PHPUnit) runs against which. Each suite is a script that finds its server in
+# MYSQLLOCK_TEST_DSN (and the server's kind in MYSQLLOCK_TEST_SERVER, its script in
+# MYSQLLOCK_SERVER_SCRIPT); it runs once per server, as NAME@SERVER. A suite whose header
+# says `# matrix: php` runs once per row of the matrix instead, as NAME@SERVER/phpX.Y, with
+# the row in its environment (tests/suites/lib/php.sh). A suite whose header says
+# `# server: none` (lint, header) or `# server: own` (it starts its own servers) runs once.
+# A suite that needs a fresh server (restarts) starts one of the same kind with that script.
 #
-#   bash scripts/test.sh                 # everything, both servers
-#   MYSQLLOCK_TEST_SERVERS=mysql bash scripts/test.sh   # one server's runs (and the
-#                                        # server-less suites)
+#   bash scripts/test.sh                 # everything, every server
+#   MYSQLLOCK_TEST_SERVERS=mysql bash scripts/test.sh   # the runs on the servers named
+#                                        # (and the server-less suites)
 #   bash scripts/test.sh 30-php 40-c     # only the suites named
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-servers=${MYSQLLOCK_TEST_SERVERS:-mariadb mysql}
+# The matrix's rows (comments and blank lines dropped), and its servers in order of first
+# mention, less those MYSQLLOCK_TEST_SERVERS leaves out.
+rows=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tests/matrix)
+servers=
+for server in $(awk '!seen[$1]++ { print $1 }' <<<"$rows"); do
+  case " ${MYSQLLOCK_TEST_SERVERS:-$server} " in
+    *" $server "*) servers="$servers $server" ;;
+  esac
+done
+[ -n "$servers" ] || { echo "no server of tests/matrix is in MYSQLLOCK_TEST_SERVERS=${MYSQLLOCK_TEST_SERVERS:-}"; exit 1; }
 
 bash scripts/install-deps.sh || exit 1
 cargo build --release --locked --workspace --all-targets || exit 1
@@ -55,6 +67,15 @@ with_server() {
   (set -a; . "$work/$server/env"; set +a; "$@")
 }
 
+# with_row SERVER PHP HOME SYMFONY LARAVEL PHPUNIT CMD...: CMD with SERVER's env file and
+# the matrix row in the environment.
+with_row() {
+  local server=$1
+  (set -a; . "$work/$server/env"
+   MYSQLLOCK_PHP=$2 MYSQLLOCK_PHP_HOME=$3 MYSQLLOCK_SYMFONY=$4 MYSQLLOCK_LARAVEL=$5 MYSQLLOCK_PHPUNIT=$6
+   set +a; shift 6; "$@")
+}
+
 selected=("$@")
 wanted() {
   [ ${#selected[@]} -eq 0 ] && return 0
@@ -69,6 +90,14 @@ for s in tests/suites/*.sh; do
   kind=$(sed -n 's/^# server: \([a-z]*\).*/\1/p' "$s" | head -n 1)
   if [ "$kind" = none ] || [ "$kind" = own ]; then
     suite "$name" bash "$s"
+    continue
+  fi
+  if grep -q '^# matrix: php' "$s"; then
+    # fd 3: a suite reading its standard input must not eat the rows.
+    while read -r -u 3 server php home symfony laravel phpunit; do
+      case " $servers " in *" $server "*) ;; *) continue ;; esac
+      suite "$name@$server/php$php" with_row "$server" "$php" "$home" "$symfony" "$laravel" "$phpunit" bash "$s"
+    done 3<<<"$rows"
     continue
   fi
   for server in $servers; do

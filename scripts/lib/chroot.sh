@@ -9,7 +9,8 @@
 
 mirror=${MYSQLLOCK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
-# chroot_ensure ROOT LABEL INSTALL: ROOT exists with what INSTALL (a function taking ROOT)
+# chroot_ensure ROOT LABEL INSTALL: ROOT exists with what INSTALL (a function taking ROOT,
+# whose steps are chained with &&: it is called with ||, where set -e does not act)
 # installs. The list INSTALL installs is what `declare -f INSTALL` prints: when that
 # changes, INSTALL runs again on the existing chroot.
 chroot_ensure() {

@@ -10,6 +10,8 @@ use ItsMieger\MySqlSharedLocks\Exception\TableRepairException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use MySqlLock\ConnectionException;
 use MySqlLock\SessionLock;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class RecoveryTest extends TestCase
 {
@@ -32,6 +34,7 @@ final class RecoveryTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function sharedLockAfterItsSessionWasKilledSucceedsOnAFreshSession(): void
     {
         $first = $this->lockName('first');
@@ -49,6 +52,7 @@ final class RecoveryTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function sessionLockOnTheNativeConnectionAfterItsSessionWasKilledSucceedsOnAFreshSession(): void
     {
         $first = new SessionLock($this->lockName('first'));
@@ -64,7 +68,7 @@ final class RecoveryTest extends TestCase
         $this->assertNotSame($killed, $holder);
     }
 
-    public function userConnections(): array
+    public static function userConnections(): array
     {
         return ['PDO' => ['pdo'], 'mysqli' => ['mysqli']];
     }
@@ -75,6 +79,8 @@ final class RecoveryTest extends TestCase
      * @test
      * @dataProvider userConnections
      */
+    #[Test]
+    #[DataProvider('userConnections')]
     public function sessionLockOnAUserConnectionWhoseSessionWasKilledThrowsConnectionException(string $kind): void
     {
         $conn = openConnection($kind);
@@ -120,6 +126,7 @@ final class RecoveryTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function sharedLockOnACrashedTableRepairsItAndSucceeds(): void
     {
         $table = $this->createCrashTable();
@@ -136,6 +143,7 @@ final class RecoveryTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function tryRepairTableRepairsACrashedTable(): void
     {
         $table = $this->createCrashTable();
@@ -146,6 +154,7 @@ final class RecoveryTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function tryRepairTableThatCannotRepairThrowsTableRepairExceptionWithTheServersReason(): void
     {
         SharedLock::setTable(TX_TABLE); // InnoDB: REPAIR TABLE answers with a note, no status OK

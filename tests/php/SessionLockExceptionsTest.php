@@ -13,10 +13,12 @@ use MySqlLock\LockException;
 use MySqlLock\LockTimeoutException;
 use MySqlLock\NotHeldException;
 use MySqlLock\SessionLock;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class SessionLockExceptionsTest extends TestCase
 {
-    public function hierarchy(): array
+    public static function hierarchy(): array
     {
         return [
             'LockException' => [LockException::class, \RuntimeException::class],
@@ -32,6 +34,8 @@ final class SessionLockExceptionsTest extends TestCase
      * @test
      * @dataProvider hierarchy
      */
+    #[Test]
+    #[DataProvider('hierarchy')]
     public function exceptionClassExtendsItsParent(string $class, string $parent): void
     {
         $this->assertSame($parent, get_parent_class($class));
@@ -41,6 +45,8 @@ final class SessionLockExceptionsTest extends TestCase
      * @test
      * @dataProvider hierarchy
      */
+    #[Test]
+    #[DataProvider('hierarchy')]
     public function usersCanCreateItWithMessageCodeAndPrevious(string $class): void
     {
         $previous = new \LogicException('cause');
@@ -49,6 +55,7 @@ final class SessionLockExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function usersCanSubclassIt(): void
     {
         $e = new class ('mine') extends NotHeldException {
@@ -57,6 +64,7 @@ final class SessionLockExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function anExceptionTheExtensionThrowsHasTheCallersFileAndLine(): void
     {
         $lock = new SessionLock($this->lockName());
@@ -67,6 +75,7 @@ final class SessionLockExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function theMessageNamesTheMethodAndTheLock(): void
     {
         $name = $this->lockName();
@@ -75,6 +84,7 @@ final class SessionLockExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aSessionLockWithoutAConfiguredConnectionThrowsConnectionException(): void
     {
         // A process that never configured a connection (no mysqllock.dsn, no configureConnection()).

@@ -4,11 +4,14 @@
 // process ends), so the next request gets it at once, on the extension's own connection
 // and on a PDO set with setConnection(), and no server session is left behind. The same for MySqlLock\SessionLock
 // on the extension's own connection and on the request's PDO or mysqli, persistent ones
-// (which outlive the request) included. Run under Debian's php8.2-fpm
+// (which outlive the request) included. Run under Debian's php-fpm of the PHP that runs the tests
 // (requests sent with cgi-fcgi) and under `php -S`, each started here with the extension.
 declare(strict_types=1);
 
 namespace MySqlLockTest;
+
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class WebServerTest extends TestCase
 {
@@ -27,7 +30,7 @@ final class WebServerTest extends TestCase
         parent::tearDown();
     }
 
-    public function serversAndConnections(): array
+    public static function serversAndConnections(): array
     {
         return [
             'php-fpm, native connection' => ['fpm', 'native'],
@@ -41,6 +44,8 @@ final class WebServerTest extends TestCase
      * @test
      * @dataProvider serversAndConnections
      */
+    #[Test]
+    #[DataProvider('serversAndConnections')]
     public function lockLeftByEachOf200RequestsIsFreeForTheNextAtOnceAndNoSessionIsLeft(string $kind, string $conn): void
     {
         $server = $this->startServer($kind);
@@ -67,6 +72,8 @@ final class WebServerTest extends TestCase
      * @test
      * @dataProvider serversAndConnections
      */
+    #[Test]
+    #[DataProvider('serversAndConnections')]
     public function exitAndFatalErrorInsideSynchronizedReleaseTheLockAtRequestEnd(string $kind, string $conn): void
     {
         $server = $this->startServer($kind);
@@ -82,7 +89,7 @@ final class WebServerTest extends TestCase
         }
     }
 
-    public function serversAndSessionConnections(): array
+    public static function serversAndSessionConnections(): array
     {
         $cases = [];
         foreach (['php-fpm' => 'fpm', 'php -S' => 'builtin'] as $server => $kind) {
@@ -103,6 +110,8 @@ final class WebServerTest extends TestCase
      * @test
      * @dataProvider serversAndSessionConnections
      */
+    #[Test]
+    #[DataProvider('serversAndSessionConnections')]
     public function sessionLockLeftByEachRequestIsFreeWhenItEndsAndNoSessionIsLeft(string $kind, string $conn): void
     {
         $server = $this->startServer($kind);
@@ -125,6 +134,8 @@ final class WebServerTest extends TestCase
      * @test
      * @dataProvider serversAndSessionConnections
      */
+    #[Test]
+    #[DataProvider('serversAndSessionConnections')]
     public function exitAndFatalErrorInsideSessionLockSynchronizedReleaseItAtRequestEnd(string $kind, string $conn): void
     {
         $server = $this->startServer($kind);
@@ -158,7 +169,12 @@ final class WebServerTest extends TestCase
 /** A php-fpm master or a `php -S` server with the extension, serving fixtures/web/. */
 final class WebServer
 {
-    private const FPM = '/usr/sbin/php-fpm8.2';
+    /** The php-fpm of the PHP running the tests: Debian names it by version. */
+    private static function fpmBinary(): string
+    {
+        return '/usr/sbin/php-fpm' . PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION;
+    }
+
     private const FPM_WORKERS = 2;
     private const CGI_FCGI = '/usr/bin/cgi-fcgi';
 
@@ -178,7 +194,8 @@ final class WebServer
     /** php-fpm with its own config, pool and unix socket under a temp dir, as this user. */
     public static function fpm(): self
     {
-        foreach ([self::FPM => 'php8.2-fpm', self::CGI_FCGI => 'libfcgi-bin'] as $tool => $package) {
+        $fpmPackage = 'php' . PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION . '-fpm';
+        foreach ([self::fpmBinary() => $fpmPackage, self::CGI_FCGI => 'libfcgi-bin'] as $tool => $package) {
             if (!is_executable($tool)) {
                 TestCase::fail("$tool is missing: install $package (scripts/install-deps.sh does)");
             }
@@ -194,7 +211,7 @@ final class WebServer
             // Only a root master switches users: then it is told to stay root (with -R).
             . ($root ? "user = $user\ngroup = $group\n" : '');
         file_put_contents($server->dir . '/fpm.conf', $config);
-        $cmd = [self::FPM, '-F', '-y', $server->dir . '/fpm.conf', '-d', 'extension=' . extensionPath()];
+        $cmd = [self::fpmBinary(), '-F', '-y', $server->dir . '/fpm.conf', '-d', 'extension=' . extensionPath()];
         if ($root) {
             $cmd[] = '-R';
         }

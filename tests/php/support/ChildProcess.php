@@ -9,8 +9,23 @@ namespace MySqlLockTest\Support;
 /** The extension under test: $MYSQLLOCK_BIN's, else the one under $root/target/release. */
 function extensionPath(string $root): string
 {
+    // A PHP other than the host's (the test matrix's chroot cells) has its own build.
+    $ext = getenv('MYSQLLOCK_PHP_EXT');
+    if ($ext !== false && $ext !== '') {
+        return $ext;
+    }
     $bin = getenv('MYSQLLOCK_BIN');
     return ($bin === false || $bin === '' ? $root . '/target/release' : $bin) . '/libmysqllock_php.so';
+}
+
+/**
+ * The pdo_mysql attribute NAME (SSL_CA, INIT_COMMAND, ...): Pdo\Mysql::ATTR_NAME where that
+ * class exists (PHP 8.4 and later; PHP 8.5 deprecates PDO::MYSQL_ATTR_NAME), else
+ * PDO::MYSQL_ATTR_NAME (PHP 8.2 and 8.3 have only that).
+ */
+function pdoMysqlAttribute(string $name): int
+{
+    return \constant(\class_exists('Pdo\\Mysql', false) ? "Pdo\\Mysql::ATTR_$name" : "PDO::MYSQL_ATTR_$name");
 }
 
 /** Polling a condition until a deadline: the only way the tests wait for another process. */

@@ -1,6 +1,13 @@
 # The preamble the PHP suites (30-php, 35-symfony, 36-laravel) share, sourced after
-# `set -euo pipefail`: the environment every suite reads, the built extension, PHPUnit,
-# and helpers that fail loudly (a missing tool is a failure with a message, never a skip).
+# `set -euo pipefail`: the environment every suite reads, the matrix row it runs in, the
+# extension built for that row's PHP, PHPUnit, and helpers that fail loudly (a missing tool
+# is a failure with a message, never a skip).
+#
+# The row (tests/matrix, set by scripts/test.sh; Debian 12's PHP when run by hand):
+# MYSQLLOCK_PHP (X.Y), MYSQLLOCK_PHP_HOME (host, or sid: the chroot of scripts/sid.sh, where
+# the suite then re-runs itself with the extension built for that PHP), MYSQLLOCK_SYMFONY,
+# MYSQLLOCK_LARAVEL, MYSQLLOCK_PHPUNIT (the versions the row expects; each suite checks the
+# ones it uses with need_version).
 : "${MYSQLLOCK_ROOT:?MYSQLLOCK_ROOT is not set (the repository root)}"
 : "${MYSQLLOCK_BIN:?MYSQLLOCK_BIN is not set (the target/release directory)}"
 : "${MYSQLLOCK_TEST_DSN:?MYSQLLOCK_TEST_DSN is not set (start a server with scripts/mariadb.sh)}"
@@ -8,20 +15,48 @@ cd "$MYSQLLOCK_ROOT"
 export MYSQLLOCK_BIN
 
 suite=$(basename "$0" .sh)
-so=$MYSQLLOCK_BIN/libmysqllock_php.so
-phpunit=/usr/bin/phpunit
+php_version=${MYSQLLOCK_PHP:-8.2}
+php_home=${MYSQLLOCK_PHP_HOME:-host}
 
 fail() {
   echo "$suite: $*" >&2
   exit 1
 }
 
+case $php_home in
+  host) ;;
+  sid)
+    if [ -z "${MYSQLLOCK_PHP_EXT:-}" ]; then
+      MYSQLLOCK_PHP_EXT=$(bash scripts/sid.sh ext "$php_version") || fail "no extension for PHP $php_version"
+      export MYSQLLOCK_PHP_EXT
+      exec bash scripts/sid.sh run bash "$0" "$@"
+    fi
+    ;;
+  *) fail "MYSQLLOCK_PHP_HOME=$php_home: host or sid" ;;
+esac
+
+# The extension for this PHP (tests/php/support/ChildProcess.php reads the same variable).
+so=${MYSQLLOCK_PHP_EXT:-$MYSQLLOCK_BIN/libmysqllock_php.so}
+php=/usr/bin/php$php_version
+phpunit=/usr/bin/phpunit
+
+# need_version WHAT WANT HAVE: the row's WANT is HAVE or a prefix of it (13 matches 13.31.0).
+need_version() {
+  [ -z "$2" ] || [ "$3" = "$2" ] || [[ $3 == "$2".* ]] \
+    || fail "the matrix row wants $1 $2, but $1 here is ${3:-missing}"
+}
+
+# The Debian package's upstream version (7.4.22+dfsg-1 -> 7.4.22), or nothing.
+package_version() {
+  dpkg-query -W -f='${Version}' "$1" 2>/dev/null | sed -e 's/^[0-9]*://' -e 's/[+~-].*//'
+}
+
 # PHP modules, from `php -m` read once (`php -m | grep -q` can die of SIGPIPE under pipefail).
 need_php_modules() {
   local modules ext
-  modules=$(php -m)
+  modules=$("$php" -m)
   for ext in "$@"; do
-    grep -qx "$ext" <<<"$modules" || fail "the PHP extension $ext is missing"
+    grep -qx "$ext" <<<"$modules" || fail "the PHP extension $ext is missing from PHP $php_version"
   done
 }
 
@@ -36,6 +71,28 @@ validate_composer() {
   [ $rc = 0 ] || fail "$1/composer.json does not validate"
 }
 
+# need_attributes DIR: every PHPUnit annotation of DIR's tests has its attribute and the
+# reverse (9.6 reads only annotations; 10 and later only attributes, so a test with one and
+# not the other silently does not run, or runs without its data, under the other). The
+# checker proves itself first.
+need_attributes() {
+  "$php" tests/suites/lib/phpunit-attributes.php --self-test || fail "the annotation/attribute checker failed its self-test"
+  "$php" tests/suites/lib/phpunit-attributes.php "$1" || fail "$1: annotations and attributes disagree"
+}
+
+# phpunit_config DIR: DIR's configuration for the PHPUnit here (PHPUnit 10 changed the
+# format: phpunit10.xml beside the 9.6 one).
+phpunit_config() {
+  if [ "${phpunit_major:?}" -ge 10 ]; then echo "$1/phpunit10.xml"; else echo "$1/phpunit.xml"; fi
+}
+
+[ -x "$php" ] || fail "$php is missing (PHP $php_version; scripts/install-deps.sh or scripts/sid.sh installs it)"
 [ -f "$so" ] || fail "the extension $so does not exist (cargo build --release -p mysqllock-php)"
 [ -x "$phpunit" ] || fail "$phpunit is missing (apt-get install phpunit)"
-php -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' || fail "PHP cannot load $so as the mysqllock extension"
+"$php" -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' || fail "PHP $php_version cannot load $so as the mysqllock extension"
+have_php=$("$php" -r 'echo PHP_VERSION;')
+need_version PHP "$php_version" "$have_php"
+have_phpunit=$("$php" "$phpunit" --version | sed -n 's/^PHPUnit \([0-9][0-9.]*\).*/\1/p')
+need_version PHPUnit "${MYSQLLOCK_PHPUNIT:-}" "$have_phpunit"
+phpunit_major=${have_phpunit%%.*}
+echo "$suite: PHP $have_php ($php_home), PHPUnit $have_phpunit, server ${MYSQLLOCK_TEST_SERVER:-?} ${MYSQLLOCK_TEST_SERVER_VERSION:-}"
