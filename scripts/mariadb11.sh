@@ -7,7 +7,14 @@
 #   scripts/mariadb11.sh start|stop|restart|crash-table|sql DIR ...   # as mariadb.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-in_root=$(bash "$here/sid.sh" root)
+# Inside the chroot already (a PHP suite of the matrix re-runs itself there, and its tests
+# call this script, e.g. crash-table): the server programs are right here. Only the chroot
+# has the package list chroot_ensure writes at its root.
+if [ -f /.mysqllock-packages ]; then
+  in_root=
+else
+  in_root=$(bash "$here/sid.sh" root)
+fi
 me=mariadb11.sh
 # The kind of server, for tests that tell MariaDB from MySQL (lib/standalone.sh).
 server_kind=mariadb
