@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The PHP stack of 2026, which Debian 12 lacks, in a Debian sid chroot: PHP 8.4 (sid) and
-# 8.5 (experimental) side by side, PHPUnit 13, Symfony Lock 7.4, Laravel 13 and MariaDB
-# 11.8 LTS (scripts/mariadb11.sh runs it). MySQL 9.7 has a chroot of its own
+# 8.5 (experimental) side by side, PHPUnit 13, Symfony Lock 7.4 (and 8 from experimental in
+# /opt/symfony-8/php, see install_symfony_8), Laravel 13 and MariaDB 11.8 LTS
+# (scripts/mariadb11.sh runs it). MySQL 9.7 has a chroot of its own
 # (scripts/mysql.sh): sid's mysql-server-core and mariadb-server-core conflict.
 #
 #   scripts/sid.sh root            # makes the chroot (once; debootstrap needs root) and
@@ -40,7 +41,29 @@ install_sid_php() {
   # -t experimental, php-common would come from there too, and that one breaks 8.5.7).
   chroot_apt "$1" install --no-install-recommends php8.5-cli/experimental \
     php8.5-dev/experimental php8.5-mysql/experimental php8.5-sqlite3/experimental \
-    php8.5-fpm/experimental php8.5-xml/experimental php8.5-mbstring/experimental
+    php8.5-fpm/experimental php8.5-xml/experimental php8.5-mbstring/experimental &&
+  install_symfony_8 "$1"
+}
+
+# Symfony 8 is only in experimental, and one chroot holds one version of a package: sid's
+# 7.4 is installed, and experimental's Symfony Lock, Console and FrameworkBundle (with
+# whatever they need from experimental or sid) are unpacked over a copy of /usr/share/php
+# in /opt/symfony-8/php, which the Symfony suite loads instead when its matrix row asks
+# for Symfony 8. Debian's autoload.php files find each other relative to their own
+# directory, so the copy is complete on its own.
+install_symfony_8() {
+  chroot "$1" /bin/sh -e -c '
+    rm -rf /opt/symfony-8 /tmp/symfony-8 && mkdir -p /opt/symfony-8 /tmp/symfony-8/debs /tmp/symfony-8/files
+    apt-get -o Acquire::Check-Valid-Until=false -s -t experimental install --no-install-recommends \
+      php-symfony-lock php-symfony-console php-symfony-framework-bundle \
+      | sed -n "s/^Inst \([^ ]*\) .*(\([^ ]*\) .*/\1=\2/p" >/tmp/symfony-8/list
+    grep -q "^php-symfony-lock=8" /tmp/symfony-8/list
+    cd /tmp/symfony-8/debs
+    apt-get -o Acquire::Check-Valid-Until=false -qq download $(cat /tmp/symfony-8/list)
+    for deb in *.deb; do dpkg-deb -x "$deb" /tmp/symfony-8/files; done
+    cp -a /usr/share/php /opt/symfony-8/php
+    cp -a /tmp/symfony-8/files/usr/share/php/. /opt/symfony-8/php/
+    rm -rf /tmp/symfony-8'
 }
 
 ensure() {

@@ -100,7 +100,7 @@ MYSQLLOCK_TEST_PORT=$port
 MYSQLLOCK_TEST_SOCKET=$dir/mysqld.sock
 MYSQLLOCK_TEST_DIR=$dir
 MYSQLLOCK_TEST_SERVER=${server_kind:-${me%.sh}}
-MYSQLLOCK_TEST_SERVER_VERSION=$(root_sql -N -e 'SELECT VERSION()')
+MYSQLLOCK_TEST_SERVER_VERSION=$(root_sql -N -e 'SELECT VERSION()' | cut -d' ' -f1)
 MYSQLLOCK_SERVER_SCRIPT=$here/$me
 ENV
     [ "$tls" != require ] || tls_env "$dir" "$port"

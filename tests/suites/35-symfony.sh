@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # matrix: php
 # The Symfony Lock store (bridges/symfony) against the real Debian php-symfony-lock (5.4 on
-# Debian 12, 7.4 from sid: the matrix row says which), php-symfony-console and
+# Debian 12, 7.4 from sid, 8.1 from experimental: the matrix row says which), php-symfony-console and
 # php-symfony-framework-bundle and the real extension (PHPUnit, tests/bridges/symfony):
 # every behaviour Symfony documents for a store in both modes, across processes
 # (contention, kill -9), through LockFactory and through a FrameworkBundle kernel
@@ -10,12 +10,24 @@
 set -euo pipefail
 . "$(dirname "$0")/lib/php.sh"
 
-for f in /usr/share/php/Symfony/Component/Lock/autoload.php /usr/share/php/Symfony/Component/Console/autoload.php \
-         /usr/share/php/Symfony/Bundle/FrameworkBundle/autoload.php; do
-  [ -f "$f" ] || fail "$f is missing (scripts/install-deps.sh installs php-symfony-lock, -console, -framework-bundle)"
+# Symfony's version is HttpKernel's Kernel::VERSION (FrameworkBundle needs HttpKernel).
+symfony_version() {
+  sed -n "s/.*const VERSION = '\([0-9.]*\)'.*/\1/p" "$1/Symfony/Component/HttpKernel/Kernel.php" 2>/dev/null
+}
+# Debian's packages, or the copy scripts/sid.sh makes for a Symfony only experimental has.
+want=${MYSQLLOCK_SYMFONY:-}
+MYSQLLOCK_SYMFONY_DIR=/usr/share/php
+if [ -n "$want" ] && [ -d "/opt/symfony-${want%%.*}/php" ] \
+   && [[ $(symfony_version /usr/share/php) != "$want"* ]]; then
+  MYSQLLOCK_SYMFONY_DIR=/opt/symfony-${want%%.*}/php
+fi
+export MYSQLLOCK_SYMFONY_DIR
+for f in Symfony/Component/Lock/autoload.php Symfony/Component/Console/autoload.php \
+         Symfony/Bundle/FrameworkBundle/autoload.php; do
+  [ -f "$MYSQLLOCK_SYMFONY_DIR/$f" ] || fail "$MYSQLLOCK_SYMFONY_DIR/$f is missing (scripts/install-deps.sh installs php-symfony-lock, -console, -framework-bundle)"
 done
-need_version "Symfony Lock" "${MYSQLLOCK_SYMFONY:-}" "$(package_version php-symfony-lock)"
-echo "$suite: Symfony Lock $(package_version php-symfony-lock)"
+need_version Symfony "$want" "$(symfony_version "$MYSQLLOCK_SYMFONY_DIR")"
+echo "$suite: Symfony $(symfony_version "$MYSQLLOCK_SYMFONY_DIR") from $MYSQLLOCK_SYMFONY_DIR"
 
 need_php_modules pdo_mysql posix
 # The package is what `composer require` installs: its composer.json must be valid.
