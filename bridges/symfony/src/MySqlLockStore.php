@@ -216,7 +216,8 @@ class MySqlLockStore implements BlockingStoreInterface
     public function putOffExpiration(Key $key, float $ttl): void
     {
         if (!($ttl > 0) || $ttl > self::MAX_TTL[$this->mode]) {
-            throw new InvalidTtlException(sprintf('"%s()" expects a TTL greater than 0 and at most %s seconds, "%s" given.', __METHOD__, self::MAX_TTL[$this->mode], $ttl));
+            // NAN spelled out: PHP 8.5 warns when NAN is turned into a string.
+            throw new InvalidTtlException(sprintf('"%s()" expects a TTL greater than 0 and at most %s seconds, "%s" given.', __METHOD__, self::MAX_TTL[$this->mode], is_nan($ttl) ? 'NAN' : $ttl));
         }
         $name = self::lockName($key);
         if ($this->mode === self::MODE_LEASE) {
