@@ -7,10 +7,9 @@
 #   scripts/mariadb11.sh start|stop|restart|crash-table|sql DIR ...   # as mariadb.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# Inside the chroot already (a PHP suite of the matrix re-runs itself there, and its tests
-# call this script, e.g. crash-table): the server programs are right here. Only the chroot
-# has the package list chroot_ensure writes at its root.
-if [ -f /.mysqllock-packages ]; then
+# Called from inside the chroot (a PHP suite of the matrix restarting its server), the
+# server programs are right here.
+if [ "${MYSQLLOCK_IN_SID:-}" = 1 ]; then
   in_root=
 else
   in_root=$(bash "$here/sid.sh" root)

@@ -100,6 +100,8 @@ final class ConnectionTest extends TestCase
             'unknown option' => [null, ['ttl' => 3]],
             'bad table' => [null, ['table' => 'locks; DROP TABLE x']],
             'bad initial TTL' => [null, ['initial_ttl' => 0]],
+            'NAN initial TTL' => [null, ['initial_ttl' => NAN]],
+            'array initial TTL' => [null, ['initial_ttl' => [5]]],
         ];
     }
 
