@@ -26,6 +26,7 @@ use crate::value::{Outcome, Value};
 
 mod auth;
 mod binary;
+mod rsa_key;
 #[cfg(test)]
 mod tests;
 
