@@ -157,3 +157,67 @@ fn a_public_key_cut_short_is_refused_without_a_panic() {
     let error = outcome.1.unwrap_or_default();
     assert!(error.contains("RSA public key this client cannot read"), "{error}");
 }
+
+/// The largest allocation each thread made since it last asked: a measuring pass-through
+/// to the system allocator, in the core's unit tests only.
+struct Measured;
+
+thread_local! {
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note(size: usize) {
+    // try_with: the thread's storage may be gone while it exits.
+    let _ = LARGEST.try_with(|largest| largest.set(largest.get().max(size)));
+}
+
+// SAFETY: every call is passed on to the system allocator unchanged.
+unsafe impl std::alloc::GlobalAlloc for Measured {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        note(layout.size());
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Measured = Measured;
+
+/// The largest allocation `f` made on this thread.
+fn largest_allocation_within(f: impl FnOnce()) -> usize {
+    LARGEST.with(|largest| largest.set(0));
+    f();
+    LARGEST.with(Cell::get)
+}
+
+#[test]
+fn a_switch_to_sha256_password_with_a_mangled_key_is_refused_without_a_panic() {
+    // Found by wire_conversation in 115 runs against the client before the core read the
+    // key: a MySQL greeting, a switch to sha256_password, a key whose BEGIN line is
+    // mangled (mysql_common's from_pem: "valid PEM is mandatory here").
+    let input = include_bytes!("../tests/fuzz-regressions/wire_conversation-rsa-key-base64-panic");
+    let mut outcome = (Reached::Done, None);
+    assert!(!panics_within(|| outcome = replay(input)), "the client panicked");
+    assert_eq!(outcome.0, Reached::Nothing);
+    let error = outcome.1.unwrap_or_default();
+    assert!(error.contains("RSA public key this client cannot read"), "{error}");
+}
+
+#[test]
+fn a_packet_claiming_megabytes_sets_none_aside_before_they_arrive() {
+    // Found by wire_results in about 1000 runs against the client that sized a packet's
+    // buffer by its header: a column definition claiming 14942213 bytes, of which a
+    // few hundred follow (libFuzzer: out-of-memory, malloc(14942213)).
+    let mut input = mariadb_login();
+    input.extend_from_slice(include_bytes!("../tests/fuzz-regressions/wire_results-length-claim-alloc"));
+    let mut outcome = (Reached::Done, None);
+    let largest = largest_allocation_within(|| outcome = replay(&input));
+    assert!(largest < 1024 * 1024, "the client allocated {largest} bytes");
+    assert_eq!(outcome.0, Reached::LoggedIn, "{:?}", outcome.1);
+}

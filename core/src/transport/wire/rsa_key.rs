@@ -142,6 +142,45 @@ mod tests {
         assert!(base64(b"TW!u").is_none());
     }
 
+    /// A PKCS#1 PEM key of `modulus` and `exponent` (big-endian, positive).
+    fn pkcs1_pem(modulus: &[u8], exponent: &[u8]) -> Vec<u8> {
+        let element = |tag: u8, contents: &[u8]| {
+            let mut out = vec![tag];
+            match contents.len() {
+                n @ 0..=0x7F => out.push(n as u8),
+                n => {
+                    out.extend_from_slice(&[0x82, (n >> 8) as u8, n as u8]);
+                }
+            }
+            out.extend_from_slice(contents);
+            out
+        };
+        let integers = [element(0x02, &[&[0][..], modulus].concat()), element(0x02, exponent)].concat();
+        let der = element(0x30, &integers);
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut text = Vec::new();
+        for group in der.chunks(3) {
+            let word = group.iter().enumerate().fold(0u32, |acc, (i, &b)| acc | u32::from(b) << (16 - 8 * i));
+            for i in 0..4 {
+                let sextet = (word >> (18 - 6 * i)) & 63;
+                text.push(if i <= group.len() { alphabet[sextet as usize] } else { b'=' });
+            }
+        }
+        [&b"-----BEGIN RSA PUBLIC KEY-----\n"[..], &text, b"\n-----END RSA PUBLIC KEY-----\n"].concat()
+    }
+
+    #[test]
+    fn keys_are_read_within_their_size_bounds() {
+        let modulus = [0xC5u8; 256]; // 2048 bits
+        let (n, e) = read_public_key(&pkcs1_pem(&modulus, &[1, 0, 1])).unwrap();
+        assert_eq!((n.as_slice(), e.as_slice()), (&modulus[..], &[1u8, 0, 1][..]));
+        // An exponent of 65 bits would cost 65 multiplications; one of megabits, minutes.
+        let e = read_public_key(&pkcs1_pem(&modulus, &[1; 9])).unwrap_err();
+        assert!(e.contains("65-bit exponent"), "{e}");
+        let e = read_public_key(&pkcs1_pem(&[0xC5; 2049], &[3])).unwrap_err();
+        assert!(e.contains("16392-bit modulus"), "{e}");
+    }
+
     #[test]
     fn truncated_or_oversized_keys_are_refused_without_a_panic() {
         for pem in [
