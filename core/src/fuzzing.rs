@@ -3,7 +3,7 @@
 //! twice) against a fake server that answers with given bytes, over a real Unix socket.
 //!
 //! Built with the cargo feature `fuzzing` (and in the core's own tests); not part of
-//! the API. The conversation drives [`crate::transport::wire::Connection`] itself rather
+//! the API. The conversation drives the wire client's `Connection` itself rather
 //! than a [`crate::MysqlSession`]: the session remembers per target which accounts need
 //! the `mysql` crate, state that would make one input change how the next is read.
 

@@ -30,7 +30,8 @@ for target in $(cargo fuzz list --fuzz-dir fuzz); do
   artifacts=target/fuzz/artifacts/$target
   mkdir -p "$scratch/$target" "$artifacts"
   log=$scratch/$target.log
-  "$bin/$target" "$scratch/$target" "$corpus" -max_total_time="$seconds" -timeout=10 \
+  # TMPDIR: the fake server's sockets and the option files go to the scratch directory.
+  TMPDIR=$scratch "$bin/$target" "$scratch/$target" "$corpus" -max_total_time="$seconds" -timeout=10 \
     -malloc_limit_mb=8 -rss_limit_mb=1024 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" >"$log" 2>&1
   rc=$?
