@@ -37,7 +37,9 @@ for target in $(cargo fuzz list --fuzz-dir fuzz); do
   rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log")
-  echo "fuzz: $target: exit $rc, ${runs:-?} runs in ${secs:-?} s ($(( ${runs:-0} / (${secs:-1} > 0 ? ${secs:-1} : 1) )) per second), corpus $(ls "$corpus" | wc -l) committed + $(ls "$scratch/$target" | wc -l) new"
+  rate="stopped early"
+  [ -n "$secs" ] && [ "$secs" -gt 0 ] && rate="$((runs / secs)) per second"
+  echo "fuzz: $target: exit $rc, ${runs:-?} runs in ${secs:-?} s ($rate), corpus $(ls "$corpus" | wc -l) committed + $(ls "$scratch/$target" | wc -l) new"
   if [ $rc -eq 0 ]; then
     passed=$((passed + 1))
   else
