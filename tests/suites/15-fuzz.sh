@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # server: none (the wire targets talk to a fake server of their own)
 # The fuzz targets (fuzz/, cargo-fuzz and libFuzzer, docs/fuzzing.md): built (incrementally,
-# in target/fuzz), then each run for MYSQLLOCK_FUZZ_SECONDS (30) from its committed
+# kept across clones, see below), then each run for MYSQLLOCK_FUZZ_SECONDS (30) from its committed
 # corpus. A crash (a panic is one), an input running over 10 s, a single allocation
 # over 8 MiB (a packet claims up to 16 MiB; the client reads none so large, and must not
 # set memory aside for a claim) or a process over 1 GiB fails the target; the input is kept under
@@ -17,10 +17,21 @@ cargo fuzz --version >/dev/null 2>&1 || {
 # cargo-fuzz passes -Z flags (AddressSanitizer, the fuzzing cfg) that a stable compiler
 # takes only so.
 export RUSTC_BOOTSTRAP=1
+# The build is kept across clones (CI builds a fresh clone each time, and a cold build of
+# the instrumented dependencies costs minutes): under /var/cache/mysqllock where this user
+# may write there, as the chroots of the server scripts are; else in target/fuzz.
+builds=${MYSQLLOCK_FUZZ_TARGET_DIR:-}
+if [ -z "$builds" ]; then
+  if mkdir -p /var/cache/mysqllock 2>/dev/null && [ -w /var/cache/mysqllock ]; then
+    builds=/var/cache/mysqllock/fuzz-target
+  else
+    builds=target/fuzz
+  fi
+fi
 started=$SECONDS
-cargo fuzz build --fuzz-dir fuzz --target-dir target/fuzz -O || { echo "fuzz: the targets do not build"; exit 1; }
-echo "fuzz: built in $((SECONDS - started)) s"
-bin=target/fuzz/x86_64-unknown-linux-gnu/release
+cargo fuzz build --fuzz-dir fuzz --target-dir "$builds" -O || { echo "fuzz: the targets do not build"; exit 1; }
+echo "fuzz: built in $((SECONDS - started)) s (in $builds)"
+bin=$builds/x86_64-unknown-linux-gnu/release
 scratch=$(mktemp -d /tmp/mysqllock-fuzz.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 passed=0; failed=0; failures=()
