@@ -58,6 +58,9 @@ fn ends_silenced<T: std::fmt::Debug>(bound: Duration, during: &str, call: impl F
     e
 }
 
+/// A call on a held lock, by name.
+type Call = fn(&mut NativeLocker, &str) -> Result<(), Error>;
+
 /// Whether session `id` waits in a GET_LOCK.
 fn queued_on_get_lock(id: u64) -> bool {
     let mut inspector = MysqlSession::connect(&Config::from_url(&dsn()).unwrap()).unwrap();
@@ -136,7 +139,7 @@ fn release_renew_and_status_on_a_frozen_network_end_within_read_timeout() {
     ends_silenced(secs(READ), "during a statement", || locker.release(&name));
 
     // Each on a fresh connection, frozen after it is made.
-    let calls: [(&str, fn(&mut NativeLocker, &str) -> Result<(), Error>); 4] = [
+    let calls: [(&str, Call); 4] = [
         ("renew", |l, n| l.renew(n, 120.0)),
         ("remaining_ttl", |l, n| l.remaining_ttl(n).map(drop)),
         ("status", |l, n| l.status(Some(n)).map(drop)),

@@ -109,7 +109,7 @@ const STATEMENT_CACHE: usize = 64;
 
 /// The connection under a session.
 enum Link {
-    Own(wire::Connection),
+    Own(Box<wire::Connection>),
     /// For what the wire client does not speak (see [`wire`]): another authentication
     /// plugin, an old server. Its reads are bounded once, when connecting, so a wait is
     /// split into statements of at most [`fallback::LONGEST_WAIT`].
@@ -131,7 +131,7 @@ impl Link {
             match wire::Connection::open(config, started, first) {
                 Ok((conn, answer)) => {
                     let mariadb = looks_mariadb(version_of(&conn.greeting().version));
-                    return Ok((Link::Own(conn), mariadb, answer));
+                    return Ok((Link::Own(Box::new(conn)), mariadb, answer));
                 }
                 Err(OpenError::Failed(e)) => return Err(e),
                 Err(OpenError::Switched) => SETUP_APART.lock().push(target.clone()),
