@@ -34,7 +34,8 @@ const JOIN_WAIT: Duration = Duration::from_secs(1);
 /// How much sooner than its last renewal's start plus the TTL the lease counts as lost
 /// here: the server stores whole seconds (`UNIX_TIMESTAMP()`), so the lease may end up
 /// to a second earlier on the server, and the holder needs a moment to stop its job
-/// (half a second, as the lease mode's local deadline). At most half the TTL.
+/// (half a second, as the lease mode's local deadline). At most a quarter of the TTL,
+/// so a short TTL still leaves its renewals time to succeed.
 const LOCAL_MARGIN: Duration = Duration::from_millis(1500);
 
 /// What the thread renews, and for how long.
@@ -217,9 +218,9 @@ fn renew_until_stopped(shared: &Shared, plan: &Plan) {
     }
 }
 
-/// [`LOCAL_MARGIN`], or half the TTL if that is less.
+/// [`LOCAL_MARGIN`], or a quarter of the TTL if that is less.
 fn margin(ttl: Duration) -> Duration {
-    LOCAL_MARGIN.min(ttl / 2)
+    LOCAL_MARGIN.min(ttl / 4)
 }
 
 enum Renewal {
