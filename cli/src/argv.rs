@@ -96,6 +96,33 @@ fn password_spans(args: &[OsString]) -> Vec<(usize, Range<usize>)> {
     spans
 }
 
+/// Gives the command of a run `MYSQLLOCK_DSN` without its password (see
+/// [`dsn_for_child`]). The command is not mysqllock: its children, its logs and a `ps e`
+/// would carry the password on.
+pub fn scrub_child_env(command: &mut std::process::Command) {
+    let Some(dsn) = std::env::var_os("MYSQLLOCK_DSN") else { return };
+    match dsn_for_child(dsn.as_bytes()) {
+        Some(kept) => command.env("MYSQLLOCK_DSN", std::ffi::OsStr::from_bytes(&kept)),
+        None => command.env_remove("MYSQLLOCK_DSN"),
+    };
+}
+
+/// `MYSQLLOCK_DSN` as the command of a run sees it: `mysql://user@host/db?...`, the URL
+/// without its password, so a nested `mysqllock` still knows the server and takes the
+/// password from an option file. `None` (not passed on at all) when it carries a
+/// password whose place in the URL is not clear.
+pub fn dsn_for_child(dsn: &[u8]) -> Option<Vec<u8>> {
+    match password_in_url(dsn) {
+        None => Some(dsn.to_vec()),
+        Some(range) if range.start > 0 && range.end < dsn.len() && dsn[range.start - 1] == b':' => {
+            let mut kept = dsn[..range.start - 1].to_vec();
+            kept.extend_from_slice(&dsn[range.end..]);
+            Some(kept)
+        }
+        Some(_) => None,
+    }
+}
+
 /// The bytes of a connection URL that hold its password (as written, percent-encoded),
 /// if it has a non-empty one.
 ///
@@ -214,6 +241,20 @@ mod tests {
             out[index].replace_range(bytes.clone(), &"x".repeat(bytes.len()));
         }
         out
+    }
+
+    #[test]
+    fn the_commands_dsn_has_no_password() {
+        let child = |dsn: &str| dsn_for_child(dsn.as_bytes()).map(|b| String::from_utf8(b).unwrap());
+        assert_eq!(
+            child("mysql://app:s3cret@db:3306/prod?table=t").as_deref(),
+            Some("mysql://app@db:3306/prod?table=t")
+        );
+        assert_eq!(child("mysql://app:p%40s:s@db/prod").as_deref(), Some("mysql://app@db/prod"));
+        assert_eq!(child("mysql://app@db/prod").as_deref(), Some("mysql://app@db/prod"));
+        // Not a URL the core reads (refused when the command runs mysqllock): what looks
+        // like its password is taken out all the same.
+        assert_eq!(child("mysql://app:s3cret@db:notaport/prod").as_deref(), Some("mysql://app@db:notaport/prod"));
     }
 
     #[test]

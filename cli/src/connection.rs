@@ -1,6 +1,6 @@
 //! Where the connection settings come from, and which wins: the option files, then
-//! `MYSQLLOCK_DSN`, then `--dsn`, then `--ssl-mode`, `--ssl-ca`, `--ssl-cert` and
-//! `--ssl-key`, each overriding single parts of what came before. So a crontab line's
+//! `MYSQLLOCK_DSN`, then `--dsn`, then `--ssl-mode`, `--ssl-ca`, `--ssl-cert`,
+//! `--ssl-key` and the `--*-timeout` options, each overriding single parts of what came before. So a crontab line's
 //! `--dsn mysql://otherhost/db` keeps the user and password of `~/.my.cnf`.
 //!
 //! One exception, as in the `mysql` client: an option file's `socket` is used only when
@@ -19,8 +19,8 @@ pub struct Sources<'a> {
     pub env_dsn: Option<&'a str>,
     /// `--dsn`.
     pub dsn: Option<&'a str>,
-    /// The TLS options, as `(key, value)` for [`Config::set`].
-    pub tls: &'a [(&'static str, &'a str)],
+    /// The options `--ssl-*` and `--*-timeout`, as `(key, value)` for [`Config::set`].
+    pub options: &'a [(&'static str, &'a str)],
     /// `--allow-cluster`.
     pub allow_cluster: bool,
 }
@@ -82,8 +82,8 @@ pub fn config(sources: &Sources<'_>) -> Result<Config, Refused> {
     if sources.env_dsn.is_none() && sources.dsn.is_none() && host.is_none() && file_socket.is_none() {
         return Err(Refused { message: NO_SERVER.to_owned(), code: exit::USAGE });
     }
-    for (key, value) in sources.tls {
-        config.set(key, value).map_err(|e| Refused::because(&format!("--{key}"), &e))?;
+    for (key, value) in sources.options {
+        config.set(key, value).map_err(|e| Refused::because(&format!("--{}", key.replace('_', "-")), &e))?;
     }
     config.allow_cluster |= sources.allow_cluster;
     config.validate().map_err(|e| Refused::because("connection", &e))?;
@@ -109,7 +109,7 @@ mod tests {
     }
 
     fn sources<'a>(files: &'a [Setting], env_dsn: Option<&'a str>, dsn: Option<&'a str>) -> Sources<'a> {
-        Sources { files, env_dsn, dsn, tls: &[], allow_cluster: false }
+        Sources { files, env_dsn, dsn, options: &[], allow_cluster: false }
     }
 
     #[test]
@@ -163,11 +163,11 @@ mod tests {
     #[test]
     fn tls_options_override_the_urls_and_contradictions_are_refused() {
         let tls = [("ssl-mode", "VERIFY_IDENTITY"), ("ssl-ca", "/ca.pem")];
-        let s = Sources { tls: &tls, ..sources(&[], None, Some("mysql://h/db?ssl-mode=DISABLED")) };
+        let s = Sources { options: &tls, ..sources(&[], None, Some("mysql://h/db?ssl-mode=DISABLED")) };
         let c = config(&s).unwrap();
         assert_eq!((c.tls.mode(), c.tls.ca.as_deref()), (SslMode::VerifyIdentity, Some("/ca.pem")));
         let tls = [("ssl-cert", "/c.pem")];
-        let refused = config(&Sources { tls: &tls, ..sources(&[], None, Some("mysql://h/db")) }).unwrap_err();
+        let refused = config(&Sources { options: &tls, ..sources(&[], None, Some("mysql://h/db")) }).unwrap_err();
         assert_eq!(refused.code, exit::USAGE, "{}", refused.message);
     }
 

@@ -21,7 +21,8 @@ pub const SOFTWARE: u8 = 70;
 /// Another node holds the lock: the command was not run (EX_TEMPFAIL).
 pub const HELD_ELSEWHERE: u8 = 75;
 /// The command succeeded, but the lock was lost while it ran, so the run may not have
-/// been exclusive (EX_PROTOCOL).
+/// been exclusive (EX_PROTOCOL). Not for a loss mysqllock noticed while the command
+/// ran: it then stops the command and exits [`LOST_AND_TERMINATED`].
 pub const LOST_WHILE_RUNNING: u8 = 76;
 /// The server refused a statement for lack of privileges (EX_NOPERM).
 pub const NO_PERMISSION: u8 = 77;
@@ -29,10 +30,11 @@ pub const NO_PERMISSION: u8 = 77;
 /// table cannot hold leases safely (MyISAM), or the server does not show the session
 /// locks of other clients to `status --session` (EX_CONFIG).
 pub const NOT_SET_UP: u8 = 78;
-/// `run --lease` or `--session`: the lock was lost while the command ran (a lease's
-/// renewal was refused, or the local deadline passed without one; the session holding a
-/// session lock ended), so the command was terminated (SIGTERM, then SIGKILL after
-/// `--kill-after`).
+/// `run --lease`, `--keep-alive` or `--session`: the lock was lost while the command
+/// ran (a renewal was refused, or the local deadline passed without one; `--max-hold`
+/// ended a kept-alive lock; the session holding a session lock ended), so the command
+/// was terminated (SIGTERM, then SIGKILL after `--kill-after` with `--lease` and
+/// `--session`).
 pub const LOST_AND_TERMINATED: u8 = 79;
 /// A GET_LOCK-based lock on a replicated cluster node (Galera, Group Replication), where
 /// GET_LOCK and KILL act on that node only: use `--lease`, or `--allow-cluster` if every

@@ -30,7 +30,8 @@ Connection settings, each source overriding single parts of the ones before:
      from a file is used only if the host is unset or localhost.
   2. MYSQLLOCK_DSN
   3. --dsn (a password in it is hidden from `ps` once mysqllock runs, with a warning)
-  4. --ssl-mode, --ssl-ca, --ssl-cert, --ssl-key
+  4. --ssl-mode, --ssl-ca, --ssl-cert, --ssl-key, --connect-timeout,
+     --read-timeout, --write-timeout
   A crontab line keeps the password out of `ps` with ~/.my.cnf (mode 600):
     [client]
     user=app
@@ -41,23 +42,23 @@ Connection settings, each source overriding single parts of the ones before:
 Exit codes:
   0     success (for `run`: the command's own exit code is passed through)
   64    bad arguments, option file or connection URL; nothing was changed
-  69    the server is unreachable, refused the login, or dropped the connection,
-        or cannot take the statement now (a cluster node outside its primary
+  69    the server is unreachable, refused the login, dropped the connection or
+        stopped answering (--connect-timeout; --read-timeout beyond the lock
+        wait), or cannot take the statement now (a cluster node outside its primary
         component or majority, a read-only Group Replication secondary)
   70    any other database error
   75    run: another node holds the lock; the command was NOT run
   76    run: the command succeeded, but the lock was lost while it ran
-        (its TTL passed and another node took it over, its keep-alive could not
-        renew it, or, with --session, its session ended after the last check):
-        the run may have overlapped
+        (its TTL passed and another node took it over, or, with --session, its
+        session ended after the last check): the run may have overlapped
   77    the database user lacks a privilege
   78    the lock table does not exist: run `mysqllock init` (or `init --upgrade`,
         `init --lease`), or the lease table cannot be used (not InnoDB), or
         `status --session` cannot list session locks: the server does not show them
-  79    run --lease, --session: the lock was lost while the command ran (a lease's
-        renewal was refused, or none succeeded before the local deadline; the session
-        holding a session lock ended); the command got SIGTERM (and SIGKILL after
-        --kill-after)
+  79    run --lease, --keep-alive, --session: the lock was lost while the command
+        ran (a renewal was refused, or none succeeded before the local deadline;
+        --max-hold ended it; the session holding a session lock ended); the command
+        got SIGTERM (and SIGKILL after --kill-after, with --lease and --session)
   80    the server is a replicated cluster node (Galera, Group Replication), where
         GET_LOCK is per node: use `run --lease`, or --allow-cluster if every lock
         client talks to this one node
@@ -67,7 +68,8 @@ Exit codes:
 
 Environment:
   MYSQLLOCK_DSN  a connection URL as for --dsn, which overrides it part by part (keeps
-                 the password out of `ps`)
+                 the password out of `ps`); the command of `run` sees it without
+                 its password
   HOME           where ~/.my.cnf is looked for";
 
 /// The heading of the connection options in `--help`, apart from each command's own.
@@ -79,7 +81,8 @@ const CONNECTION: &str = "Connection";
 struct Cli {
     /// Connection URL: mysql://user:password@host:port/database?table=shared_locks
     /// (also: lease_table=distributed_locks, quote=ansi, socket=/path, charset=...,
-    /// connect_timeout=seconds, allow_cluster=1, ssl-mode=..., ssl-ca=/path,
+    /// connect_timeout=seconds, read_timeout=seconds, write_timeout=seconds,
+    /// allow_cluster=1, ssl-mode=..., ssl-ca=/path,
     /// ssl-cert=/path, ssl-key=/path). Overrides the option files and MYSQLLOCK_DSN part
     /// by part: mysql://otherhost/db keeps their user and password. Not needed when an
     /// option file or MYSQLLOCK_DSN names the server. A password here is visible in `ps`
@@ -117,6 +120,22 @@ struct Cli {
     /// The client certificate's private key (PEM).
     #[arg(long, global = true, help_heading = CONNECTION, value_name = "FILE")]
     ssl_key: Option<String>,
+
+    /// The whole connect: TCP, TLS, the login and the session's setup [default: 10s].
+    /// The same as connect_timeout= in the URL.
+    #[arg(long, global = true, help_heading = CONNECTION, value_parser = duration::seconds, value_name = "DURATION")]
+    connect_timeout: Option<f64>,
+
+    /// How long a statement may go unanswered beyond the lock wait it asks the server
+    /// for; then the server counts as gone (exit 69) [default: 30s]. The same as
+    /// read_timeout= in the URL.
+    #[arg(long, global = true, help_heading = CONNECTION, value_parser = duration::seconds, value_name = "DURATION")]
+    read_timeout: Option<f64>,
+
+    /// How long sending to the server may stay stuck; then it counts as gone (exit 69)
+    /// [default: 30s]. The same as write_timeout= in the URL.
+    #[arg(long, global = true, help_heading = CONNECTION, value_parser = duration::seconds, value_name = "DURATION")]
+    write_timeout: Option<f64>,
 
     /// Allow the GET_LOCK-based locks (run without --lease) on a replicated cluster node
     /// (Galera, Group Replication), where they are refused (exit 80) because GET_LOCK
@@ -336,16 +355,25 @@ fn connect_config(cli: &Cli) -> Result<Config, u8> {
             return Err(exit::USAGE);
         }
     };
-    let tls: Vec<(&'static str, &str)> =
+    let timeouts: Vec<(&'static str, String)> = [
+        ("connect_timeout", cli.connect_timeout),
+        ("read_timeout", cli.read_timeout),
+        ("write_timeout", cli.write_timeout),
+    ]
+    .into_iter()
+    .filter_map(|(key, seconds)| Some((key, seconds?.to_string())))
+    .collect();
+    let options: Vec<(&'static str, &str)> =
         [("ssl-mode", &cli.ssl_mode), ("ssl-ca", &cli.ssl_ca), ("ssl-cert", &cli.ssl_cert), ("ssl-key", &cli.ssl_key)]
             .into_iter()
             .filter_map(|(key, value)| Some((key, value.as_deref()?)))
+            .chain(timeouts.iter().map(|(key, value)| (*key, value.as_str())))
             .collect();
     let sources = connection::Sources {
         files: &read.settings,
         env_dsn: env_dsn.as_deref(),
         dsn: cli.dsn.as_deref(),
-        tls: &tls,
+        options: &options,
         allow_cluster: cli.allow_cluster,
     };
     connection::config(&sources).map_err(|refused| {

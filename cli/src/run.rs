@@ -38,7 +38,15 @@ pub fn run(locker: &mut NativeLocker, job: &Job<'_>) -> u8 {
     };
     let runs_out = job.options.keep_alive.then(|| RunsOut::after(&lease, &job.options));
 
-    let code = exit::for_command(&program, execute(job.command, &lease, runs_out.as_ref(), locker));
+    let mut lost = false;
+    let code = exit::for_command(&program, execute(job.command, &lease, runs_out.as_ref(), locker, &mut lost));
+    if lost {
+        // As `run --lease` ends: the command was stopped because the lock is gone (or
+        // is about to go), which its own exit code (143) would not tell. Released in
+        // case the row is still this session's; an error says nothing new.
+        let _ = locker.release(job.name);
+        return exit::LOST_AND_TERMINATED;
+    }
 
     match locker.release(job.name) {
         Ok(()) => code,
@@ -84,12 +92,14 @@ impl RunsOut {
 }
 
 /// Runs the command to its end with the lease's details in its environment; a command
-/// that outlives a kept-alive lease, or whose keep-alive failed, gets SIGTERM.
+/// that outlives a kept-alive lease, or whose keep-alive failed, gets SIGTERM, and
+/// `lost` says so.
 fn execute(
     command: &[OsString],
     lease: &Lease,
     runs_out: Option<&RunsOut>,
     locker: &NativeLocker,
+    lost: &mut bool,
 ) -> io::Result<ExitStatus> {
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..])
@@ -112,6 +122,7 @@ fn execute(
                 "mysqllock: lock \"{}\" is lost: its keep-alive could not renew it; sending SIGTERM to {program}",
                 lease.name
             );
+            *lost = true;
             return true;
         }
         if !runs_out.has_passed() {
@@ -122,6 +133,7 @@ fn execute(
              sending SIGTERM to {}",
             lease.name, runs_out.after, runs_out.max_hold, program
         );
+        *lost = true;
         true
     })
 }

@@ -41,6 +41,8 @@ extern "C" fn forward(signal: libc::c_int) {
 /// being lost. The child gets the original mask back before exec (the standard
 /// library would pass the blocked one on), and exec resets caught signals to default.
 pub fn spawn(command: &mut Command) -> io::Result<Child> {
+    // The command inherits mysqllock's environment, but not the password in it.
+    crate::argv::scrub_child_env(command);
     let held = Blocked::new()?;
     install()?;
     let original = held.0;

@@ -233,7 +233,15 @@ pub struct Config {
     pub table: Table,
     /// The lease mode's table ([`DistributedLock`](crate::DistributedLock)).
     pub lease_table: Table,
+    /// The whole connect: TCP, TLS, login and the session's setup, together.
     pub connect_timeout: Duration,
+    /// How long a statement may go without an answer beyond what it asked the server to
+    /// wait (a `GET_LOCK` with a timeout waits that long more): then the server counts as
+    /// gone and the session as lost. Named as MySQL clients name it (`read_timeout`).
+    pub read_timeout: Duration,
+    /// How long a write may stay stuck (the server takes no bytes): then the session
+    /// counts as lost (`write_timeout`).
+    pub write_timeout: Duration,
     /// Let GET_LOCK-based locks run on a replicated cluster node (Galera, Group
     /// Replication). Only right when all lock traffic goes to one node; otherwise two
     /// nodes grant the same lock. Off by default: such a server is refused.
@@ -266,19 +274,28 @@ impl Default for Config {
             table: Table::default(),
             lease_table: Table::lease_default(),
             connect_timeout: Duration::from_secs(10),
+            read_timeout: DEFAULT_IO_TIMEOUT,
+            write_timeout: DEFAULT_IO_TIMEOUT,
             allow_cluster: false,
             tls: Tls::default(),
         }
     }
 }
 
+/// The default [`Config::read_timeout`] and [`Config::write_timeout`]. A lock statement
+/// takes well under a millisecond on an idle server; 30 s leaves room for a server under
+/// heavy load or a lock table another session has locked for a moment, and still ends a
+/// call on a silent network within a minute, before a crontab's next run starts.
+pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The keys [`Config::set`] takes besides the URL's own parts, for messages.
-const URL_PARAMETERS: &str = "table, lease_table, quote, socket, charset, connect_timeout, allow_cluster, ssl-mode, \
-                              ssl-ca, ssl-cert, ssl-key";
+const URL_PARAMETERS: &str = "table, lease_table, quote, socket, charset, connect_timeout, read_timeout, \
+                              write_timeout, allow_cluster, ssl-mode, ssl-ca, ssl-cert, ssl-key";
 
 impl Config {
     /// Parses `mysql://user:password@host:port/database?table=t&quote=ansi&socket=/p&charset=c`
-    /// (also `lease_table`, `allow_cluster`, `connect_timeout` and the TLS keys `ssl-mode`,
+    /// (also `lease_table`, `allow_cluster`, `connect_timeout`, `read_timeout`,
+    /// `write_timeout` and the TLS keys `ssl-mode`,
     /// `ssl-ca`, `ssl-cert`, `ssl-key`). User, password and values may be percent-encoded.
     pub fn from_url(url: &str) -> Result<Self> {
         let mut cfg = Config::default();
@@ -322,10 +339,9 @@ impl Config {
                     _ => return Err(bad("allow_cluster must be 1 or 0".into())),
                 }
             }
-            "connect-timeout" => {
-                let secs: f64 = value.parse().map_err(|_| bad("connect_timeout must be seconds".into()))?;
-                self.connect_timeout = crate::limits::duration("connect_timeout", secs)?;
-            }
+            "connect-timeout" => self.connect_timeout = seconds("connect_timeout", value)?,
+            "read-timeout" => self.read_timeout = positive_seconds("read_timeout", value)?,
+            "write-timeout" => self.write_timeout = positive_seconds("write_timeout", value)?,
             "ssl-mode" => self.tls.mode = Some(SslMode::parse(value)?),
             "ssl-ca" => self.tls.ca = Some(value.to_owned()).filter(|p| !p.is_empty()),
             "ssl-cert" => self.tls.cert = Some(value.to_owned()).filter(|p| !p.is_empty()),
@@ -346,13 +362,34 @@ impl Config {
 
     /// `user@host:port/database`, for messages: never the password.
     pub fn target(&self) -> String {
-        let place = match &self.socket {
+        format!("{}@{}/{}", self.user, self.server(), self.database.as_deref().unwrap_or(""))
+    }
+
+    /// `host:port` (`[host]:port` for IPv6), or the Unix socket's path: the server, for
+    /// messages.
+    pub fn server(&self) -> String {
+        match &self.socket {
             Some(s) => s.clone(),
             None if self.host.contains(':') => format!("[{}]:{}", self.host, self.port),
             None => format!("{}:{}", self.host, self.port),
-        };
-        format!("{}@{}/{}", self.user, place, self.database.as_deref().unwrap_or(""))
+        }
     }
+}
+
+/// A setting in seconds (fractions allowed), as the limits allow a timeout.
+fn seconds(what: &'static str, value: &str) -> Result<Duration> {
+    let secs: f64 =
+        value.parse().map_err(|_| Error::invalid("connection setting", format!("{what} must be seconds")))?;
+    crate::limits::duration(what, secs)
+}
+
+/// [`seconds`], and more than zero: an I/O bound of zero would mean none at all.
+fn positive_seconds(what: &'static str, value: &str) -> Result<Duration> {
+    let duration = seconds(what, value)?;
+    if duration.is_zero() {
+        return Err(Error::invalid(what, "must be more than 0 seconds (every read and write has a bound)"));
+    }
+    Ok(duration)
 }
 
 /// The parts a `mysql://` (or `mariadb://`) URL gives, as `(key, value)` pairs for
@@ -505,6 +542,23 @@ mod tests {
         let parts = url_settings("mysql://app@db.example/?ssl-mode=REQUIRED").unwrap();
         let keys: Vec<&str> = parts.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["user", "host", "ssl-mode"]);
+    }
+
+    #[test]
+    fn timeouts_in_the_url_and_their_defaults() {
+        let c = Config::from_url("mysql://h/db").unwrap();
+        assert_eq!(
+            (c.connect_timeout, c.read_timeout, c.write_timeout),
+            (Duration::from_secs(10), DEFAULT_IO_TIMEOUT, DEFAULT_IO_TIMEOUT)
+        );
+        let c = Config::from_url("mysql://h/db?connect_timeout=1.5&read_timeout=7&write-timeout=0.25").unwrap();
+        assert_eq!(
+            (c.connect_timeout, c.read_timeout, c.write_timeout),
+            (Duration::from_millis(1500), Duration::from_secs(7), Duration::from_millis(250))
+        );
+        for bad in ["read_timeout=0", "write_timeout=-1", "read_timeout=NaN", "read_timeout=soon"] {
+            assert!(Config::from_url(&format!("mysql://h/db?{bad}")).is_err(), "{bad} accepted");
+        }
     }
 
     #[test]

@@ -17,6 +17,10 @@ pub struct SessionError {
     /// True when the session is gone (I/O error, server restart, `KILL`): every lock it
     /// held is lost and it must not be used again.
     pub lost: bool,
+    /// True when the server stopped answering: a read or write ran out of its bound
+    /// (`connect_timeout`, `read_timeout`, `write_timeout`). The session is lost too;
+    /// a caller does not try again at once, which would wait as long again.
+    pub stalled: bool,
     /// Whose numbering `code` is in: MySQL/MariaDB's, or SQLite's (a user's SQLite PDO
     /// in the lease mode), where the same number means something else.
     pub dialect: Dialect,
@@ -26,23 +30,35 @@ impl SessionError {
     /// An error reported by a MySQL or MariaDB server with its error number.
     pub fn server(code: u16, message: impl Into<String>) -> Self {
         let lost = matches!(code, 1053 | 1152 | 1927 | 2006 | 2013 | 4031);
-        SessionError { code: Some(code), message: message.into(), lost, dialect: Dialect::MySql }
+        SessionError { code: Some(code), message: message.into(), lost, stalled: false, dialect: Dialect::MySql }
     }
 
     /// An error reported by SQLite with its result code (`5`: the database is locked).
     pub fn sqlite(code: u16, message: impl Into<String>) -> Self {
-        SessionError { code: Some(code), message: message.into(), lost: false, dialect: Dialect::Sqlite }
+        SessionError {
+            code: Some(code),
+            message: message.into(),
+            lost: false,
+            stalled: false,
+            dialect: Dialect::Sqlite,
+        }
     }
 
     /// An error without a database error number (the client library's, or a finding of
     /// the caller's own); the session stays usable.
     pub fn client(message: impl Into<String>) -> Self {
-        SessionError { code: None, message: message.into(), lost: false, dialect: Dialect::MySql }
+        SessionError { code: None, message: message.into(), lost: false, stalled: false, dialect: Dialect::MySql }
     }
 
     /// The connection itself failed; the session cannot be used again.
     pub fn lost(message: impl Into<String>) -> Self {
-        SessionError { code: None, message: message.into(), lost: true, dialect: Dialect::MySql }
+        SessionError { code: None, message: message.into(), lost: true, stalled: false, dialect: Dialect::MySql }
+    }
+
+    /// The server stopped answering within a bound (`connect_timeout`, `read_timeout`,
+    /// `write_timeout`): the session is lost, and `stalled` says why.
+    pub fn stalled(message: impl Into<String>) -> Self {
+        SessionError { code: None, message: message.into(), lost: true, stalled: true, dialect: Dialect::MySql }
     }
 
     /// `code`, if it is a MySQL/MariaDB error number: what the mappings by number read.

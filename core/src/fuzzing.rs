@@ -58,17 +58,20 @@ pub enum Reached {
 /// `timeout`: how far it got, and the error that ended it early.
 pub fn converse(config: &Config, timeout: Duration) -> (Reached, Option<String>) {
     let mut reached = Reached::Nothing;
-    let error = steps(config, timeout, &mut reached).err();
+    // The connection's own bounds: connect_timeout for the connect as a whole, read and
+    // write timeouts for every statement after it.
+    let bounded = Config { connect_timeout: timeout, read_timeout: timeout, write_timeout: timeout, ..config.clone() };
+    let error = steps(&bounded, &mut reached).err();
     (reached, error)
 }
 
-fn steps(config: &Config, timeout: Duration, reached: &mut Reached) -> Result<(), String> {
+fn steps(config: &Config, reached: &mut Reached) -> Result<(), String> {
     let setup = |_: &Greeting| SETUP.to_owned();
     // As the sessions do: a server that answers the pipelined setup with a further
     // authentication step is connected to again without it.
     let mut first: Option<&dyn Fn(&Greeting) -> String> = Some(&setup);
     let (mut conn, answer) = loop {
-        match Connection::open(config, Some(timeout), first) {
+        match Connection::open(config, std::time::Instant::now(), first) {
             Ok(opened) => break opened,
             Err(OpenError::Switched) if first.is_some() => first = None,
             Err(OpenError::Failed(e)) => return Err(e.to_string()),

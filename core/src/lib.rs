@@ -39,7 +39,9 @@ pub mod topology;
 mod transport;
 mod value;
 
-pub use config::{url_settings, Config, QuoteStyle, SslMode, Table, Tls, DEFAULT_LEASE_TABLE, DEFAULT_TABLE};
+pub use config::{
+    url_settings, Config, QuoteStyle, SslMode, Table, Tls, DEFAULT_IO_TIMEOUT, DEFAULT_LEASE_TABLE, DEFAULT_TABLE,
+};
 pub use error::{Error, Loss, Result, SessionError};
 pub use lease_mode::{
     unique_owner, Dialect, DistributedLock, Grant, LeaseKeeper, LeaseRow, DEFAULT_MARGIN, MAX_LEASE_TTL,

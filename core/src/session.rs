@@ -4,6 +4,8 @@
 //! parameters and knows its `CONNECTION_ID()`". The core ships a native implementation
 //! ([`MysqlSession`](crate::MysqlSession)); the PHP extension plugs in a user's PDO.
 
+use std::time::Duration;
+
 use crate::config::{Config, Table};
 use crate::error::{Error, Result, SessionError};
 use crate::topology::Topology;
@@ -19,6 +21,16 @@ pub trait Session {
 
     /// The server's `CONNECTION_ID()` of this session.
     fn connection_id(&self) -> u64;
+
+    /// Announces that the next statement (or batch) asks the server to wait up to `wait`
+    /// before it answers (a `GET_LOCK` with that timeout), and returns the wait to put in
+    /// it: `wait`, or less where the session cannot allow that long (the caller then
+    /// waits again for the rest). A session that bounds how long it waits for an answer
+    /// allows that much more for the next statement only; one without such bounds (a
+    /// user's PDO or mysqli, whose own timeouts rule) keeps the default.
+    fn expect_wait(&mut self, wait: Duration) -> Duration {
+        wait
+    }
 
     /// Whether [`execute_batch`](Session::execute_batch) works here. A waiter uses it
     /// to have the server claim the row the moment its GET_LOCK is granted, instead of
@@ -59,6 +71,10 @@ impl<S: Session + ?Sized> Session for Box<S> {
 
     fn connection_id(&self) -> u64 {
         (**self).connection_id()
+    }
+
+    fn expect_wait(&mut self, wait: Duration) -> Duration {
+        (**self).expect_wait(wait)
     }
 
     fn batches(&self) -> bool {

@@ -102,6 +102,14 @@ unsafe fn connect(config: Config, out: *mut *mut mysqllock_client) -> Result<()>
 /// Also `lease_table=distributed_locks` (the lease mode's table) and `allow_cluster=1`
 /// (as `mysqllock_client_allow_cluster()`).
 ///
+/// Timeouts, in seconds (fractions allowed): `connect_timeout` (default 10) bounds the
+/// whole connect (TCP, TLS, login and the session's setup); `read_timeout` (default 30)
+/// is how long a call may go without an answer beyond the lock wait it asks for, and
+/// `write_timeout` (default 30) how long sending may stay stuck. A server that stops
+/// answering fails the call with `MYSQLLOCK_CONNECTION` ("the server at HOST:PORT
+/// stopped answering for N s during ..."), and a lock it may have granted is given up
+/// with the connection, never reported as held.
+///
 /// TLS, with the `mysql` client's option names (dashes or underscores): `ssl-mode` =
 /// `DISABLED`, `PREFERRED` (the default: TLS when the server offers it over TCP),
 /// `REQUIRED`, `VERIFY_CA` (the certificate must chain to `ssl-ca`, or to the system's CA

@@ -10,10 +10,13 @@
 //! constructor's `$reconnect` once it is lost.
 
 use std::path::Path;
+use std::time::Duration;
 
 use ext_php_rs::types::Zval;
 use ext_php_rs::zend::ClassEntry;
-use mysqllock_core::{Config, Connector, Dialect, Error, MysqlSession, Session, SessionError, Table, Tls};
+use mysqllock_core::{
+    url_settings, Config, Connector, Dialect, Error, MysqlSession, Session, SessionError, Table, Tls,
+};
 
 use crate::driver::{self, Statements};
 use crate::ini;
@@ -40,6 +43,17 @@ pub struct Settings {
     pub lease_table: Table,
     /// `ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`.
     pub tls: Tls,
+    /// `connect_timeout`, `read_timeout`, `write_timeout` in `mysqllock.dsn`, which win
+    /// over the php.ini settings of the same names.
+    pub timeouts: Timeouts,
+}
+
+/// The timeouts a `mysqllock.dsn` names; `None` leaves php.ini's.
+#[derive(Clone, Default)]
+pub struct Timeouts {
+    pub connect: Option<Duration>,
+    pub read: Option<Duration>,
+    pub write: Option<Duration>,
 }
 
 impl Settings {
@@ -71,6 +85,7 @@ impl Settings {
             allow_cluster: false,
             lease_table: Table::lease_default(),
             tls: Tls::default(),
+            timeouts: Timeouts::default(),
         };
         // The TLS keys go through the core's own parser, so they mean what they mean in
         // mysqllock.dsn (spellings, values, contradictions).
@@ -108,6 +123,13 @@ impl Settings {
     /// A `mysql://` URL (`mysqllock.dsn`); also returns its `table`/`quote` if it set one.
     pub fn from_url(url: &str) -> Result<(Settings, Option<Table>), Error> {
         let config = Config::from_url(url)?;
+        let named: Vec<String> = url_settings(url)?.into_iter().map(|(key, _)| key.replace('-', "_")).collect();
+        let given = |key: &str, value: Duration| named.iter().any(|k| k == key).then_some(value);
+        let timeouts = Timeouts {
+            connect: given("connect_timeout", config.connect_timeout),
+            read: given("read_timeout", config.read_timeout),
+            write: given("write_timeout", config.write_timeout),
+        };
         let table = (config.table != Table::default()).then(|| config.table.clone());
         let settings = Settings {
             host: config.host,
@@ -121,6 +143,7 @@ impl Settings {
             allow_cluster: config.allow_cluster,
             lease_table: config.lease_table,
             tls: config.tls,
+            timeouts,
         };
         Ok((settings, table))
     }
@@ -145,7 +168,9 @@ impl Settings {
             charset: self.charset.clone(),
             table: table.clone(),
             lease_table: self.lease_table.clone(),
-            connect_timeout: ini::connect_timeout(),
+            connect_timeout: self.timeouts.connect.unwrap_or_else(ini::connect_timeout),
+            read_timeout: self.timeouts.read.unwrap_or_else(ini::read_timeout),
+            write_timeout: self.timeouts.write.unwrap_or_else(ini::write_timeout),
             allow_cluster: self.allow_cluster || ini::allow_cluster(),
             tls: self.tls.clone(),
         }

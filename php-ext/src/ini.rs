@@ -4,10 +4,13 @@
 //! |---|---|---|
 //! | `mysqllock.dsn` | (empty) | `mysql://user:password@host:port/db?socket=...&ssl-mode=...` used until `configureConnection()`/`setConnection()` is called |
 //! | `mysqllock.table` | `shared_locks` | the locks table (`name` or `schema.name`) until `setTable()` |
-//! | `mysqllock.connect_timeout` | `10` | seconds to wait for the server when connecting |
+//! | `mysqllock.connect_timeout` | `10` | seconds the whole connect may take (TCP, TLS, login, session setup) |
+//! | `mysqllock.read_timeout` | `30` | seconds a statement may go unanswered beyond the lock wait it asks for |
+//! | `mysqllock.write_timeout` | `30` | seconds sending to the server may stay stuck |
 //! | `mysqllock.allow_cluster` | `0` | let `SharedLock` (GET_LOCK) run on a Galera node or Group Replication member |
 //!
-//! All are `PHP_INI_ALL` (php.ini, `.user.ini`, `ini_set`). The password in
+//! `connect_timeout`, `read_timeout` and `write_timeout` in `mysqllock.dsn`'s query win
+//! over the three settings. All are `PHP_INI_ALL` (php.ini, `.user.ini`, `ini_set`). The password in
 //! `mysqllock.dsn` is shown masked by `php --ri` and `phpinfo()`, which also show the
 //! TLS mode it puts in force (`ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key` in its query).
 
@@ -23,14 +26,18 @@ pub const DSN: &CStr = c"mysqllock.dsn";
 pub const TABLE: &CStr = c"mysqllock.table";
 pub const CONNECT_TIMEOUT: &CStr = c"mysqllock.connect_timeout";
 pub const ALLOW_CLUSTER: &CStr = c"mysqllock.allow_cluster";
+pub const READ_TIMEOUT: &CStr = c"mysqllock.read_timeout";
+pub const WRITE_TIMEOUT: &CStr = c"mysqllock.write_timeout";
 
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-static ENTRIES: IniEntryDefs<5> = IniEntryDefs::new([
+static ENTRIES: IniEntryDefs<7> = IniEntryDefs::new([
     masked(IniEntryDef::new(DSN, c"", IniEntryPermission::All)),
     IniEntryDef::new(TABLE, c"shared_locks", IniEntryPermission::All),
     IniEntryDef::new(CONNECT_TIMEOUT, c"10", IniEntryPermission::All),
     IniEntryDef::new(ALLOW_CLUSTER, c"0", IniEntryPermission::All),
+    IniEntryDef::new(READ_TIMEOUT, c"30", IniEntryPermission::All),
+    IniEntryDef::new(WRITE_TIMEOUT, c"30", IniEntryPermission::All),
     IniEntryDef::end(),
 ]);
 
@@ -66,10 +73,25 @@ pub fn get(name: &CStr) -> Option<String> {
 
 /// `mysqllock.connect_timeout` (a positive number of seconds; the default otherwise).
 pub fn connect_timeout() -> Duration {
-    get(CONNECT_TIMEOUT)
+    seconds(CONNECT_TIMEOUT).unwrap_or(DEFAULT_CONNECT_TIMEOUT)
+}
+
+/// `mysqllock.read_timeout` (a positive number of seconds; the core's default otherwise).
+pub fn read_timeout() -> Duration {
+    seconds(READ_TIMEOUT).unwrap_or(mysqllock_core::DEFAULT_IO_TIMEOUT)
+}
+
+/// `mysqllock.write_timeout` (a positive number of seconds; the core's default otherwise).
+pub fn write_timeout() -> Duration {
+    seconds(WRITE_TIMEOUT).unwrap_or(mysqllock_core::DEFAULT_IO_TIMEOUT)
+}
+
+/// A setting of positive seconds under an hour; `None` when unset or not that.
+fn seconds(name: &CStr) -> Option<Duration> {
+    get(name)
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s > 0.0 && *s < 3600.0)
-        .map_or(DEFAULT_CONNECT_TIMEOUT, Duration::from_secs_f64)
+        .map(Duration::from_secs_f64)
 }
 
 /// `mysqllock.allow_cluster`: whether GET_LOCK-based locks may run on a replicated

@@ -1,6 +1,8 @@
 //! Helpers for the cross-process scenario tests: lock-holding child processes that a
 //! test drives line by line, stops, resumes and kills.
 
+pub mod silence;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};

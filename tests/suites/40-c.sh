@@ -26,7 +26,7 @@ finish() {
 for tool in gcc valgrind php python3 mariadb; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/install-deps.sh installs it)"
 done
-for lib in libmysqllock.so libmysqllock.a; do
+for lib in libmysqllock.so libmysqllock.a freezeproxy; do
   [ -f "$bin/$lib" ] || fail "$bin/$lib is missing (run cargo build --release --workspace)"
 done
 [ "$failed" = 0 ] || finish
@@ -81,6 +81,7 @@ build test_api "${shared[@]}"
 build test_fencing "${shared[@]}"
 build test_lease "${shared[@]}"
 build test_recovery "${shared[@]}"
+build test_silence "${shared[@]}"
 build lockctl "${shared[@]}"
 build test_fork "${static[@]}"
 build example "${static[@]}"
@@ -111,6 +112,8 @@ export MYSQLLOCK_TEST_DSN=$dsn
 [ -x "$work/test_fencing" ] && run "test_fencing (shared library, valgrind)" "${valgrind[@]}" "$work/test_fencing"
 [ -x "$work/test_lease" ] && run "test_lease (shared library, valgrind)" "${valgrind[@]}" "$work/test_lease"
 [ -x "$work/test_recovery" ] && run "test_recovery (shared library, valgrind)" "${valgrind[@]}" "$work/test_recovery"
+# Not under valgrind: its slowdown would eat into the timing bounds under test.
+[ -x "$work/test_silence" ] && MYSQLLOCK_BIN=$bin run "test_silence (shared library)" "$work/test_silence"
 # The suppressions cover only what a forked child sees of the parent's keep-alive thread
 # (see the file); the parent's side of keep-alive is checked by test_fencing without them.
 [ -x "$work/test_fork" ] && run "test_fork (static library, valgrind)" "${valgrind[@]}" \

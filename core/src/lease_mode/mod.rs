@@ -553,7 +553,9 @@ impl<C: Connector> DistributedLock<C> {
             let result = sync.read(self.session()?, sql, params);
             match result {
                 Ok(out) => return Ok(out),
-                Err(e) if e.lost && attempt < ATTEMPTS => self.session = None,
+                // A server that stopped answering is not asked again at once: that would
+                // wait as long again.
+                Err(e) if e.lost && !e.stalled && attempt < ATTEMPTS => self.session = None,
                 // A Galera node outside the primary component fails a causal read at
                 // once with 1205 "Lock wait timeout exceeded" (measured on MariaDB 10.11
                 // with a node cut off by gmcast.isolate), not with its usual 1047.
@@ -587,9 +589,12 @@ impl<C: Connector> DistributedLock<C> {
                 Err(e) => e,
             };
             let last = attempt == ATTEMPTS;
-            if e.lost && !last {
+            if e.lost && !e.stalled && !last {
                 // The statement may or may not have committed: send it again on a new
                 // session (the connector refuses where it cannot make one, e.g. a PDO).
+                // Not after a server that stopped answering: that would wait as long again;
+                // a lease it may have committed is not reported as held, and ends at its
+                // expiry.
                 self.session = None;
             } else if lost_race(&e) {
                 // Another writer committed first: never a success that was not

@@ -6,6 +6,12 @@
 //! lease but never create or resurrect one. It stops when told (release, request end,
 //! drop), when the maximum hold time is reached, or at the first failure, which it
 //! records for the holder to report.
+//!
+//! The holder learns that the lease is lost from the clock alone, without waiting for
+//! the thread: once the last renewal's start plus the TTL, less [`LOCAL_MARGIN`], has
+//! passed, [`KeepAlive::failure`] says so even while the thread still waits on a server
+//! that stopped answering. So a holder on a silent network stops its job before the lease
+//! can end on the server and be taken over.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -25,6 +31,12 @@ const RENEW_FRACTION: f64 = 1.0 / 3.0;
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long dropping the handle waits for the thread to finish; it never blocks exit.
 const JOIN_WAIT: Duration = Duration::from_secs(1);
+/// How much sooner than its last renewal's start plus the TTL the lease counts as lost
+/// here: the server stores whole seconds (`UNIX_TIMESTAMP()`), so the lease may end up
+/// to a second earlier on the server, and the holder needs a moment to stop its job
+/// (half a second, as the lease mode's local deadline). At most a quarter of the TTL,
+/// so a short TTL still leaves its renewals time to succeed.
+const LOCAL_MARGIN: Duration = Duration::from_millis(1500);
 
 /// What the thread renews, and for how long.
 pub(crate) struct Plan {
@@ -42,17 +54,46 @@ pub(crate) struct Plan {
 #[derive(Default)]
 struct State {
     stop: bool,
+}
+
+/// What the thread found, kept apart from [`State`], whose lock a renewal holds while it
+/// waits for the server: the holder reads this without waiting for a renewal.
+struct Outcome {
     failure: Option<String>,
+    /// The lease is known to last until at least this instant, less the margin (the
+    /// last renewal's start plus the TTL); `None` once renewals stopped at max-hold, when
+    /// the lease runs out by design.
+    secured_until: Option<Instant>,
+    /// Why the last renewal failed, for the failure's message.
+    last_error: String,
+}
+
+impl Outcome {
+    /// The failure: the one recorded, or the lease's local deadline passed (then
+    /// recorded for good, and the thread stops renewing: a lease given up here is not
+    /// renewed behind the holder's back).
+    fn failure(&mut self) -> Option<String> {
+        if self.failure.is_none() && self.secured_until.is_some_and(|t| Instant::now() >= t) {
+            let why = if self.last_error.is_empty() { "no renewal was answered" } else { &self.last_error };
+            self.failure = Some(format!("the lease could not be renewed before it would run out ({why})"));
+        }
+        self.failure.clone()
+    }
 }
 
 struct Shared {
     state: Mutex<State>,
     wake: Condvar,
+    outcome: Mutex<Outcome>,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn outcome(&self) -> MutexGuard<'_, Outcome> {
+        self.outcome.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -64,7 +105,17 @@ pub(crate) struct KeepAlive {
 
 impl KeepAlive {
     pub fn start(plan: Plan) -> std::io::Result<KeepAlive> {
-        let shared = Arc::new(Shared { state: Mutex::new(State::default()), wake: Condvar::new() });
+        let ttl = Duration::from_secs(u64::try_from(plan.ttl).unwrap_or(1));
+        let outcome = Outcome {
+            failure: None,
+            secured_until: Some(Instant::now() + ttl - margin(ttl)),
+            last_error: String::new(),
+        };
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+            outcome: Mutex::new(outcome),
+        });
         let (done, finished) = mpsc::channel();
         let thread_shared = Arc::clone(&shared);
         thread::Builder::new().name(format!("mysqllock-keepalive-{}", plan.name)).spawn(move || {
@@ -76,7 +127,7 @@ impl KeepAlive {
 
     /// Why renewing failed, if it did: the lease must be treated as lost.
     pub fn failure(&self) -> Option<String> {
-        self.shared.lock().failure.clone()
+        self.shared.outcome().failure()
     }
 
     /// Stops the thread. Once this returns no renewal is in flight or will start (the
@@ -107,12 +158,8 @@ fn renew_until_stopped(shared: &Shared, plan: &Plan) {
     let ttl = Duration::from_secs(u64::try_from(plan.ttl).unwrap_or(1));
     let interval = ttl.mul_f64(RENEW_FRACTION).max(Duration::from_millis(100));
     let max_hold = Duration::from_secs(u64::try_from(plan.max_hold).unwrap_or(0));
-    // The lease is known to last until at least this instant (the last renewal's start
-    // plus the TTL); if that passes without a renewal, it may have been taken over.
-    let mut secured_until = started + ttl;
     let mut session: Option<MysqlSession> = None;
     let mut next = started + interval;
-    let mut last_error = String::new();
     loop {
         {
             let mut state = shared.lock();
@@ -128,18 +175,18 @@ fn renew_until_stopped(shared: &Shared, plan: &Plan) {
             }
         }
         if started.elapsed() >= max_hold {
-            return; // the lease runs out on its own: the holder asked for no more
+            // The lease runs out on its own: the holder asked for no more.
+            shared.outcome().secured_until = None;
+            return;
         }
-        if Instant::now() >= secured_until {
-            let reason = format!("the lease ran out before it could be renewed ({last_error})");
-            shared.lock().failure = Some(reason);
+        if shared.outcome().failure().is_some() {
             return;
         }
         if session.is_none() {
             match MysqlSession::connect_with_io_timeout(&plan.config, IO_TIMEOUT) {
                 Ok(s) => session = Some(s),
                 Err(e) => {
-                    last_error = e.chain();
+                    shared.outcome().last_error = e.chain();
                     next = Instant::now() + interval.min(Duration::from_secs(1));
                     continue;
                 }
@@ -149,22 +196,31 @@ fn renew_until_stopped(shared: &Shared, plan: &Plan) {
         let attempt = Instant::now();
         match renew_once(shared, s, plan) {
             Renewal::Renewed => {
-                secured_until = attempt + ttl;
+                let mut outcome = shared.outcome();
+                // Not once the holder was told the lease is lost: that stays so.
+                if outcome.failure.is_none() {
+                    outcome.secured_until = Some(attempt + ttl - margin(ttl));
+                }
                 next = attempt + interval;
             }
             Renewal::Stopped => return,
             Renewal::Lost => {
                 let reason = "the lease was no longer this session's when the keep-alive renewed it".to_owned();
-                shared.lock().failure = Some(reason);
+                shared.outcome().failure = Some(reason);
                 return;
             }
             Renewal::Failed(e) => {
-                last_error = e;
+                shared.outcome().last_error = e;
                 session = None;
                 next = Instant::now() + interval.min(Duration::from_secs(1));
             }
         }
     }
+}
+
+/// [`LOCAL_MARGIN`], or a quarter of the TTL if that is less.
+fn margin(ttl: Duration) -> Duration {
+    LOCAL_MARGIN.min(ttl / 4)
 }
 
 enum Renewal {

@@ -402,6 +402,8 @@ impl<C: Connector> Locker<C> {
     /// - the session turned out to be dead already (killed, timed out, server restarted
     ///   since the last call): the acquisition is run again on a fresh session. Not when
     ///   the session was opened for this very attempt: then the server is the problem.
+    ///   Not when the server stopped answering (a bound ran out): trying again would wait
+    ///   as long again; the caller hears it at once.
     /// - the MyISAM table is marked as crashed: `REPAIR TABLE`, then again.
     ///
     /// Running it again is safe: a failed acquisition is undone, and what a lost session
@@ -414,7 +416,9 @@ impl<C: Connector> Locker<C> {
             let had_session = self.is_connected();
             let left = deadline.saturating_duration_since(Instant::now());
             match op(self, left) {
-                Err(Error::ConnectionLost { .. }) if had_session && !reconnected => reconnected = true,
+                Err(Error::ConnectionLost { source, .. }) if had_session && !reconnected && !source.stalled => {
+                    reconnected = true
+                }
                 Err(e) if !repaired && e.is_crashed_table() => {
                     repaired = true;
                     if self.repair_table().is_err() {
@@ -556,6 +560,20 @@ impl<C: Connector> Locker<C> {
         Error::NotHeld { name: name.to_owned(), loss }
     }
 
+    /// What a call on `name` reports when its session was lost (`e`): the lock went with
+    /// the session ([`Error::NotHeld`]), unless the server stopped answering, which `e`
+    /// says itself. Either way nothing is held here any more: the session was closed,
+    /// and the server ends it, with its locks, once it hears of that.
+    fn held_no_more(&mut self, name: &str, e: Error) -> Error {
+        match &e {
+            Error::ConnectionLost { source, .. } if source.stalled => {
+                self.lost.remove(name);
+                e
+            }
+            _ => self.not_held(name),
+        }
+    }
+
     /// Releases a lease: deletes its row, then its GET_LOCK (so a woken waiter finds the
     /// row gone). Fails with [`Error::NotHeld`] when the lease was taken over or lost;
     /// the local bookkeeping forgets it either way.
@@ -608,9 +626,9 @@ impl<C: Connector> Locker<C> {
         });
         let (deleted, released) = match result {
             Ok(r) => r,
-            Err(Error::ConnectionLost { .. }) => {
+            Err(e @ Error::ConnectionLost { .. }) => {
                 self.forget_lease(name);
-                return Err(self.not_held(name));
+                return Err(self.held_no_more(name, e));
             }
             Err(e) => return Err(e),
         };
@@ -619,7 +637,7 @@ impl<C: Connector> Locker<C> {
             (1, Ok(_)) if renewal_failed => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RenewalFailed }),
             (1, Ok(true)) => Ok(()),
             (1, Ok(false)) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::GetLockGone }),
-            (_, Err(Error::ConnectionLost { .. })) => Err(self.not_held(name)),
+            (_, Err(e @ Error::ConnectionLost { .. })) => Err(self.held_no_more(name, e)),
             (_, Err(e)) => Err(e),
             (_, Ok(_)) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RowGone }),
         }
@@ -633,7 +651,7 @@ impl<C: Connector> Locker<C> {
         let result = self.with_db_on(slot, |db, _| db.run(name, &sql, &[name.into()]));
         let out = match result {
             Ok(out) => out,
-            Err(Error::ConnectionLost { .. }) => return Err(self.not_held(name)),
+            Err(e @ Error::ConnectionLost { .. }) => return Err(self.held_no_more(name, e)),
             Err(e) => return Err(e),
         };
         let Some(row) = out.rows.first() else {
@@ -676,7 +694,7 @@ impl<C: Connector> Locker<C> {
             Ok(out) if out.affected_rows == 1 => Ok(()),
             // Unchanged (already that long) or lost: the ownership check tells which.
             Ok(_) => self.remaining_ttl(name).map(|_| ()),
-            Err(Error::ConnectionLost { .. }) => Err(self.not_held(name)),
+            Err(e @ Error::ConnectionLost { .. }) => Err(self.held_no_more(name, e)),
             Err(e) => Err(e),
         }
     }

@@ -384,6 +384,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     ) -> Result<(bool, Option<u64>)> {
         let (name, db, mut holder) = (self.name, &mut *self.db, None);
         let got = waiting(db.get_lock_fractions, wait, |timeout| {
+            let timeout = db.session.expect_wait(timeout);
             let mut params: Vec<Value> = vec![spelling.into(), timeout.as_secs_f64().into()];
             if with_holder {
                 params.push(spelling.into());
@@ -427,6 +428,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     /// One statement (or batch) of [`wait_for_get_lock`](Self::wait_for_get_lock) with
     /// the server's `timeout`; `None` when it timed out.
     fn wait_for_get_lock_once(&mut self, timeout: Duration) -> Result<Option<Wake>> {
+        let timeout = self.db.session.expect_wait(timeout);
         if !self.db.session.batches() {
             let sql = self.db.sql;
             let out = self.db.run(

@@ -196,6 +196,7 @@ impl<C: Connector> Locker<C> {
         let got = self.recovering(timeout, |locker, timeout| {
             locker.with_db(|db, _| {
                 protocol::waiting(db.get_lock_fractions, timeout, |wait| {
+                    let wait = db.session.expect_wait(wait);
                     let params = [hex.as_str().into(), wait.as_secs_f64().into()];
                     let answer = db.run(name, sql::SESSION_GET_LOCK, &params)?.first(0).as_i64();
                     Ok((answer != Some(0)).then_some(answer))
@@ -230,7 +231,11 @@ impl<C: Connector> Locker<C> {
             Ok(out) if out.first(0).as_i64() == Some(1) => Ok(()),
             Ok(_) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::GetLockGone }),
             // The session ended, and the lock with it.
-            Err(Error::ConnectionLost { .. }) => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::SessionLost }),
+            Err(e @ Error::ConnectionLost { .. }) => match &e {
+                // The server stopped answering: the session was closed, and says why.
+                Error::ConnectionLost { source, .. } if source.stalled => Err(e),
+                _ => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::SessionLost }),
+            },
             Err(e) => {
                 // Not known to be released: keep it, so a retry or the end releases it.
                 self.session_locks.insert(key, held_as);

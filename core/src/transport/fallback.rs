@@ -3,12 +3,18 @@
 //! turning its results, values and errors into the core's. Built without TLS (a second
 //! TLS stack and an older webpki for a path no test server's account takes any more), so
 //! a mode that requires TLS is refused here rather than quietly weakened.
+//!
+//! The crate sets a connection's read and write timeouts once, when it connects, and
+//! offers no way to change them afterwards. So every read may block for `read_timeout`
+//! plus [`LONGEST_WAIT`], the longest wait one statement may ask the server for here (a
+//! longer lock wait is split into several statements), and the connect is bounded by
+//! `connect_timeout` for TCP and by that same bound for each read of the handshake.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mysql::{Conn, OptsBuilder};
 
-use super::wire;
+use super::wire::{self, During};
 use crate::config::Config;
 use crate::error::SessionError;
 use crate::value::{Outcome, Value};
@@ -16,8 +22,45 @@ use crate::value::{Outcome, Value};
 /// The largest packet this client sends or accepts: far above any lock statement.
 const CLIENT_MAX_PACKET: usize = 4 * 1024 * 1024;
 
+/// The longest wait one statement may ask the server for on the crate's connection.
+pub(super) const LONGEST_WAIT: Duration = Duration::from_secs(10);
+
+/// A crate connection's bounds, and what it is doing, for the message when one runs out.
+pub(super) struct Bounds {
+    peer: String,
+    read: Duration,
+    write: Duration,
+    during: During,
+}
+
+impl Bounds {
+    pub fn connected(&mut self) {
+        self.during = During::Statement;
+    }
+
+    pub fn expect(&mut self, wait: Duration) {
+        if self.during != During::Connect {
+            self.during = if wait.is_zero() { During::Statement } else { During::Wait(wait) };
+        }
+    }
+
+    /// `answer`, with a bound that ran out said as the own client says it.
+    pub fn answer<T>(&self, answer: Result<T, SessionError>) -> Result<T, SessionError> {
+        answer.map_err(|e| self.explain(e))
+    }
+
+    fn explain(&self, e: SessionError) -> SessionError {
+        if !e.stalled {
+            return e;
+        }
+        // The crate's error does not say whether it was reading or writing.
+        let limit = if e.message.contains("write") { self.write } else { self.read };
+        wire::stalled(&self.peer, limit, self.during)
+    }
+}
+
 /// Connects through the crate, because of `why` (said in its errors).
-pub(super) fn connect(config: &Config, io_timeout: Option<Duration>, why: &str) -> Result<Conn, SessionError> {
+pub(super) fn connect(config: &Config, started: Instant, why: &str) -> Result<(Conn, Bounds), SessionError> {
     if config.tls.mode().requires_tls() {
         return Err(SessionError::lost(format!(
             "TLS: ssl-mode={} requires TLS, but {why}, and only the plain fallback client speaks that; \
@@ -25,25 +68,44 @@ pub(super) fn connect(config: &Config, io_timeout: Option<Duration>, why: &str) 
             config.tls.mode().name()
         )));
     }
+    let bounds = Bounds {
+        peer: config.server(),
+        read: config.read_timeout.saturating_add(LONGEST_WAIT),
+        write: config.write_timeout,
+        during: During::Connect,
+    };
     let mut opts = OptsBuilder::new()
         .user(Some(config.user.clone()))
         .pass(config.password.clone())
         .db_name(config.database.clone())
-        .tcp_connect_timeout(Some(config.connect_timeout))
+        .tcp_connect_timeout(
+            Some(config.connect_timeout.saturating_sub(started.elapsed()))
+                .filter(|_| !config.connect_timeout.is_zero())
+                .map(|left| left.max(Duration::from_millis(1))),
+        )
         .prefer_socket(false)
         // Known here, so connecting does not ask the server for it (a round trip
         // every short-lived process would pay). Lock statements are tiny.
         .max_allowed_packet(Some(CLIENT_MAX_PACKET))
-        .read_timeout(io_timeout)
-        .write_timeout(io_timeout);
+        .read_timeout(Some(bounds.read))
+        .write_timeout(Some(bounds.write))
+        .tcp_keepalive_time_ms(Some(keepalive_ms(wire::KEEPALIVE_IDLE)))
+        .tcp_keepalive_probe_interval_secs(Some(wire::KEEPALIVE_INTERVAL.as_secs() as u32))
+        .tcp_keepalive_probe_count(Some(wire::KEEPALIVE_PROBES))
+        .tcp_user_timeout_ms(Some(keepalive_ms(bounds.write)));
     opts = match &config.socket {
         Some(path) => opts.socket(Some(path.clone())),
         None => opts.ip_or_hostname(Some(config.host.clone())).tcp_port(config.port),
     };
-    Conn::new(opts).map_err(|e| {
-        let e = session_error(e);
+    let conn = Conn::new(opts).map_err(|e| {
+        let e = bounds.explain(session_error(e));
         SessionError { message: format!("{} (connecting through the mysql crate because {why})", e.message), ..e }
-    })
+    })?;
+    Ok((conn, bounds))
+}
+
+fn keepalive_ms(d: Duration) -> u32 {
+    u32::try_from(d.as_millis()).unwrap_or(u32::MAX)
 }
 
 /// Every result of a query run through the `mysql` crate.
@@ -116,6 +178,11 @@ pub(super) fn session_error(e: mysql::Error) -> SessionError {
         mysql::Error::MySqlError(m) => SessionError::server(m.code, m.message),
         mysql::Error::UrlError(u) => SessionError::client(u.to_string()),
         mysql::Error::DriverError(d) => SessionError::lost(d.to_string()),
+        mysql::Error::IoError(io)
+            if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+        {
+            SessionError::stalled(io.to_string())
+        }
         mysql::Error::IoError(io) => SessionError::lost(io.to_string()),
         other => SessionError::lost(other.to_string()),
     }

@@ -4,6 +4,7 @@
 //! prepare), and later runs are prepared.
 
 use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -98,6 +99,8 @@ pub struct MysqlSession {
     prepared: HashMap<String, wire::Prepared>,
     /// Texts the server refused to prepare: always written in.
     unpreparable: HashSet<String>,
+    /// What the next statement asks the server to wait ([`Session::expect_wait`]).
+    wait: Duration,
 }
 
 /// Prepared statements kept per session; lock statements are a handful of texts per
@@ -106,16 +109,17 @@ const STATEMENT_CACHE: usize = 64;
 
 /// The connection under a session.
 enum Link {
-    Own(wire::Connection),
+    Own(Box<wire::Connection>),
     /// For what the wire client does not speak (see [`wire`]): another authentication
-    /// plugin, an old server.
-    Crate(Conn),
+    /// plugin, an old server. Its reads are bounded once, when connecting, so a wait is
+    /// split into statements of at most [`fallback::LONGEST_WAIT`].
+    Crate(Conn, fallback::Bounds),
 }
 
 impl Link {
     /// Connects; returns whether the server looks like MariaDB, and the setup's answer
     /// when the setup travelled with the handshake.
-    fn open(config: &Config, io_timeout: Option<std::time::Duration>, set: &str) -> SetupStart {
+    fn open(config: &Config, started: Instant, set: &str) -> SetupStart {
         let build = |greeting: &wire::Greeting| setup_query(looks_mariadb(version_of(&greeting.version)), set);
         let target = config.target();
         let why = loop {
@@ -124,10 +128,10 @@ impl Link {
             }
             let with_setup = !SETUP_APART.lock().contains(&target);
             let first: Option<&dyn Fn(&wire::Greeting) -> String> = if with_setup { Some(&build) } else { None };
-            match wire::Connection::open(config, io_timeout, first) {
+            match wire::Connection::open(config, started, first) {
                 Ok((conn, answer)) => {
                     let mariadb = looks_mariadb(version_of(&conn.greeting().version));
-                    return Ok((Link::Own(conn), mariadb, answer));
+                    return Ok((Link::Own(Box::new(conn)), mariadb, answer));
                 }
                 Err(OpenError::Failed(e)) => return Err(e),
                 Err(OpenError::Switched) => SETUP_APART.lock().push(target.clone()),
@@ -137,20 +141,37 @@ impl Link {
                 }
             }
         };
-        Self::open_crate(config, io_timeout, &why)
+        Self::open_crate(config, started, &why)
     }
 
     /// Connects through the `mysql` crate, because of `why`.
-    fn open_crate(config: &Config, io_timeout: Option<std::time::Duration>, why: &str) -> SetupStart {
-        let conn = fallback::connect(config, io_timeout, why)?;
+    fn open_crate(config: &Config, started: Instant, why: &str) -> SetupStart {
+        let (conn, bounds) = fallback::connect(config, started, why)?;
         let mariadb = looks_mariadb(conn.server_version());
-        Ok((Link::Crate(conn), mariadb, None))
+        Ok((Link::Crate(conn, bounds), mariadb, None))
+    }
+
+    /// The connect (with the setup) is over: statements get their own bounds.
+    fn connected(&mut self) {
+        match self {
+            Link::Own(conn) => conn.connected(),
+            Link::Crate(_, bounds) => bounds.connected(),
+        }
+    }
+
+    /// The next statements ask the server to wait up to `wait` (see
+    /// [`Session::expect_wait`]).
+    fn expect(&mut self, wait: Duration) {
+        match self {
+            Link::Own(conn) => conn.expect(wait),
+            Link::Crate(_, bounds) => bounds.expect(wait),
+        }
     }
 
     fn connection_id(&self) -> u64 {
         match self {
             Link::Own(conn) => u64::from(conn.greeting().connection_id),
-            Link::Crate(conn) => u64::from(conn.connection_id()),
+            Link::Crate(conn, _) => u64::from(conn.connection_id()),
         }
     }
 
@@ -158,7 +179,7 @@ impl Link {
     fn query(&mut self, sql: &str) -> wire::Answer {
         match self {
             Link::Own(conn) => conn.query(sql),
-            Link::Crate(conn) => outcomes(conn.query_iter(sql).map_err(session_error)?),
+            Link::Crate(conn, bounds) => bounds.answer(conn.query_iter(sql).map_err(session_error).and_then(outcomes)),
         }
     }
 
@@ -173,21 +194,16 @@ impl Link {
 type SetupStart = Result<(Link, bool, Option<wire::Answer>), SessionError>;
 
 impl MysqlSession {
+    /// Connects: TCP, TLS, the login and the session's setup, all within
+    /// `config.connect_timeout`. Every later read and write is bounded by
+    /// `config.read_timeout` (plus the wait a statement asks for, see
+    /// [`Session::expect_wait`]) and `config.write_timeout`.
     pub fn connect(config: &Config) -> Result<Self> {
-        Self::open(config, None)
-    }
-
-    /// A session whose every read and write gives up after `timeout`: for helpers (the
-    /// keep-alive thread) that must never hang their owner on a stalled server.
-    pub fn connect_with_io_timeout(config: &Config, timeout: std::time::Duration) -> Result<Self> {
-        Self::open(config, Some(timeout))
-    }
-
-    fn open(config: &Config, io_timeout: Option<std::time::Duration>) -> Result<Self> {
         config.validate()?;
+        let started = Instant::now();
         let connect_error = |e: SessionError| Error::Connect { target: config.target(), source: e };
         let set = session_settings(&config.charset);
-        let (mut link, mariadb, answer) = Link::open(config, io_timeout, &set).map_err(connect_error)?;
+        let (mut link, mariadb, answer) = Link::open(config, started, &set).map_err(connect_error)?;
         let (rows, wait_timeout) = setup(&mut link, mariadb, answer, &set).map_err(connect_error)?;
         let mut session = MysqlSession {
             id: link.connection_id(),
@@ -199,11 +215,32 @@ impl MysqlSession {
             seen: HashSet::new(),
             prepared: HashMap::new(),
             unpreparable: HashSet::new(),
+            wait: Duration::ZERO,
         };
         let mut topology = session.topology;
         topology::complete(|sql| session.execute(sql, &[]), &mut topology).map_err(connect_error)?;
         session.topology = topology;
+        session.link.connected();
         Ok(session)
+    }
+
+    /// A session whose every read and write (and its connect) gives up after `timeout`
+    /// at most: for helpers (the keep-alive thread) that must never hang their owner on
+    /// a stalled server.
+    pub fn connect_with_io_timeout(config: &Config, timeout: Duration) -> Result<Self> {
+        let mut config = config.clone();
+        config.read_timeout = config.read_timeout.min(timeout);
+        config.write_timeout = config.write_timeout.min(timeout);
+        if config.connect_timeout.is_zero() || config.connect_timeout > timeout {
+            config.connect_timeout = timeout;
+        }
+        Self::connect(&config)
+    }
+
+    /// Starts a statement: it gets the bound of the wait announced for it, if any.
+    fn begin(&mut self) {
+        let wait = std::mem::take(&mut self.wait);
+        self.link.expect(wait);
     }
 
     /// The seconds this session may sit idle before the server ends it (its
@@ -223,7 +260,7 @@ impl MysqlSession {
                 wire::Login::Sha256 => Authentication::Sha256Password,
                 wire::Login::Ed25519 => Authentication::Ed25519,
             },
-            Link::Crate(_) => Authentication::Crate,
+            Link::Crate(..) => Authentication::Crate,
         }
     }
 
@@ -231,7 +268,7 @@ impl MysqlSession {
     pub fn encrypted(&self) -> bool {
         match &self.link {
             Link::Own(conn) => conn.encrypted(),
-            Link::Crate(_) => false,
+            Link::Crate(..) => false,
         }
     }
 }
@@ -332,10 +369,10 @@ impl MysqlSession {
     fn execute_prepared(&mut self, sql: &str, params: &[Value]) -> wire::Answer {
         let conn = match &mut self.link {
             Link::Own(conn) => conn,
-            Link::Crate(conn) => {
+            Link::Crate(conn, bounds) => {
                 // The crate keeps its own statement cache.
                 let params = Params::Positional(params.iter().map(to_mysql).collect());
-                return outcomes(conn.exec_iter(sql, params).map_err(session_error)?);
+                return bounds.answer(conn.exec_iter(sql, params).map_err(session_error).and_then(outcomes));
             }
         };
         if !self.prepared.contains_key(sql) {
@@ -370,6 +407,7 @@ impl Session for MysqlSession {
     /// From its second run on it is prepared once and executed: the server skips
     /// parsing, about 5 µs per statement, which a process locking in a loop notices.
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
+        self.begin();
         if params.is_empty() {
             return first(sql, self.link.query(sql)?);
         }
@@ -394,11 +432,23 @@ impl Session for MysqlSession {
         self.id
     }
 
+    /// The own client allows any wait (its reads are bounded per statement); the
+    /// `mysql` crate's reads were bounded when it connected, so a longer wait is cut.
+    fn expect_wait(&mut self, wait: Duration) -> Duration {
+        let wait = match self.link {
+            Link::Own(_) => wait,
+            Link::Crate(..) => wait.min(fallback::LONGEST_WAIT),
+        };
+        self.wait = wait;
+        wait
+    }
+
     fn batches(&self) -> bool {
         self.batches
     }
 
     fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
+        self.begin();
         self.link.query(sql).inspect_err(|e| {
             // A syntax error at the first `;`: multi-statements are off somewhere on
             // the way (nothing ran). Statement by statement from now on.
@@ -414,6 +464,7 @@ impl Session for MysqlSession {
 
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
         // KILL cannot take a bound parameter; the id is an integer, formatted here.
+        self.begin();
         self.link.query(&format!("KILL {id}")).map(|_| ())
     }
 }

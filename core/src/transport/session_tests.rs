@@ -47,7 +47,7 @@ fn a_session_runs_on_the_projects_own_client() {
 fn the_short_mariadb_setup_learns_what_the_full_probe_learns() {
     let config = config();
     let set = session_settings(&config.charset);
-    let (mut link, mariadb, _) = Link::open(&config, None, &set).unwrap();
+    let (mut link, mariadb, _) = Link::open(&config, std::time::Instant::now(), &set).unwrap();
     assert_eq!(mariadb, on_mariadb(), "the greeting tells MariaDB from MySQL");
     if !mariadb {
         // MySQL gets the full probe in its setup: the same rows as the probe alone.
@@ -271,8 +271,9 @@ fn the_mysql_crate_fallback_connects_and_runs_the_setup() {
     // speaks every plugin they offer a password account on), so it is called
     // directly: what an account on another plugin, or an old server, would get.
     let config = config();
-    let (mut link, mariadb, answer) = Link::open_crate(&config, None, "a test asked for it").unwrap();
-    assert!(matches!(link, Link::Crate(_)) && answer.is_none());
+    let (mut link, mariadb, answer) =
+        Link::open_crate(&config, std::time::Instant::now(), "a test asked for it").unwrap();
+    assert!(matches!(link, Link::Crate(..)) && answer.is_none());
     assert_eq!(mariadb, on_mariadb());
     let who = link.query("SELECT CURRENT_USER(), _utf8mb4'ü''?'").unwrap();
     assert_eq!(who[0].rows[0][1], Value::from("ü'?"));
@@ -282,7 +283,9 @@ fn the_mysql_crate_fallback_connects_and_runs_the_setup() {
 fn the_fallback_refuses_a_mode_that_requires_tls() {
     let mut config = config();
     config.tls.mode = Some(crate::config::SslMode::Required);
-    let e = Link::open_crate(&config, None, "a test asked for it").err().expect("a plain connection was made");
+    let e = Link::open_crate(&config, std::time::Instant::now(), "a test asked for it")
+        .err()
+        .expect("a plain connection was made");
     assert!(e.message.contains("ssl-mode=REQUIRED"), "{e}");
 }
 

@@ -109,6 +109,9 @@ impl Connection {
             if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
                 tls.sock.shutdown();
                 self.broken = true;
+                if timed_out(&e) {
+                    return Err(OpenError::Failed(stalled(&self.peer, tls.sock.limit(false), self.during)));
+                }
                 return Err(failed(super::super::tls::handshake_failure(&e, &config.tls, &config.host)));
             }
         }
@@ -243,7 +246,9 @@ impl Connection {
     /// round trip more; the key is not kept, as full authentications are rare: one per
     /// account after a server start or a `FLUSH PRIVILEGES`).
     pub(super) fn full_auth(&mut self, password: &str, nonce: &[u8]) -> Result<(), OpenError> {
-        if matches!(self.stream.get_ref(), Stream::Tls(_) | Stream::Plain(Plain::Unix(_))) {
+        if matches!(self.stream.get_ref(), Stream::Tls(_))
+            || self.stream.get_ref().socket().is_some_and(Socket::is_unix)
+        {
             return self.send_auth(&with_nul(password));
         }
         self.send_auth(&[SHA2_REQUEST_PUBLIC_KEY])?;

@@ -15,10 +15,11 @@
 //! the caller connects through the `mysql` crate instead: nothing a user could connect
 //! with before is refused now.
 
+use std::fmt;
 use std::io::{self, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::{Config, SslMode};
 use crate::error::SessionError;
@@ -27,12 +28,15 @@ use crate::value::{Outcome, Value};
 mod auth;
 mod binary;
 mod rsa_key;
+mod socket;
 #[cfg(test)]
 mod tests;
 
 use auth::*;
 use binary::*;
 pub(crate) use binary::{fraction, Prepared};
+pub(crate) use socket::{seconds, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES};
+use socket::{timed_out, Plain, Socket};
 
 /// A packet of this length continues in the next one.
 const MAX_PAYLOAD: usize = 0xFF_FFFF;
@@ -128,70 +132,27 @@ pub(crate) struct Greeting {
     plugin: String,
 }
 
-/// The socket under a connection.
-enum Plain {
-    Tcp(TcpStream),
-    Unix(UnixStream),
-}
-
-impl Plain {
-    fn set_timeouts(&self, timeout: Option<Duration>) -> io::Result<()> {
-        match self {
-            Plain::Tcp(s) => s.set_read_timeout(timeout).and_then(|()| s.set_write_timeout(timeout)),
-            Plain::Unix(s) => s.set_read_timeout(timeout).and_then(|()| s.set_write_timeout(timeout)),
-        }
-    }
-
-    fn shutdown(&self) {
-        let _ = match self {
-            Plain::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
-            Plain::Unix(s) => s.shutdown(std::net::Shutdown::Both),
-        };
-    }
-
-    fn set_nonblocking(&self) {
-        let _ = match self {
-            Plain::Tcp(s) => s.set_nonblocking(true),
-            Plain::Unix(s) => s.set_nonblocking(true),
-        };
-    }
-}
-
-impl Read for Plain {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Plain::Tcp(s) => s.read(buf),
-            Plain::Unix(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Plain {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Plain::Tcp(s) => s.write(buf),
-            Plain::Unix(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// What a connection reads and writes: the socket, or TLS over it.
 enum Stream {
-    Plain(Plain),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, Plain>>),
+    Plain(Socket),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, Socket>>),
     /// Only while the socket moves under TLS.
     Moving,
 }
 
 impl Stream {
-    fn socket(&self) -> Option<&Plain> {
+    fn socket(&self) -> Option<&Socket> {
         match self {
             Stream::Plain(p) => Some(p),
             Stream::Tls(t) => Some(&t.sock),
+            Stream::Moving => None,
+        }
+    }
+
+    fn socket_mut(&mut self) -> Option<&mut Socket> {
+        match self {
+            Stream::Plain(p) => Some(p),
+            Stream::Tls(t) => Some(&mut t.sock),
             Stream::Moving => None,
         }
     }
@@ -241,6 +202,33 @@ pub(crate) struct Connection {
     /// handshake the server would read it as an answer.
     authenticated: bool,
     login: Login,
+    /// `host:port` or the socket's path, for messages.
+    peer: String,
+    /// What the connection is doing, for the message when a bound runs out.
+    during: During,
+    /// `read_timeout`: how long a statement may go unanswered beyond its own wait.
+    read_timeout: Duration,
+}
+
+/// What a connection was doing when the server stopped answering.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum During {
+    /// TCP, TLS, the login and the session's setup.
+    Connect,
+    /// A statement that should be answered at once.
+    Statement,
+    /// A statement the server may keep waiting this long (a `GET_LOCK` with a timeout).
+    Wait(Duration),
+}
+
+impl fmt::Display for During {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            During::Connect => f.write_str("the connect (TCP, TLS, login and session setup)"),
+            During::Statement => f.write_str("a statement"),
+            During::Wait(wait) => write!(f, "a lock wait of {} s", seconds(*wait)),
+        }
+    }
 }
 
 impl Connection {
@@ -266,16 +254,21 @@ impl Connection {
     /// and would not help the short-lived processes the pipelining is for: a process's
     /// first connection has nothing to remember. On MySQL the setup costs its own round
     /// trip. The outcome of `first` is returned when it was sent.
+    ///
+    /// Everything until [`connected`](Self::connected), the session's setup included,
+    /// ends within `config.connect_timeout` of `started`.
     pub fn open(
         config: &Config,
-        io_timeout: Option<Duration>,
+        started: Instant,
         first: Option<&dyn Fn(&Greeting) -> String>,
     ) -> Result<(Connection, Option<Answer>), OpenError> {
-        // Until the session is authenticated, a server that accepted the connection but
-        // says nothing counts as not answering the connect.
-        let handshake_timeout =
-            Some(io_timeout.map_or(config.connect_timeout, |t| t.min(config.connect_timeout))).filter(|t| !t.is_zero());
-        let stream = connect_stream(config, handshake_timeout).map_err(|e| OpenError::Failed(lost(&e)))?;
+        let peer = config.server();
+        let stream = connect_stream(config, started).map_err(|e| {
+            OpenError::Failed(match timed_out(&e) {
+                true => stalled(&peer, config.connect_timeout, During::Connect),
+                false => lost(&e),
+            })
+        })?;
         let mut conn = Connection {
             stream: BufReader::with_capacity(16 * 1024, stream),
             greeting: Greeting {
@@ -289,6 +282,9 @@ impl Connection {
             broken: false,
             authenticated: false,
             login: Login::Native,
+            peer,
+            during: During::Connect,
+            read_timeout: config.read_timeout,
         };
         let greeting = conn.read_greeting()?;
         if greeting.capabilities & (CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION)
@@ -333,15 +329,35 @@ impl Connection {
             other => other?,
         };
         conn.authenticated = true;
-        if let Err(e) = conn.set_timeouts(io_timeout) {
-            return Err(OpenError::Failed(conn.fail(lost(&e))));
-        }
         let answer = first.map(|_| {
             // The query's answer is numbered from its own command's 0.
             conn.seq = 1;
             conn.read_results(false)
         });
         Ok((conn, answer))
+    }
+
+    /// The connect (with the session's setup) is over: from now on each statement has
+    /// its own bound ([`expect`](Self::expect)).
+    pub fn connected(&mut self) {
+        self.during = During::Statement;
+        if let Some(socket) = self.stream.get_mut().socket_mut() {
+            socket.connected();
+        }
+    }
+
+    /// The next statements may keep the server waiting up to `wait` (a `GET_LOCK` with
+    /// that timeout): their reads may block for `read_timeout` more than that. Zero for
+    /// a statement that should be answered at once.
+    pub fn expect(&mut self, wait: Duration) {
+        if self.during == During::Connect {
+            return;
+        }
+        self.during = if wait.is_zero() { During::Statement } else { During::Wait(wait) };
+        let read = self.read_timeout.saturating_add(wait);
+        if let Some(socket) = self.stream.get_mut().socket_mut() {
+            socket.expect(read);
+        }
     }
 
     pub fn greeting(&self) -> &Greeting {
@@ -373,13 +389,6 @@ impl Connection {
         let mut request = Vec::with_capacity(body.len() + 5);
         self.seq = frame_command(&mut request, command, body);
         self.send(&request)
-    }
-
-    fn set_timeouts(&mut self, timeout: Option<Duration>) -> io::Result<()> {
-        match self.stream.get_ref().socket() {
-            Some(socket) => socket.set_timeouts(timeout),
-            None => Ok(()),
-        }
     }
 
     /// Reads every result of one query; `binary`: of a prepared statement.
@@ -482,7 +491,7 @@ impl Connection {
             match (&mut self.stream).take(len as u64).read_to_end(&mut payload) {
                 Ok(got) if got == len => {}
                 Ok(_) => return Err(self.fail(lost(&io::ErrorKind::UnexpectedEof.into()))),
-                Err(e) => return Err(self.fail(lost(&e))),
+                Err(e) => return Err(self.io_failed(&e, false)),
             }
             if len < MAX_PAYLOAD {
                 return Ok(payload);
@@ -493,7 +502,7 @@ impl Connection {
     fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), SessionError> {
         match self.stream.read_exact(buf) {
             Ok(()) => Ok(()),
-            Err(e) => Err(self.fail(lost(&e))),
+            Err(e) => Err(self.io_failed(&e, false)),
         }
     }
 
@@ -501,8 +510,19 @@ impl Connection {
         let stream = self.stream.get_mut();
         match stream.write_all(bytes).and_then(|()| stream.flush()) {
             Ok(()) => Ok(()),
-            Err(e) => Err(self.fail(lost(&e))),
+            Err(e) => Err(self.io_failed(&e, true)),
         }
+    }
+
+    /// A read or write failed: a bound that ran out says how long the server was silent
+    /// and during what; the connection is closed either way.
+    fn io_failed(&mut self, e: &io::Error, writing: bool) -> SessionError {
+        let limit = self.stream.get_ref().socket().filter(|_| timed_out(e)).map(|s| s.limit(writing));
+        let error = match limit {
+            Some(limit) => stalled(&self.peer, limit, self.during),
+            None => lost(e),
+        };
+        self.fail(error)
     }
 
     /// Frames `payload` as packets continuing this exchange's sequence.
@@ -528,21 +548,20 @@ impl Drop for Connection {
     }
 }
 
-fn connect_stream(config: &Config, timeout: Option<Duration>) -> io::Result<Stream> {
-    let stream = match &config.socket {
-        Some(path) => {
-            let s = UnixStream::connect(path)?;
-            s.set_read_timeout(timeout)?;
-            s.set_write_timeout(timeout)?;
-            Stream::Plain(Plain::Unix(s))
-        }
+/// Connects the socket within what is left of `connect_timeout` (none when it is 0).
+fn connect_stream(config: &Config, started: Instant) -> io::Result<Stream> {
+    let bounded = !config.connect_timeout.is_zero();
+    let plain = match &config.socket {
+        Some(path) => Plain::Unix(UnixStream::connect(path)?),
         None => {
             let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{} resolves to no address", config.host));
             let mut connected = None;
             for addr in (config.host.as_str(), config.port).to_socket_addrs()? {
-                let attempt = match config.connect_timeout.is_zero() {
-                    true => TcpStream::connect(addr),
-                    false => TcpStream::connect_timeout(&addr, config.connect_timeout),
+                let left = config.connect_timeout.saturating_sub(started.elapsed());
+                let attempt = match bounded {
+                    false => TcpStream::connect(addr),
+                    true if left.is_zero() => Err(io::ErrorKind::TimedOut.into()),
+                    true => TcpStream::connect_timeout(&addr, left),
                 };
                 match attempt {
                     Ok(s) => {
@@ -554,12 +573,10 @@ fn connect_stream(config: &Config, timeout: Option<Duration>) -> io::Result<Stre
             }
             let s = connected.ok_or(last)?;
             s.set_nodelay(true)?;
-            s.set_read_timeout(timeout)?;
-            s.set_write_timeout(timeout)?;
-            Stream::Plain(Plain::Tcp(s))
+            Plain::Tcp(s)
         }
     };
-    Ok(stream)
+    Ok(Stream::Plain(Socket::new(plain, config.connect_timeout, started, config.read_timeout, config.write_timeout)))
 }
 
 /// Appends a command: a new exchange, numbered from 0. Returns the next number.
@@ -622,6 +639,12 @@ fn server_error(packet: &[u8]) -> SessionError {
 
 fn lost(e: &io::Error) -> SessionError {
     SessionError::lost(e.to_string())
+}
+
+/// The server at `peer` said nothing for `limit` while the connection was `during`
+/// something.
+pub(crate) fn stalled(peer: &str, limit: Duration, during: During) -> SessionError {
+    SessionError::stalled(format!("the server at {peer} stopped answering for {} s during {during}", seconds(limit)))
 }
 
 /// Reads little-endian protocol fields; `None` past the end.

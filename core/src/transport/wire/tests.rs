@@ -7,6 +7,9 @@ use super::auth::*;
 use super::binary::*;
 use super::*;
 
+/// How long a scripted peer may keep a test's connection waiting.
+const BOUND: Duration = Duration::from_secs(5);
+
 #[test]
 fn native_password_matches_the_servers_stored_hash() {
     // The server stores '*' + hex(SHA1(SHA1(password))) (PASSWORD('secret') =
@@ -135,12 +138,21 @@ fn connected(authenticated: bool) -> (Connection, UnixStream) {
         plugin: String::new(),
     };
     let conn = Connection {
-        stream: BufReader::new(Stream::Plain(Plain::Unix(ours))),
+        stream: BufReader::new(Stream::Plain(Socket::new(
+            Plain::Unix(ours),
+            Duration::ZERO,
+            Instant::now(),
+            BOUND,
+            BOUND,
+        ))),
         greeting,
         seq: 0,
         broken: false,
         authenticated,
         login: Login::Native,
+        peer: "test".into(),
+        during: During::Statement,
+        read_timeout: BOUND,
     };
     (conn, peer)
 }
@@ -256,7 +268,7 @@ fn log_in_to_a_sha256_greeting(password: Option<&str>) -> (Login, Vec<Vec<u8>>) 
         database: None,
         ..Config::default()
     };
-    let login = Connection::open(&config, None, None).map(|(conn, _)| conn.login());
+    let login = Connection::open(&config, Instant::now(), None).map(|(conn, _)| conn.login());
     let answers = server.join().unwrap();
     let _ = std::fs::remove_file(&path);
     (login.unwrap_or_else(|e| panic!("{e:?}")), answers)
