@@ -128,7 +128,7 @@ cargo_env() {
 # build (PIE looks for "-zts" and "-debug" in the name of archives for those).
 php_check() {
   local flags
-  flags=$("$@" -n -r 'echo PHP_ZTS, PHP_DEBUG;') || die "cannot run $*"
+  flags=$("$@" -n -r 'echo (int) PHP_ZTS, (int) PHP_DEBUG;') || die "cannot run $*"
   [ "$flags" = 00 ] || die "$* is a thread-safe or debug build (PHP_ZTS, PHP_DEBUG = $flags): its archive would need another name"
 }
 

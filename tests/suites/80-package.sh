@@ -49,11 +49,13 @@ echo "# cell: tag $tag, PHP ${php_versions[*]} (${php_places[*]}), $triple, glib
 
 # --- the build ---------------------------------------------------------------------------
 started=$SECONDS
-if bash scripts/package.sh >"$work/package.log" 2>&1; then
+rc=0
+bash scripts/package.sh >"$work/package.log" 2>&1 || rc=$?
+if [ $rc -eq 0 ]; then
   pass "scripts/package.sh built the archives in $((SECONDS - started)) s"
 else
   tail -25 "$work/package.log"
-  fail "scripts/package.sh failed (exit $?)"
+  fail "scripts/package.sh failed (exit $rc)"
   finish
 fi
 grep 'needs' "$work/package.log" | sed 's/^/# /'
