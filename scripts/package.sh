@@ -26,8 +26,8 @@
 #
 # Caches, so that a second run only packs: the venv and zig's cache in
 # MYSQLLOCK_PACKAGE_CACHE (default /var/cache/mysqllock/package), the builds in
-# target/package/{host,phpX.Y}. MYSQLLOCK_DIST overrides dist/. Needs python3 (3.11+),
-# objdump, zip, tar and, for "sid" PHPs, root (the chroot).
+# target/package/{host,phpX.Y}. MYSQLLOCK_DIST overrides dist/, whose earlier archives
+# each run removes. Needs python3 (3.11+), objdump, zip, tar and, for "sid" PHPs, root.
 set -euo pipefail
 me=package.sh
 here=$(cd "$(dirname "$0")" && pwd)
