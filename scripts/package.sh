@@ -134,12 +134,11 @@ php_check() {
 
 # build_host: the CLI, the C library and the extension for every "host" PHP, into
 # target/package/host; each extension is copied to $stage/phpX.Y/ as soon as it is built.
+# The first host PHP's extension is built in the same cargo run as the CLI and the
+# library: one set of dependencies (cargo unifies their features per run), not two.
 build_host() {
-  local env_words i minor
+  local env_words i minor packages=(-p mysqllock-cli -p mysqllock-ffi -p mysqllock-php)
   mapfile -t env_words < <(cargo_env)
-  (cd "$repo" && env "${env_words[@]}" CARGO_TARGET_DIR="$builds/host" \
-    cargo build --release --locked --target "$triple" -p mysqllock-cli -p mysqllock-ffi) \
-    || die "building the CLI and the C library failed"
   for i in "${!php_versions[@]}"; do
     [ "${php_places[$i]}" = host ] || continue
     minor=${php_versions[$i]}
@@ -148,11 +147,17 @@ build_host() {
     php_check "/usr/bin/php$minor"
     (cd "$repo" && env "${env_words[@]}" CARGO_TARGET_DIR="$builds/host" \
       PHP="/usr/bin/php$minor" PHP_CONFIG="/usr/bin/php-config$minor" \
-      cargo build --release --locked --target "$triple" -p mysqllock-php) \
+      cargo build --release --locked --target "$triple" "${packages[@]}") \
       || die "building the extension for PHP $minor failed"
+    packages=(-p mysqllock-php)
     mkdir -p "$stage/php$minor"
     cp "$builds/host/$triple/release/libmysqllock_php.so" "$stage/php$minor/$ext.so"
   done
+  if [ ${#packages[@]} -eq 6 ]; then # no host PHP
+    (cd "$repo" && env "${env_words[@]}" CARGO_TARGET_DIR="$builds/host" \
+      cargo build --release --locked --target "$triple" -p mysqllock-cli -p mysqllock-ffi) \
+      || die "building the CLI and the C library failed"
+  fi
 }
 
 # build_sid MINOR: the extension for the chroot's PHP MINOR, built inside the chroot into
