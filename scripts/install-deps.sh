@@ -47,3 +47,10 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "install-deps: cargo is missing; install a Rust toolchain (rustup) first" >&2
   exit 1
 fi
+
+# The fuzz suite (tests/suites/15-fuzz.sh) builds its targets with cargo-fuzz (libFuzzer),
+# from crates.io, pinned so a run is reproducible.
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "install-deps: installing cargo-fuzz" >&2
+  cargo install cargo-fuzz --locked --version 0.13.2 --quiet
+fi

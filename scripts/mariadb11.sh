@@ -7,7 +7,13 @@
 #   scripts/mariadb11.sh start|stop|restart|crash-table|sql DIR ...   # as mariadb.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-in_root=$(bash "$here/sid.sh" root)
+# Called from inside the chroot (a PHP suite of the matrix restarting its server), the
+# server programs are right here.
+if [ "${MYSQLLOCK_IN_SID:-}" = 1 ]; then
+  in_root=
+else
+  in_root=$(bash "$here/sid.sh" root)
+fi
 me=mariadb11.sh
 # The kind of server, for tests that tell MariaDB from MySQL (lib/standalone.sh).
 server_kind=mariadb

@@ -8,8 +8,9 @@
 #   scripts/sid.sh root            # makes the chroot (once; debootstrap needs root) and
 #                                  # prints its path
 #   scripts/sid.sh run CMD...      # CMD inside it, in the current directory, with the same
-#                                  # environment; the repository and /tmp are the host's,
-#                                  # at the same paths, so paths mean the same on both sides
+#                                  # environment and MYSQLLOCK_IN_SID=1; the repository and
+#                                  # /tmp are the host's, at the same paths, so paths mean
+#                                  # the same on both sides
 #   scripts/sid.sh ext X.Y         # builds the extension for PHP X.Y with the host's Rust
 #                                  # toolchain and prints the .so's path inside the chroot
 #                                  # (/build/phpX.Y/release/...; ROOT/build/... on the host)
@@ -84,7 +85,8 @@ case "$cmd" in
     [ $# -gt 0 ] || die "usage: sid.sh run CMD..."
     ensure
     # The current directory must exist inside: the repository and /tmp do.
-    exec chroot "$root" /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$PWD" "$@"
+    # MYSQLLOCK_IN_SID tells the project's scripts that they already run inside.
+    MYSQLLOCK_IN_SID=1 exec chroot "$root" /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$PWD" "$@"
     ;;
   ext)
     version=${1:?usage: sid.sh ext X.Y}

@@ -17,6 +17,8 @@
 #   MYSQLLOCK_TEST_SERVERS=mysql bash scripts/test.sh   # the runs on the servers named
 #                                        # (and the server-less suites)
 #   bash scripts/test.sh 30-php 40-c     # only the suites named
+#   MYSQLLOCK_TEST_JOBS=1 bash scripts/test.sh   # one suite at a time (default: 2 at a
+#                                        # time, never two on one server)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -47,20 +49,6 @@ for server in $servers; do
 done
 export MYSQLLOCK_ROOT=$root MYSQLLOCK_BIN=$root/target/release
 
-passed=0; failed=0; failures=()
-suite() {
-  local name=$1; shift
-  local started=$SECONDS
-  echo
-  echo "=== suite: $name"
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1)); failures+=("$name")
-  fi
-  echo "=== suite: $name: $((SECONDS - started)) s"
-}
-
 # A suite runs in a subshell with one server's env file loaded.
 with_server() {
   local server=$1; shift
@@ -84,25 +72,84 @@ wanted() {
   return 1
 }
 
+# The runs to make, in the order of tests/suites/: a name, the server it uses (runs on one
+# server must not overlap: some count the server's sessions or crash its lock table; a
+# suite with its own servers shares nothing) and the command.
+job_names=(); job_servers=(); job_commands=()
+job() {
+  local name=$1 server=$2
+  shift 2
+  job_names+=("$name"); job_servers+=("$server"); job_commands+=("$(printf '%q ' "$@")")
+}
 for s in tests/suites/*.sh; do
   name=$(basename "$s" .sh)
   wanted "$name" || continue
   kind=$(sed -n 's/^# server: \([a-z]*\).*/\1/p' "$s" | head -n 1)
   if [ "$kind" = none ] || [ "$kind" = own ]; then
-    suite "$name" bash "$s"
+    job "$name" "own:$name" bash "$s"
     continue
   fi
   if grep -q '^# matrix: php' "$s"; then
     # fd 3: a suite reading its standard input must not eat the rows.
     while read -r -u 3 server php home symfony laravel phpunit; do
       case " $servers " in *" $server "*) ;; *) continue ;; esac
-      suite "$name@$server/php$php" with_row "$server" "$php" "$home" "$symfony" "$laravel" "$phpunit" bash "$s"
+      job "$name@$server/php$php" "$server" with_row "$server" "$php" "$home" "$symfony" "$laravel" "$phpunit" bash "$s"
     done 3<<<"$rows"
     continue
   fi
   for server in $servers; do
-    suite "$name@$server" with_server "$server" bash "$s"
+    job "$name@$server" "$server" with_server "$server" bash "$s"
   done
+done
+
+# MYSQLLOCK_TEST_JOBS runs at a time (default 2, the machine's cores: most of a suite's
+# time is spent waiting for servers, processes and timeouts), never two on one server.
+# Each run's output is kept and printed whole when it ends.
+parallel=${MYSQLLOCK_TEST_JOBS:-2}
+logs=$work/logs
+mkdir -p "$logs"
+passed=0; failed=0; failures=()
+pending=("${!job_names[@]}")
+declare -A running=() busy=()
+start_job() {
+  local i=$1
+  (
+    started=$SECONDS
+    eval "${job_commands[$i]}" >"$logs/$i.log" 2>&1 </dev/null
+    echo "$? $((SECONDS - started))" >"$logs/$i.end"
+  ) &
+  running[$!]=$i
+  busy[${job_servers[$i]}]=1
+}
+report_job() {
+  local i=$1 rc seconds
+  read -r rc seconds <"$logs/$i.end" || { rc=1; seconds=?; }
+  echo
+  echo "=== suite: ${job_names[$i]}"
+  cat "$logs/$i.log"
+  if [ "$rc" = 0 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); failures+=("${job_names[$i]}")
+  fi
+  echo "=== suite: ${job_names[$i]}: $seconds s"
+}
+while [ ${#pending[@]} -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
+  while [ ${#running[@]} -lt "$parallel" ]; do
+    pick=
+    for k in "${!pending[@]}"; do
+      [ -z "${busy[${job_servers[${pending[$k]}]}]:-}" ] && { pick=$k; break; }
+    done
+    [ -n "$pick" ] || break
+    start_job "${pending[$pick]}"
+    unset "pending[$pick]"
+  done
+  finished=
+  wait -n -p finished
+  [ -n "$finished" ] && [ -n "${running[$finished]:-}" ] || continue
+  i=${running[$finished]}
+  unset "running[$finished]" "busy[${job_servers[$i]}]"
+  report_job "$i"
 done
 
 echo

@@ -26,6 +26,9 @@ mod config;
 mod dialect;
 mod error;
 pub mod fork;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod holder;
 mod lease_mode;
 pub mod limits;

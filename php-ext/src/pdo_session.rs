@@ -131,22 +131,37 @@ impl PdoSession {
             return self.run_text(sql);
         }
         let statement = self.statement(sql)?;
+        let result = self.run_prepared(&statement, params);
+        if result.is_err() && self.dialect == Dialect::Sqlite {
+            // pdo_sqlite does not reset a statement whose execution failed: every later
+            // execute() of it fails with SQLite's error 21 ("bad parameter or other API
+            // misuse"), so it is prepared again next time (measured after a NOT NULL
+            // failure of an INSERT on PHP 8.2, 8.4 and 8.5; of the lease upsert, whose TTL
+            // ran past the DATETIME range, on PHP 8.4.27 with SQLite 3.53.4). pdo_mysql
+            // re-runs a failed statement, and its lock waits fail and retry often.
+            self.statements.borrow_mut().remove(sql);
+        }
+        result
+    }
+
+    /// Binds `params` to `statement` (prepared by [`Self::statement`]) and executes it.
+    fn run_prepared(&self, statement: &Zval, params: &[Value]) -> Result<Outcome, SessionError> {
         if params.iter().all(|p| !matches!(p, Value::Int(_) | Value::UInt(_))) {
             // One call: `execute($values)` binds each value as PARAM_STR (NULL as NULL),
             // which is what `bind` chooses for these (a float as its decimal text).
             let values = driver::list(params).map_err(|e| unknown(&e))?;
-            self.statement_call(&statement, "execute", vec![&values])?;
+            self.statement_call(statement, "execute", vec![&values])?;
         } else {
             // Numbers keep their type (`execute($values)` would send them as strings:
             // compared as doubles by MySQL, as text by SQLite).
             for (index, param) in params.iter().enumerate() {
                 let position = i64::try_from(index + 1).unwrap_or(i64::MAX);
                 let (value, kind) = bind(param);
-                self.statement_call(&statement, "bindValue", vec![&position, &value, &kind])?;
+                self.statement_call(statement, "bindValue", vec![&position, &value, &kind])?;
             }
-            self.statement_call(&statement, "execute", vec![])?;
+            self.statement_call(statement, "execute", vec![])?;
         }
-        self.outcome(&statement)
+        self.outcome(statement)
     }
 
     /// A statement without parameters, as one COM_QUERY: `query()` with emulated prepares

@@ -6,6 +6,7 @@ declare(strict_types=1);
 namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\SharedLock;
+use PHPUnit\Framework\Attributes\Test;
 
 final class AtLeastTest extends TestCase
 {
@@ -22,6 +23,7 @@ final class AtLeastTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockWithAtLeastKeepsTheLockTakenForAnotherProcess(): void
     {
         $name = $this->lockName();
@@ -34,6 +36,7 @@ final class AtLeastTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockWithAtLeastFreesTheLockOnceItsTimeHasPassed(): void
     {
         $name = $this->lockName();
@@ -48,6 +51,7 @@ final class AtLeastTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockWithAtLeastKeepsTheLockFromThisProcessToo(): void
     {
         $name = $this->lockName();
@@ -59,6 +63,7 @@ final class AtLeastTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockWithoutAtLeastFreesTheLockAtOnce(): void
     {
         $name = $this->lockName();
@@ -69,6 +74,7 @@ final class AtLeastTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockAfterTheAtLeastTimeFreesTheLockAtOnce(): void
     {
         $name = $this->lockName();
@@ -80,6 +86,7 @@ final class AtLeastTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleReleaseWithAtLeastKeepsTheLockTaken(): void
     {
         $name = $this->lockName();
@@ -89,6 +96,7 @@ final class AtLeastTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function synchronizedWithAtLeastKeepsTheLockTakenAfterItReturns(): void
     {
         $name = $this->lockName();
@@ -98,6 +106,7 @@ final class AtLeastTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function isLockedIsTrueWhileAReleasedLockLingersForAtLeast(): void
     {
         $name = $this->lockName();
@@ -106,6 +115,7 @@ final class AtLeastTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function holderShowsAReleasedLockLingeringForAtLeastAsNotAcquired(): void
     {
         $name = $this->lockName();

@@ -7,6 +7,8 @@ namespace MySqlLockTest;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockAcquireException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use ItsMieger\MySqlSharedLocks\SharedLockHandle;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class BadInputTest extends TestCase
 {
@@ -15,7 +17,7 @@ final class BadInputTest extends TestCase
      * Name kinds: 'ok' (a valid unique name), 'empty', 'long' (65 characters),
      * 'cjk' (characters the latin1 column cannot store).
      */
-    public function badLockArguments(): array
+    public static function badLockArguments(): array
     {
         return [
             'empty name' => ['empty', 0, 10, '/empty/i'],
@@ -31,7 +33,8 @@ final class BadInputTest extends TestCase
         ];
     }
 
-    private function name(string $kind): string
+    /** A lock name of $kind (badLockArguments). Not name(): PHPUnit 10+ has a final TestCase::name(). */
+    private function badLockName(string $kind): string
     {
         switch ($kind) {
             case 'empty':
@@ -49,9 +52,11 @@ final class BadInputTest extends TestCase
      * @test
      * @dataProvider badLockArguments
      */
+    #[Test]
+    #[DataProvider('badLockArguments')]
     public function badLockArgumentsThrowAcquireException(string $kind, $timeout, $ttl, string $cause): void
     {
-        $name = $this->name($kind);
+        $name = $this->badLockName($kind);
         $e = $this->catchThrown(fn () => SharedLock::lock($name, $timeout, $ttl));
         $this->assertSame(SharedLockAcquireException::class, get_class($e), (string) $e);
         $this->assertSame($name, $e->getLockName());
@@ -62,9 +67,11 @@ final class BadInputTest extends TestCase
      * @test
      * @dataProvider badLockArguments
      */
+    #[Test]
+    #[DataProvider('badLockArguments')]
     public function badLockArgumentsAreExplainedByGetPrevious(string $kind, $timeout, $ttl, string $cause): void
     {
-        $name = $this->name($kind);
+        $name = $this->badLockName($kind);
         $e = $this->catchThrown(fn () => SharedLock::lock($name, $timeout, $ttl));
         $this->assertNotNull($e->getPrevious(), 'getPrevious() does not explain: ' . $e->getMessage());
         $this->assertMatchesRegularExpression($cause, $e->getPrevious()->getMessage());
@@ -74,9 +81,11 @@ final class BadInputTest extends TestCase
      * @test
      * @dataProvider badLockArguments
      */
+    #[Test]
+    #[DataProvider('badLockArguments')]
     public function badLockArgumentsLeaveTheTableUnchanged(string $kind, $timeout, $ttl, string $cause): void
     {
-        $name = $this->name($kind);
+        $name = $this->badLockName($kind);
         SharedLock::lock($this->lockName('witness'), 0, 10);
         $before = $this->ownRows();
         $this->catchThrown(fn () => SharedLock::lock($name, $timeout, $ttl));
@@ -84,6 +93,7 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function nameOf64CharactersCanBeLocked(): void
     {
         $name = str_pad($this->prefix(), 64, 'x');
@@ -92,6 +102,7 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function nameWithLatin1LettersIsStoredExactly(): void
     {
         $name = $this->lockName('Müller-Größe');
@@ -100,12 +111,14 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function fractionalTtlIsAccepted(): void
     {
         $this->assertInstanceOf(SharedLockHandle::class, SharedLock::lock($this->lockName(), 0, 0.5));
     }
 
     /** @test */
+    #[Test]
     public function setQuoteStyleRejectsStyleFive(): void
     {
         $this->expectException(\InvalidArgumentException::class);
@@ -113,6 +126,7 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function rejectedQuoteStyleKeepsTheCurrentOne(): void
     {
         $name = $this->lockName();
@@ -121,7 +135,7 @@ final class BadInputTest extends TestCase
         $this->assertCount(1, self::rows($name));
     }
 
-    public function badTableNames(): array
+    public static function badTableNames(): array
     {
         return [
             'backtick' => ['a`b'],
@@ -137,6 +151,8 @@ final class BadInputTest extends TestCase
      * @test
      * @dataProvider badTableNames
      */
+    #[Test]
+    #[DataProvider('badTableNames')]
     public function setTableRejectsAnInvalidName(string $table): void
     {
         $this->assertTrue(method_exists(SharedLock::class, 'setTable'), 'SharedLock::setTable() does not exist');
@@ -148,6 +164,8 @@ final class BadInputTest extends TestCase
      * @test
      * @dataProvider badTableNames
      */
+    #[Test]
+    #[DataProvider('badTableNames')]
     public function rejectedTableNameKeepsTheCurrentTable(string $table): void
     {
         $this->assertTrue(method_exists(SharedLock::class, 'setTable'), 'SharedLock::setTable() does not exist');
@@ -156,6 +174,7 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function wrongPasswordNeverAppearsInTheExceptionChain(): void
     {
         $s = server();
@@ -166,6 +185,7 @@ final class BadInputTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function wrongPasswordIsReportedAsAccessDenied(): void
     {
         $s = server();

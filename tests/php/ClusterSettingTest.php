@@ -8,10 +8,12 @@ namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\Exception\ClusterNodeException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
+use PHPUnit\Framework\Attributes\Test;
 
 final class ClusterSettingTest extends TestCase
 {
     /** @test */
+    #[Test]
     public function allowClusterIsOffByDefaultAndShownByPhpRi(): void
     {
         exec(escapeshellarg(PHP_BINARY) . ' -n -d extension=' . escapeshellarg(extensionPath()) . ' --ri mysqllock', $out, $status);
@@ -20,6 +22,7 @@ final class ClusterSettingTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function clusterNodeExceptionIsARuntimeExceptionUsersCanCreateAndCatch(): void
     {
         $e = new ClusterNodeException('the server is a Galera node', 7);
@@ -28,6 +31,7 @@ final class ClusterSettingTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function onAStandaloneServerLocksWorkWhetherOrNotClustersAreAllowed(): void
     {
         foreach (['0', '1'] as $allowed) {

@@ -6,6 +6,7 @@ namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockAcquireException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
+use PHPUnit\Framework\Attributes\Test;
 
 final class ConnectionErrorsTest extends TestCase
 {
@@ -22,6 +23,7 @@ final class ConnectionErrorsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unreachableServerGivesAcquireException(): void
     {
         $name = $this->lockName();
@@ -31,6 +33,7 @@ final class ConnectionErrorsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unreachableServerIsNamedByGetPrevious(): void
     {
         $this->configureUnreachablePort();
@@ -40,6 +43,7 @@ final class ConnectionErrorsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unreachableServerErrorDoesNotContainThePassword(): void
     {
         $this->configureUnreachablePort();
@@ -48,6 +52,7 @@ final class ConnectionErrorsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function missingTableGivesAcquireException(): void
     {
         $name = $this->lockName();
@@ -57,6 +62,7 @@ final class ConnectionErrorsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function missingTableErrorTellsHowToCreateIt(): void
     {
         $this->useMissingTable();
@@ -65,6 +71,7 @@ final class ConnectionErrorsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function setTableChangesGetTable(): void
     {
         $this->useMissingTable();

@@ -12,10 +12,12 @@ use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use MySqlLock\DeadlockException;
 use MySqlLock\SessionLock;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class DeadlockTest extends TestCase
 {
-    public function connections(): array
+    public static function connections(): array
     {
         return ['native connection' => ['native'], 'PDO' => ['pdo'], 'mysqli' => ['mysqli']];
     }
@@ -49,6 +51,8 @@ final class DeadlockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function waitingForALockWhoseHolderWaitsForOneWeHoldThrowsDeadlock(string $kind): void
     {
         [$x, $y] = [$this->lockName('x'), $this->lockName('y')];
@@ -66,6 +70,8 @@ final class DeadlockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function aRefusedDeadlockWaitKeepsTheLocksThisSessionHeld(string $kind): void
     {
         [$x, $y] = [$this->lockName('x'), $this->lockName('y')];
@@ -79,7 +85,7 @@ final class DeadlockTest extends TestCase
         $this->assertReply(true, $child->receive(10.0)); // the other side gets it now
     }
 
-    public function userConnections(): array
+    public static function userConnections(): array
     {
         return ['PDO' => ['pdo', \PDOException::class], 'mysqli' => ['mysqli', \mysqli_sql_exception::class]];
     }
@@ -88,6 +94,8 @@ final class DeadlockTest extends TestCase
      * @test
      * @dataProvider userConnections
      */
+    #[Test]
+    #[DataProvider('userConnections')]
     public function deadlockOnAUserConnectionCarriesTheDriversExceptionAsPrevious(string $kind, string $driverException): void
     {
         [$x, $y] = [$this->lockName('x'), $this->lockName('y')];
@@ -100,6 +108,7 @@ final class DeadlockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function sharedLockDeadlockIsAnAcquireExceptionCausedByDeadlockException(): void
     {
         [$x, $y] = [$this->lockName('x'), $this->lockName('y')];

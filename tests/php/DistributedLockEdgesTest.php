@@ -9,6 +9,8 @@ namespace MySqlLockTest;
 
 use Nene\Kit\DistributedLock;
 use Nene\Kit\DistributedLockException;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class DistributedLockEdgesTest extends TestCase
 {
@@ -55,12 +57,12 @@ final class DistributedLockEdgesTest extends TestCase
         parent::tearDown();
     }
 
-    public function backends(): array
+    public static function backends(): array
     {
         return ['server native' => ['native'], 'server PDO' => ['pdo'], 'SQLite in-memory PDO' => ['sqlite']];
     }
 
-    public function tables(): array
+    public static function tables(): array
     {
         return ['seed table' => [self::TABLE], 'upgraded table' => [self::FENCED]];
     }
@@ -69,6 +71,7 @@ final class DistributedLockEdgesTest extends TestCase
     // SQLite's errors are SQLite's
 
     /** @test */
+    #[Test]
     public function sqliteBusyIsReportedAsASqliteErrorNotAMysqlOne(): void
     {
         $this->sqliteFile = tempnam(sys_get_temp_dir(), 'phpt-lease-edges-');
@@ -90,6 +93,7 @@ final class DistributedLockEdgesTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function sqliteConstraintErrorIsReportedAsASqliteError(): void
     {
         $db = new \PDO('sqlite::memory:', null, null, [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION]);
@@ -108,6 +112,8 @@ final class DistributedLockEdgesTest extends TestCase
     // A MySQL PDO's lastInsertId() is the application's
 
     /** @test @dataProvider tables */
+    #[Test]
+    #[DataProvider('tables')]
     public function lastInsertIdAfterAcquireAndRenewIsTheCallersOwnLastInsert(string $table): void
     {
         foreach ([false, true] as $emulated) {
@@ -143,6 +149,7 @@ final class DistributedLockEdgesTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lastInsertIdStaysZeroWhenTheCallerInsertedNothing(): void
     {
         $pdo = connect();
@@ -159,6 +166,8 @@ final class DistributedLockEdgesTest extends TestCase
     // TTLs: as long as expires_at can hold
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function ttlsOfYearsAreAccepted(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -174,6 +183,8 @@ final class DistributedLockEdgesTest extends TestCase
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function ttlEndingAtTheEndOfTheDatetimeRangeIsAccepted(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -189,6 +200,7 @@ final class DistributedLockEdgesTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function ttlEndingAtTheEndOfTheDatetimeRangeIsAcceptedOnAnUpgradedTable(): void
     {
         $lock = new DistributedLock(connect(), self::FENCED);
@@ -202,6 +214,8 @@ final class DistributedLockEdgesTest extends TestCase
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function ttlEndingPastTheDatetimeRangeIsRefusedAndChangesNothing(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -228,6 +242,7 @@ final class DistributedLockEdgesTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function ttlEndingPastTheDatetimeRangeIsRefusedOnAnUpgradedTable(): void
     {
         $lock = new DistributedLock(connect(), self::FENCED);
@@ -244,6 +259,7 @@ final class DistributedLockEdgesTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function ttlPastTheDatetimeRangeIsRefusedInAnySqlMode(): void
     {
         $pdo = connect("SET SESSION sql_mode = ''");

@@ -6,6 +6,7 @@ declare(strict_types=1);
 namespace MySqlLockTest;
 
 use Nene\Kit\DistributedLock;
+use PHPUnit\Framework\Attributes\Test;
 
 final class DistributedLockForkTest extends TestCase
 {
@@ -35,6 +36,7 @@ acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
     }
 
     /** @test */
+    #[Test]
     public function forkedChildUsesItsOwnSessionAndLeavesTheParentsOpen(): void
     {
         $lock = new DistributedLock(null, self::TABLE);
@@ -69,6 +71,7 @@ acquired_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP
     }
 
     /** @test */
+    #[Test]
     public function forkedChildThatNeverCallsTheLockLeavesTheParentsSessionOpen(): void
     {
         $lock = new DistributedLock(null, self::TABLE);

@@ -10,6 +10,7 @@ namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use Nene\Kit\DistributedLock;
+use PHPUnit\Framework\Attributes\Test;
 
 /** Runs a hook once, before the next execution of any statement of its PDO. */
 final class ReentryStatement extends \PDOStatement
@@ -41,6 +42,7 @@ final class DistributedLockReentryTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function codeRunningInsideOneDistributedLockCanUseAnother(): void
     {
         $outer = new DistributedLock($this->sqlite(hooked: true));
@@ -58,6 +60,7 @@ final class DistributedLockReentryTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aDistributedLockCalledFromInsideItsOwnCallRefusesAndKeepsWorking(): void
     {
         $lock = new DistributedLock($this->sqlite(hooked: true));
@@ -74,6 +77,7 @@ final class DistributedLockReentryTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function codeRunningInsideADistributedLockCanUseSharedLock(): void
     {
         $lease = new DistributedLock($this->sqlite(hooked: true));
@@ -90,6 +94,7 @@ final class DistributedLockReentryTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function codeRunningInsideSharedLockCanUseADistributedLock(): void
     {
         $pdo = connect();

@@ -10,6 +10,8 @@ namespace MySqlLockTest;
 
 use Nene\Kit\DistributedLock;
 use Nene\Kit\DistributedLockException;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class DistributedLockTest extends TestCase
 {
@@ -57,17 +59,17 @@ final class DistributedLockTest extends TestCase
         parent::tearDown();
     }
 
-    public function backends(): array
+    public static function backends(): array
     {
         return ['server native' => ['native'], 'server PDO' => ['pdo'], 'SQLite in-memory PDO' => ['sqlite']];
     }
 
-    public function serverBackends(): array
+    public static function serverBackends(): array
     {
         return ['server native' => ['native'], 'server PDO' => ['pdo']];
     }
 
-    public function pdoBackends(): array
+    public static function pdoBackends(): array
     {
         return ['server PDO' => ['pdo'], 'SQLite in-memory PDO' => ['sqlite']];
     }
@@ -76,6 +78,8 @@ final class DistributedLockTest extends TestCase
     // The seed's examples, verbatim
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function basicUsageRunsTheExclusiveWorkAndReleasesTheLock(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -99,6 +103,8 @@ final class DistributedLockTest extends TestCase
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function staleLockOfACrashedProcessIsReclaimed(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -114,6 +120,8 @@ final class DistributedLockTest extends TestCase
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function renewingEachIterationKeepsALongJobsLease(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -136,6 +144,7 @@ final class DistributedLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function seedsTestingWorkflowReclaimsACraftedStaleRowWithoutSleeping(): void
     {
         $db = new \PDO('sqlite::memory:');
@@ -154,6 +163,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     // The seed's error semantics table
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function releaseAndRenewAreTrueForTheCurrentOwner(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -165,6 +176,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function releaseAndRenewAreFalseForAnotherOwnerAndLeaveTheLeaseAlone(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -178,6 +191,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function releaseAndRenewAreFalseForAnExpiredLease(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -190,6 +205,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function releaseAndRenewAreFalseWhenThereIsNoLease(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -203,6 +220,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     // Further semantics
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function isHeldIsTrueOnlyWhileAnUnexpiredLeaseExists(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -216,6 +235,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function anotherOwnerCannotAcquireAnUnexpiredLease(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -226,6 +247,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function acquireBySameOwnerRestartsTheTtl(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -240,6 +263,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function ownersCompareCaseSensitively(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -253,6 +278,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function badInputThrowsInvalidArgumentExceptionAndChangesNothing(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -289,6 +316,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function missingTableNamesTheDdlToCreateIt(string $backend): void
     {
         $lock = $this->lock($backend, 'phpt_no_such_lease_table');
@@ -307,6 +336,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider serverBackends */
+    #[Test]
+    #[DataProvider('serverBackends')]
     public function myisamTableIsRefusedAndNothingWritten(string $backend): void
     {
         $lock = $this->lock($backend, self::MYISAM);
@@ -322,6 +353,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider pdoBackends */
+    #[Test]
+    #[DataProvider('pdoBackends')]
     public function databaseErrorCarriesThePdoExceptionAsPrevious(string $backend): void
     {
         if ($backend === 'sqlite') {
@@ -347,6 +380,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider pdoBackends */
+    #[Test]
+    #[DataProvider('pdoBackends')]
     public function pdoNotInExceptionModeWorksAndKeepsItsMode(string $backend): void
     {
         foreach ([\PDO::ERRMODE_SILENT, \PDO::ERRMODE_WARNING] as $mode) {
@@ -371,6 +406,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     // Beyond the seed: who holds what, force release, a replaced PDO
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function ownerNamesTheHolderOfALiveLeaseOnly(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -388,6 +425,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function isHeldByIsTrueOnlyForTheExactOwnerOfALiveLease(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -410,6 +449,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
      *
      * @test @dataProvider serverBackends
      */
+    #[Test]
+    #[DataProvider('serverBackends')]
     public function readsAgreeWithAcquireOnALeaseInItsLastSecond(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -433,6 +474,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function forceReleaseEndsWhoeversLiveLeaseItIs(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -450,6 +493,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function forceReleaseOfThisObjectsLeaseEndsItsRemainingTime(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -462,6 +507,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider serverBackends */
+    #[Test]
+    #[DataProvider('serverBackends')]
     public function forceReleaseOnAnUpgradedTableKeepsTheRowSoTokensCountOn(string $backend): void
     {
         $db = self::db();
@@ -483,6 +530,7 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test */
+    #[Test]
     public function aPdoFromReconnectShowsAFreshLastInsertIdNotTheLostPdosOrTheLeasesOwn(): void
     {
         $pdo = connect();
@@ -504,6 +552,7 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test */
+    #[Test]
     public function aLostPdoIsReplacedByReconnectAndTheStatementSentAgain(): void
     {
         $pdo = connect();
@@ -523,6 +572,7 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test */
+    #[Test]
     public function withoutReconnectALostPdoFailsWithTheDriversError(): void
     {
         $pdo = connect();
@@ -537,6 +587,7 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test */
+    #[Test]
     public function whatReconnectThrowsIsThePreviousOfTheFailure(): void
     {
         $pdo = connect();
@@ -559,6 +610,7 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test */
+    #[Test]
     public function reconnectWithoutAPdoIsRefused(): void
     {
         $e = $this->catchThrown(fn () => new DistributedLock(null, self::TABLE, fn () => connect()));
@@ -568,6 +620,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider serverBackends */
+    #[Test]
+    #[DataProvider('serverBackends')]
     public function maxTtlIsWhereTheDatetimeRangeEndsAndNothingPastItIsTaken(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -585,6 +639,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     // Beyond the seed: token, remaining time, wait, table helpers
 
     /** @test @dataProvider serverBackends */
+    #[Test]
+    #[DataProvider('serverBackends')]
     public function tokensStrictlyIncreaseAcrossTakeoversOnAnUpgradedTable(string $backend): void
     {
         $db = self::db();
@@ -624,6 +680,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function getTokenIsNullWithoutTheUpgrade(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -632,6 +690,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function getRemainingCountsDownFromTheLastGrantUntilReleased(string $backend): void
     {
         $lock = $this->lock($backend);
@@ -648,6 +708,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function createTableCreatesTheSeedsTableOnce(string $backend): void
     {
         if ($backend === 'sqlite') {
@@ -673,6 +735,7 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test */
+    #[Test]
     public function withoutPdoOrDsnTheConstructorSaysWhatToSet(): void
     {
         ini_set('mysqllock.dsn', '');
@@ -685,6 +748,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     // Processes
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function anotherProcessGetsTheLeaseOnlyAfterTheHolderReleasesIt(string $backend): void
     {
         $r = $this->lockName();
@@ -703,6 +768,8 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     }
 
     /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function acquireWithWaitTakesTheLeaseWhenTheHoldersExpires(string $backend): void
     {
         $r = $this->lockName();

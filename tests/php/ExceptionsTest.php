@@ -12,58 +12,69 @@ use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
 use ItsMieger\MySqlSharedLocks\Exception\TableRepairException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use MySqlLockTest\Fixtures\JobLockTimeoutException;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class ExceptionsTest extends TestCase
 {
     /** @test */
+    #[Test]
     public function timeoutExceptionHasTheOriginalMessage(): void
     {
         $this->assertSame('Acquiring lock "n" timed out after 5 seconds', (new SharedLockTimeoutException('n', 5))->getMessage());
     }
 
     /** @test */
+    #[Test]
     public function timeoutExceptionReturnsItsTimeout(): void
     {
         $this->assertEquals(5, (new SharedLockTimeoutException('n', 5))->getTimeout());
     }
 
     /** @test */
+    #[Test]
     public function timeoutExceptionReturnsItsLockName(): void
     {
         $this->assertSame('n', (new SharedLockTimeoutException('n', 5))->getLockName());
     }
 
     /** @test */
+    #[Test]
     public function timeoutExceptionWithFractionalTimeoutPrintsItAsPhpDoes(): void
     {
         $this->assertSame('Acquiring lock "n" timed out after 2.5 seconds', (new SharedLockTimeoutException('n', 2.5))->getMessage());
     }
 
     /** @test */
+    #[Test]
     public function acquireExceptionHasTheOriginalDefaultMessage(): void
     {
         $this->assertSame('Acquiring lock "n" failed', (new SharedLockAcquireException('n'))->getMessage());
     }
 
     /** @test */
+    #[Test]
     public function releaseExceptionHasTheOriginalDefaultMessage(): void
     {
         $this->assertSame('Releasing lock "n" failed', (new SharedLockReleaseException('n'))->getMessage());
     }
 
     /** @test */
+    #[Test]
     public function remainingTTLExceptionHasTheOriginalMessage(): void
     {
         $this->assertSame('Lock "n" is not to live for 7 seconds anymore', (new SharedLockRemainingTTLException('n', 7))->getMessage());
     }
 
     /** @test */
+    #[Test]
     public function remainingTTLExceptionReturnsItsTTL(): void
     {
         $this->assertEquals(7, (new SharedLockRemainingTTLException('n', 7))->getTTL());
     }
 
     /** @test */
+    #[Test]
     public function explicitMessageCodeAndPreviousAreKept(): void
     {
         $previous = new \RuntimeException('cause');
@@ -72,6 +83,7 @@ final class ExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function timeoutExceptionKeepsExplicitMessageCodeAndPrevious(): void
     {
         $previous = new \RuntimeException('cause');
@@ -80,6 +92,7 @@ final class ExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function remainingTTLExceptionKeepsExplicitPrevious(): void
     {
         $previous = new \LogicException('cause');
@@ -87,6 +100,7 @@ final class ExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function exceptionsPointToTheLineThatCreatedThem(): void
     {
         $line = __LINE__ + 1;
@@ -95,6 +109,7 @@ final class ExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function exceptionsThrownByLockPointToTheCallingLine(): void
     {
         try {
@@ -107,6 +122,7 @@ final class ExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function exceptionsThrownByLockHaveTheCallerInTheirTrace(): void
     {
         $e = $this->catchThrown(fn () => SharedLock::lock('', 0, 10));
@@ -114,6 +130,7 @@ final class ExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function userSubclassCanBeThrownAndCaughtAsTheParent(): void
     {
         require_once __DIR__ . '/fixtures/UserExceptions.php';
@@ -125,6 +142,7 @@ final class ExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function userSubclassKeepsTheParentsGetters(): void
     {
         require_once __DIR__ . '/fixtures/UserExceptions.php';
@@ -132,7 +150,7 @@ final class ExceptionsTest extends TestCase
         $this->assertSame(['n', 5.0], [$e->getLockName(), (float) $e->getTimeout()]);
     }
 
-    public function hierarchy(): array
+    public static function hierarchy(): array
     {
         return [
             'SharedLockException' => [SharedLockException::class, \Exception::class],
@@ -148,12 +166,15 @@ final class ExceptionsTest extends TestCase
      * @test
      * @dataProvider hierarchy
      */
+    #[Test]
+    #[DataProvider('hierarchy')]
     public function exceptionClassHasTheOriginalParent(string $class, string $parent): void
     {
         $this->assertSame($parent, get_parent_class($class));
     }
 
     /** @test */
+    #[Test]
     public function timeoutExceptionIsCaughtAsAcquireException(): void
     {
         try {
@@ -164,6 +185,7 @@ final class ExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function timeoutExceptionIsCaughtAsSharedLockException(): void
     {
         try {
@@ -174,6 +196,7 @@ final class ExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function releaseExceptionIsCaughtAsException(): void
     {
         try {
@@ -184,12 +207,14 @@ final class ExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function tableRepairExceptionIsNotASharedLockException(): void
     {
         $this->assertNotInstanceOf(SharedLockException::class, new TableRepairException('broken'));
     }
 
     /** @test */
+    #[Test]
     public function exceptionsFromTheExtensionCanBeSerializedLikePhpOnes(): void
     {
         $e = unserialize(serialize(new SharedLockTimeoutException('n', 5)));

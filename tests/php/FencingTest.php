@@ -9,6 +9,7 @@ use ItsMieger\MySqlSharedLocks\Exception\SharedLockException;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockRemainingTTLException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use ItsMieger\MySqlSharedLocks\SharedLockHandle;
+use PHPUnit\Framework\Attributes\Test;
 
 final class FencingTest extends TestCase
 {
@@ -22,12 +23,14 @@ final class FencingTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getTokenReturnsAnInteger(): void
     {
         $this->assertIsInt(SharedLock::lock($this->lockName(), 0, 10)->getToken());
     }
 
     /** @test */
+    #[Test]
     public function tokensStrictlyIncreaseAcrossLockAndUnlockCycles(): void
     {
         $name = $this->lockName();
@@ -41,6 +44,7 @@ final class FencingTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function tokensStrictlyIncreaseAcrossTwoProcessesTakingTurns(): void
     {
         $name = $this->lockName();
@@ -60,6 +64,7 @@ final class FencingTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getTokenIsTheTokenStoredInTheLocksRow(): void
     {
         $name = $this->lockName();
@@ -68,6 +73,7 @@ final class FencingTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getTokenOnATableWithoutTheUpgradeThrowsSharedLockExceptionNamingInitUpgrade(): void
     {
         SharedLock::setTable('shared_locks');
@@ -80,6 +86,7 @@ final class FencingTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getTokenAfterReleaseThrowsRemainingTTLException(): void
     {
         $name = $this->lockName();
@@ -91,6 +98,7 @@ final class FencingTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getTokenOfALockAnotherProcessHoldsThrowsRemainingTTLException(): void
     {
         $name = $this->lockName();
@@ -106,6 +114,7 @@ final class FencingTest extends TestCase
      *
      * @test
      */
+    #[Test]
     public function aTakenOverHoldersFencedWriteChangesNoRow(): void
     {
         $name = $this->lockName();

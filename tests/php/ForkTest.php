@@ -8,6 +8,7 @@ use ItsMieger\MySqlSharedLocks\Exception\SharedLockRemainingTTLException;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use ItsMieger\MySqlSharedLocks\SharedLockHandle;
+use PHPUnit\Framework\Attributes\Test;
 
 final class ForkTest extends TestCase
 {
@@ -21,6 +22,7 @@ final class ForkTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function forkedChildsExitLeavesTheParentsLockHeld(): void
     {
         $name = $this->lockName();
@@ -31,6 +33,7 @@ final class ForkTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function forkedChildsExitLeavesTheParentsLockExclusive(): void
     {
         $name = $this->lockName();
@@ -40,6 +43,7 @@ final class ForkTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function forkedChildCanLockAnotherNameOnItsOwnSession(): void
     {
         $name = $this->lockName();
@@ -52,6 +56,7 @@ final class ForkTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function forkedChildsOwnLockIsReleasedWhenItExits(): void
     {
         SharedLock::lock($this->lockName(), 0, 30);
@@ -60,6 +65,7 @@ final class ForkTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function forkedChildsOwnLockCanBeTakenAtOnceAfterItExits(): void
     {
         SharedLock::lock($this->lockName(), 0, 30);
@@ -68,6 +74,7 @@ final class ForkTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function forkedChildOfAKeepAliveHolderRunsNoKeepAliveThread(): void
     {
         SharedLock::lock($this->lockName(), 0, 30, ['keepAlive' => true]);
@@ -79,6 +86,7 @@ final class ForkTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function forkedChildDoesNotHoldItsParentsKeptAliveLock(): void
     {
         $name = $this->lockName();
@@ -95,6 +103,7 @@ final class ForkTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function parentsKeptAliveLockOutlivesItsTtlAfterAForkedChildExited(): void
     {
         $name = $this->lockName();
@@ -106,6 +115,7 @@ final class ForkTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function parentsLockSurvivesAForkedChildThatLockedAndExited(): void
     {
         $name = $this->lockName();

@@ -6,6 +6,7 @@ declare(strict_types=1);
 namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\SharedLock;
+use PHPUnit\Framework\Attributes\Test;
 
 final class HolderTest extends TestCase
 {
@@ -19,6 +20,7 @@ final class HolderTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function holderKeepsItsKeysAndAddsTokenHostnamePidAcquiredAtAndExpiresAt(): void
     {
         $name = $this->lockName();
@@ -30,6 +32,7 @@ final class HolderTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function holderShowsTheHoldersTokenOnAnUpgradedTable(): void
     {
         $name = $this->lockName();
@@ -40,6 +43,7 @@ final class HolderTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function holderShowsTheHoldersHostnameOnAnUpgradedTable(): void
     {
         $name = $this->lockName();
@@ -48,6 +52,7 @@ final class HolderTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function holderShowsTheHoldersPidOnAnUpgradedTable(): void
     {
         $name = $this->lockName();
@@ -56,6 +61,7 @@ final class HolderTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function holderShowsThisProcesssPidForItsOwnLock(): void
     {
         $name = $this->lockName();
@@ -65,6 +71,7 @@ final class HolderTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function holderHasNoTokenHostnameOrPidOnTheOriginalTable(): void
     {
         $name = $this->lockName();
@@ -77,6 +84,7 @@ final class HolderTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function holderAcquiredAtIsWhenTheLockWasTakenOnTheDatabaseClock(): void
     {
         $name = $this->lockName();
@@ -90,6 +98,7 @@ final class HolderTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function holderExpiresAtIsAcquiredAtPlusTheTtl(): void
     {
         $name = $this->lockName();
@@ -99,6 +108,7 @@ final class HolderTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function holderExpiresAtMovesWithRenewAndAcquiredAtStays(): void
     {
         $name = $this->lockName();

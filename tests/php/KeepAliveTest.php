@@ -11,6 +11,7 @@ use ItsMieger\MySqlSharedLocks\Exception\SharedLockReleaseException;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockRemainingTTLException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use ItsMieger\MySqlSharedLocks\SharedLockHandle;
+use PHPUnit\Framework\Attributes\Test;
 
 final class KeepAliveTest extends TestCase
 {
@@ -39,6 +40,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function keptAliveLockWithTtl2StaysTakenForFiveSecondsWhileItsHolderSleeps(): void
     {
         $name = $this->lockName();
@@ -54,6 +56,7 @@ final class KeepAliveTest extends TestCase
      *
      * @test
      */
+    #[Test]
     public function lockWithTtl2WithoutKeepAliveIsTakenOverWhileItsHolderSleeps(): void
     {
         $name = $this->lockName();
@@ -63,6 +66,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function keepAliveStopsRenewingAtMaxHold(): void
     {
         $name = $this->lockName();
@@ -75,6 +79,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function keepAliveThreadRunsWhileTheLockIsHeld(): void
     {
         SharedLock::lock($this->lockName(), 0, 3, self::KEEP_ALIVE);
@@ -83,6 +88,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockWithoutKeepAliveStartsNoThread(): void
     {
         SharedLock::lock($this->lockName(), 0, 3);
@@ -90,6 +96,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function keepAliveThreadEndsWhenTheHandleIsReleased(): void
     {
         SharedLock::lock($this->lockName(), 0, 3, self::KEEP_ALIVE)->release();
@@ -97,6 +104,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function keepAliveThreadEndsWhenTheLockIsUnlocked(): void
     {
         $name = $this->lockName();
@@ -106,6 +114,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function releasedKeptAliveLockStaysReleased(): void
     {
         $name = $this->lockName();
@@ -120,6 +129,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function tryLockWithKeepAliveKeepsTheLockPastItsTtl(): void
     {
         $handle = SharedLock::tryLock($this->lockName(), 2, self::KEEP_ALIVE);
@@ -128,6 +138,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function synchronizedWithKeepAliveKeepsTheLockPastItsTtl(): void
     {
         $remaining = SharedLock::synchronized($this->lockName(), 0, 2, function ($handle) {
@@ -138,6 +149,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function keepAliveThreadEndsWhenSynchronizedReturns(): void
     {
         SharedLock::synchronized($this->lockName(), 0, 3, fn () => null, self::KEEP_ALIVE);
@@ -145,6 +157,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function keptAliveLockIsGoneSoonAfterItsPhpProcessExits(): void
     {
         $name = $this->lockName();
@@ -155,6 +168,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function keptAliveLockCanBeTakenAtOnceAfterItsPhpProcessExited(): void
     {
         $name = $this->lockName();
@@ -182,6 +196,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function assertTTLThrowsRemainingTTLExceptionNamingTheKeepAliveAfterItFailed(): void
     {
         $name = $this->lockName();
@@ -192,6 +207,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getRemainingTTLThrowsRemainingTTLExceptionAfterTheKeepAliveFailed(): void
     {
         $name = $this->lockName();
@@ -201,6 +217,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function renewThrowsRemainingTTLExceptionAfterTheKeepAliveFailed(): void
     {
         $name = $this->lockName();
@@ -210,6 +227,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockThrowsReleaseExceptionAfterTheKeepAliveFailed(): void
     {
         $name = $this->lockName();
@@ -219,6 +237,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function releaseThrowsReleaseExceptionWhenTheKeepAliveFoundTheRowGone(): void
     {
         $name = $this->lockName();
@@ -231,6 +250,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function keepAliveOnASetConnectionPdoThrowsAcquireExceptionNamingTheOwnConnection(): void
     {
         SharedLock::setConnection(connect());
@@ -242,6 +262,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function keepAliveOnASetConnectionPdoLocksNothing(): void
     {
         $name = $this->lockName();
@@ -251,6 +272,7 @@ final class KeepAliveTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function keepAliveOnTheGetConnectionPdoIsRefused(): void
     {
         SharedLock::getConnection();

@@ -8,11 +8,13 @@ namespace MySqlLockTest;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockAcquireException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use ItsMieger\MySqlSharedLocks\SharedLockHandle;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class LockOptionsTest extends TestCase
 {
     /** [options, what the message must name] */
-    public function badOptions(): array
+    public static function badOptions(): array
     {
         return [
             'unknown key' => [['keepalive' => true], '/"keepalive"/'],
@@ -33,6 +35,8 @@ final class LockOptionsTest extends TestCase
      * @test
      * @dataProvider badOptions
      */
+    #[Test]
+    #[DataProvider('badOptions')]
     public function badOptionsThrowAcquireExceptionNamingTheKey(array $options, string $names): void
     {
         $name = $this->lockName();
@@ -46,6 +50,8 @@ final class LockOptionsTest extends TestCase
      * @test
      * @dataProvider badOptions
      */
+    #[Test]
+    #[DataProvider('badOptions')]
     public function badOptionsAreExplainedByAnInvalidArgumentException(array $options, string $names): void
     {
         $e = $this->catchThrown(fn () => SharedLock::lock($this->lockName(), 0, 10, $options));
@@ -57,6 +63,8 @@ final class LockOptionsTest extends TestCase
      * @test
      * @dataProvider badOptions
      */
+    #[Test]
+    #[DataProvider('badOptions')]
     public function badOptionsLockNothing(array $options, string $names): void
     {
         $name = $this->lockName();
@@ -65,6 +73,7 @@ final class LockOptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function tryLockWithBadOptionsThrowsInsteadOfReturningNull(): void
     {
         $this->expectException(SharedLockAcquireException::class);
@@ -72,6 +81,7 @@ final class LockOptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function synchronizedWithBadOptionsDoesNotRunTheCallback(): void
     {
         $ran = false;
@@ -83,6 +93,7 @@ final class LockOptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function optionsThatAreNotAnArrayThrowTypeError(): void
     {
         $this->expectException(\TypeError::class);
@@ -90,12 +101,14 @@ final class LockOptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function emptyOptionsLockAsWithoutThem(): void
     {
         $this->assertInstanceOf(SharedLockHandle::class, SharedLock::lock($this->lockName(), 0, 10, []));
     }
 
     /** @test */
+    #[Test]
     public function optionsCanBePassedByName(): void
     {
         $name = $this->lockName();

@@ -9,16 +9,19 @@ use ItsMieger\MySqlSharedLocks\Exception\SharedLockRemainingTTLException;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use ItsMieger\MySqlSharedLocks\SharedLockHandle;
+use PHPUnit\Framework\Attributes\Test;
 
 final class LockTest extends TestCase
 {
     /** @test */
+    #[Test]
     public function lockReturnsAHandle(): void
     {
         $this->assertInstanceOf(SharedLockHandle::class, SharedLock::lock($this->lockName(), 0, 10));
     }
 
     /** @test */
+    #[Test]
     public function lockStoresOneAcquiredRowWithTheTtl(): void
     {
         $name = $this->lockName();
@@ -31,6 +34,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockStoresTheDatabaseClockAsCreated(): void
     {
         $name = $this->lockName();
@@ -40,6 +44,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockDeletesTheRow(): void
     {
         $name = $this->lockName();
@@ -49,6 +54,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aReleasedLockCanBeLockedAgainAtOnce(): void
     {
         $name = $this->lockName();
@@ -57,6 +63,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleReleaseReturnsTheHandle(): void
     {
         $handle = SharedLock::lock($this->lockName(), 0, 10);
@@ -64,6 +71,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleReleaseDeletesTheRow(): void
     {
         $name = $this->lockName();
@@ -72,6 +80,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleReleaseOfAReleasedLockThrowsReleaseException(): void
     {
         $name = $this->lockName();
@@ -81,6 +90,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleAssertTTLReturnsTheHandle(): void
     {
         $handle = SharedLock::lock($this->lockName(), 0, 10);
@@ -88,6 +98,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleConstructedFromANameReleasesThatLock(): void
     {
         $name = $this->lockName();
@@ -97,6 +108,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function assertTTLPassesWithEnoughTTLLeft(): void
     {
         $name = $this->lockName();
@@ -106,6 +118,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function assertTTLDefaultsToOneSecond(): void
     {
         $name = $this->lockName();
@@ -115,6 +128,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function assertTTLThrowsRemainingTTLExceptionWithTooLittleTTLLeft(): void
     {
         $name = $this->lockName();
@@ -127,6 +141,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function assertTTLWithTooLittleTTLLeftKeepsTheLock(): void
     {
         $name = $this->lockName();
@@ -137,6 +152,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function secondLockOfANameThisProcessHoldsFailsAtOnceWithTimeoutException(): void
     {
         $name = $this->lockName();
@@ -148,6 +164,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function secondLockOfANameThisProcessHoldsSaysItIsAlreadyHeld(): void
     {
         $name = $this->lockName();
@@ -158,6 +175,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function secondLockOfANameThisProcessHoldsKeepsTheFirst(): void
     {
         $name = $this->lockName();
@@ -168,18 +186,21 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getTableReturnsSharedLocks(): void
     {
         $this->assertSame('shared_locks', SharedLock::getTable());
     }
 
     /** @test */
+    #[Test]
     public function quoteStyleConstantsHaveTheOriginalValues(): void
     {
         $this->assertSame([0, 1], [SharedLock::QUOTE_STYLE_DEFAULT, SharedLock::QUOTE_STYLE_ANSI]);
     }
 
     /** @test */
+    #[Test]
     public function setQuoteStyleRejectsAnUnknownStyle(): void
     {
         $this->expectException(\InvalidArgumentException::class);
@@ -187,6 +208,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function locksWorkWithAnsiQuotesOnAnAnsiQuotesSession(): void
     {
         $name = $this->lockName();
@@ -200,6 +222,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function tryRepairTableSucceedsOnAHealthyTable(): void
     {
         $name = $this->lockName();
@@ -209,6 +232,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getConnectionReturnsAnExceptionModePdo(): void
     {
         $pdo = SharedLock::getConnection();
@@ -216,6 +240,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockTakenAfterGetConnectionLivesInThatPdosSession(): void
     {
         $name = $this->lockName();
@@ -225,6 +250,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockTakenAfterSetConnectionLivesInThatPdosSession(): void
     {
         $name = $this->lockName();
@@ -235,6 +261,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getConnectionReturnsThePdoGivenToSetConnection(): void
     {
         $pdo = connect();
@@ -243,12 +270,14 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getConnectionReturnsTheSamePdoEachTime(): void
     {
         $this->assertSame(SharedLock::getConnection(), SharedLock::getConnection());
     }
 
     /** @test */
+    #[Test]
     public function setTableMakesLocksUseThatTable(): void
     {
         $this->assertTrue(method_exists(SharedLock::class, 'setTable'), 'SharedLock::setTable() does not exist');
@@ -262,6 +291,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function otherSpellingOfANameThisProcessHoldsFailsAtOnce(): void
     {
         SharedLock::lock($this->lockName('Foo'), 0, 10);
@@ -272,6 +302,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function numericStringTimeoutAndTtlAreAcceptedAsByTheOriginal(): void
     {
         $name = $this->lockName();
@@ -280,6 +311,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function phpRiDescribesTheExtension(): void
     {
         exec(escapeshellarg(PHP_BINARY) . ' -d ' . escapeshellarg('extension=' . extensionPath()) . ' --ri mysqllock 2>&1', $output, $status);
@@ -287,6 +319,7 @@ final class LockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aThousandLocksAreHeldAtOnceAndAllReleased(): void
     {
         // Past 500 leases the extension takes further ones on another session of its own.

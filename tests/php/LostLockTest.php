@@ -8,6 +8,7 @@ use ItsMieger\MySqlSharedLocks\Exception\SharedLockReleaseException;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockRemainingTTLException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use ItsMieger\MySqlSharedLocks\SharedLockHandle;
+use PHPUnit\Framework\Attributes\Test;
 
 final class LostLockTest extends TestCase
 {
@@ -25,6 +26,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockThrowsReleaseExceptionWhenTheRowWasDeleted(): void
     {
         $name = $this->lockName();
@@ -37,6 +39,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockThrowsReleaseExceptionWhenTheSessionWasKilled(): void
     {
         $name = $this->lockName();
@@ -47,6 +50,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockThrowsReleaseExceptionForANameNeverLocked(): void
     {
         $this->expectException(SharedLockReleaseException::class);
@@ -54,6 +58,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockOfAnotherProcesssLockThrowsAndKeepsItsRow(): void
     {
         $name = $this->lockName();
@@ -64,6 +69,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function assertTTLThrowsRemainingTTLExceptionWhenTheRowWasDeleted(): void
     {
         $name = $this->lockName();
@@ -75,6 +81,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function assertTTLThrowsRemainingTTLExceptionWhenTheSessionWasKilled(): void
     {
         $name = $this->lockName();
@@ -85,6 +92,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleAssertTTLThrowsRemainingTTLExceptionWhenTheRowWasDeleted(): void
     {
         $name = $this->lockName();
@@ -95,6 +103,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleReleaseThrowsReleaseExceptionWhenTheSessionWasKilled(): void
     {
         $name = $this->lockName();
@@ -105,6 +114,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockWorksAgainAfterTheSessionWasKilled(): void
     {
         $name = $this->lockName();
@@ -124,6 +134,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function killingGetConnectionsSessionLosesLocksTakenAfterwards(): void
     {
         $name = $this->lockName();
@@ -135,6 +146,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function killingGetConnectionsSessionLosesLocksHeldBeforeIt(): void
     {
         $name = $this->lockName();
@@ -145,6 +157,7 @@ final class LostLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function anotherProcessCanLockAtOnceAfterGetConnectionsSessionWasKilled(): void
     {
         $name = $this->lockName();

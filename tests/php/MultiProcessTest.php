@@ -10,6 +10,8 @@ use ItsMieger\MySqlSharedLocks\Exception\SharedLockRemainingTTLException;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use ItsMieger\MySqlSharedLocks\SharedLockHandle;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class MultiProcessTest extends TestCase
 {
@@ -23,6 +25,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockTimesOutWhileAnotherProcessHoldsIt(): void
     {
         $name = $this->lockName();
@@ -32,6 +35,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockTimesOutAfterTheGivenSeconds(): void
     {
         $name = $this->lockName();
@@ -44,6 +48,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function timeoutExceptionCarriesNameTimeoutAndTheOriginalMessage(): void
     {
         $name = $this->lockName();
@@ -56,6 +61,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockWithFractionalTimeoutTimesOutAfterThatFraction(): void
     {
         $name = $this->lockName();
@@ -69,6 +75,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockWithZeroTimeoutFailsAtOnceWhileAnotherProcessHoldsIt(): void
     {
         $name = $this->lockName();
@@ -80,6 +87,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function timedOutLockLeavesTheHoldersRowAlone(): void
     {
         $name = $this->lockName();
@@ -90,6 +98,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function explicitReleaseHandsTheLockToAWaiterAtOnce(): void
     {
         $name = $this->lockName();
@@ -104,6 +113,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockOfAHolderKilledWithSigkillIsTakenAtOnceWithZeroTimeout(): void
     {
         $name = $this->lockName();
@@ -116,6 +126,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockOfAHolderKilledWithSigkillIsTakenWithoutWaitingForTheTTL(): void
     {
         $name = $this->lockName();
@@ -128,6 +139,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockOfAHolderKilledWithSigkillBelongsToTheNewHolder(): void
     {
         $name = $this->lockName();
@@ -141,7 +153,7 @@ final class MultiProcessTest extends TestCase
         $this->assertNotSame($dead, (int) $rows[0]['connection_id']);
     }
 
-    public function unacquiredRowOwners(): array
+    public static function unacquiredRowOwners(): array
     {
         return ['owner is a live session' => ['live'], 'owner is a dead session' => ['dead']];
     }
@@ -165,6 +177,8 @@ final class MultiProcessTest extends TestCase
      * @test
      * @dataProvider unacquiredRowOwners
      */
+    #[Test]
+    #[DataProvider('unacquiredRowOwners')]
     public function rowNotMarkedAcquiredBlocksZeroTimeoutLockUntilItsTTL(string $owner): void
     {
         $name = $this->lockName();
@@ -179,6 +193,8 @@ final class MultiProcessTest extends TestCase
      * @test
      * @dataProvider unacquiredRowOwners
      */
+    #[Test]
+    #[DataProvider('unacquiredRowOwners')]
     public function rowNotMarkedAcquiredIsReclaimedOnlyAfterItsTTL(string $owner): void
     {
         $name = $this->lockName();
@@ -212,6 +228,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function stoppedHolderPastItsTTLLosesTheLockToAnotherProcess(): void
     {
         $name = $this->lockName();
@@ -221,6 +238,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function stoppedHolderIsNotTakenOverBeforeItsTTL(): void
     {
         $name = $this->lockName();
@@ -232,6 +250,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function stoppedHoldersSetConnectionTransactionFailsAfterTheTakeover(): void
     {
         $name = $this->lockName();
@@ -240,6 +259,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function stoppedHoldersTransactionLeavesNoRowAfterTheTakeover(): void
     {
         $name = $this->lockName();
@@ -251,6 +271,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function stoppedHoldersUnlockThrowsReleaseExceptionAfterTheTakeover(): void
     {
         $name = $this->lockName();
@@ -259,6 +280,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function stoppedHoldersUnlockLeavesTheNewHoldersRow(): void
     {
         $name = $this->lockName();
@@ -268,7 +290,7 @@ final class MultiProcessTest extends TestCase
         $this->assertSame($mine, self::rows($name));
     }
 
-    public function sameLockSpellings(): array
+    public static function sameLockSpellings(): array
     {
         return [
             'case' => ['Foo', 'foo'],
@@ -281,6 +303,8 @@ final class MultiProcessTest extends TestCase
      * @test
      * @dataProvider sameLockSpellings
      */
+    #[Test]
+    #[DataProvider('sameLockSpellings')]
     public function namesDifferingOnlyInCaseOrTrailingSpacesAreOneLockAcrossProcesses(string $held, string $wanted): void
     {
         $this->startHolder($this->lockName($held));
@@ -292,6 +316,8 @@ final class MultiProcessTest extends TestCase
      * @test
      * @dataProvider sameLockSpellings
      */
+    #[Test]
+    #[DataProvider('sameLockSpellings')]
     public function otherSpellingCanBeLockedOnceTheHolderReleased(string $held, string $wanted): void
     {
         $holder = $this->startHolder($this->lockName($held));
@@ -300,6 +326,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function lockIsReleasedWhenTheHoldingProcessExitsWithoutUnlocking(): void
     {
         $name = $this->lockName();
@@ -310,6 +337,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function anotherProcessCanLockAtOnceAfterTheHolderExited(): void
     {
         $name = $this->lockName();
@@ -320,6 +348,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function discardedHandleDoesNotReleaseTheLock(): void
     {
         $name = $this->lockName();
@@ -329,6 +358,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function discardedHandleKeepsTheRow(): void
     {
         $name = $this->lockName();
@@ -338,6 +368,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function concurrentProcessesNeverHoldTheLockAtTheSameTime(): void
     {
         [$processes, $rounds] = [4, 15];
@@ -362,6 +393,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function runningHolderLearnsAtItsNextAssertTTLThatItsLockWasTakenOver(): void
     {
         $name = $this->lockName();
@@ -371,6 +403,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function configureConnectionDropsTheLocksOfTheCurrentConnection(): void
     {
         $name = $this->lockName();
@@ -380,6 +413,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function unlockAfterConfigureConnectionThrowsReleaseException(): void
     {
         $name = $this->lockName();
@@ -390,6 +424,7 @@ final class MultiProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function sessionHoldingTheGetLockWithoutARowIsKilledByTheNewOwner(): void
     {
         $name = $this->lockName();

@@ -7,11 +7,14 @@ declare(strict_types=1);
 
 namespace MySqlLockTest;
 
+use PHPUnit\Framework\Attributes\Test;
+
 final class NameVariantRaceTest extends TestCase
 {
     private const VARIANTS = ['Foo', 'foo', 'FOO', 'Fóo'];
 
     /** @test */
+    #[Test]
     public function theVariantsAreOneRow(): void
     {
         // The table's own unique key, on an empty copy of it: every variant after the first
@@ -36,6 +39,7 @@ final class NameVariantRaceTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function eightProcessesRacingOnTheVariantsNeverHoldItTogetherAndAllGetItInTurn(): void
     {
         $results = $this->race(10, 30);
@@ -44,6 +48,7 @@ final class NameVariantRaceTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function eightProcessesTryingTheVariantsOnceAtTheSameInstantLetExactlyOneWin(): void
     {
         // The winner holds 3 s: far longer than any racer can lag behind the start signal.

@@ -6,6 +6,7 @@ namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use ItsMieger\MySqlSharedLocks\SharedLockHandle;
+use PHPUnit\Framework\Attributes\Test;
 
 final class NewApiTest extends TestCase
 {
@@ -36,6 +37,7 @@ final class NewApiTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function tryLockReturnsAHandleWhenTheLockIsFree(): void
     {
         $name = $this->lockName();
@@ -45,6 +47,7 @@ final class NewApiTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function tryLockReturnsNullWhileAnotherProcessHoldsTheLock(): void
     {
         $name = $this->lockName();
@@ -53,6 +56,7 @@ final class NewApiTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function tryLockDoesNotWaitWhileAnotherProcessHoldsTheLock(): void
     {
         $name = $this->lockName();
@@ -63,6 +67,7 @@ final class NewApiTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function synchronizedRunsTheCallableUnderTheLock(): void
     {
         $name = $this->lockName();
@@ -74,6 +79,7 @@ final class NewApiTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function synchronizedReturnsTheCallablesValue(): void
     {
         $result = self::call('synchronized', ['name' => $this->lockName(), 'timeout' => 0, 'ttl' => 10, 'callable' => fn () => 42]);
@@ -81,6 +87,7 @@ final class NewApiTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function synchronizedReleasesTheLockAfterwards(): void
     {
         $name = $this->lockName();
@@ -89,6 +96,7 @@ final class NewApiTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function synchronizedRethrowsWhatTheCallableThrew(): void
     {
         $thrown = new \DomainException('from the job');
@@ -99,6 +107,7 @@ final class NewApiTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function synchronizedReleasesTheLockWhenTheCallableThrows(): void
     {
         $name = $this->lockName();
@@ -109,6 +118,7 @@ final class NewApiTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function synchronizedDoesNotRunTheCallableWhileAnotherProcessHoldsTheLock(): void
     {
         $name = $this->lockName();
@@ -121,6 +131,7 @@ final class NewApiTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleGetNameReturnsTheLockName(): void
     {
         $name = $this->lockName();
@@ -128,6 +139,7 @@ final class NewApiTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleGetRemainingTTLIsCloseToTheTTL(): void
     {
         $remaining = SharedLock::lock($this->lockName(), 0, 10)->getRemainingTTL();

@@ -9,10 +9,12 @@ namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class ProcessEndTest extends TestCase
 {
-    public function endsAndConnections(): array
+    public static function endsAndConnections(): array
     {
         return [
             'exit(), native connection' => ['exit', 'native', 3],
@@ -26,6 +28,8 @@ final class ProcessEndTest extends TestCase
      * @test
      * @dataProvider endsAndConnections
      */
+    #[Test]
+    #[DataProvider('endsAndConnections')]
     public function processEndingInsideSynchronizedReleasesTheLock(string $end, string $conn, int $status): void
     {
         $name = $this->lockName();
@@ -51,6 +55,7 @@ final class ProcessEndTest extends TestCase
      *
      * @test
      */
+    #[Test]
     public function rowMarkedNotAcquiredOutlivesItsHoldersProcessUntilItsTTL(): void
     {
         $name = $this->lockName();
@@ -72,6 +77,7 @@ final class ProcessEndTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function rowMarkedAcquiredIsFreeAtOnceAfterItsHoldersProcessEnded(): void
     {
         $name = $this->lockName();

@@ -6,10 +6,12 @@ namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockRemainingTTLException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
+use PHPUnit\Framework\Attributes\Test;
 
 final class RenewTest extends TestCase
 {
     /** @test */
+    #[Test]
     public function handleRenewExtendsTheRemainingTTL(): void
     {
         $handle = SharedLock::lock($this->lockName(), 0, 5);
@@ -18,6 +20,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleRenewReturnsTheHandle(): void
     {
         $handle = SharedLock::lock($this->lockName(), 0, 5);
@@ -25,6 +28,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function staticRenewExtendsTheRemainingTTL(): void
     {
         $name = $this->lockName();
@@ -34,6 +38,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function renewedLockIsNotTakenOverAfterItsFirstTtl(): void
     {
         $name = $this->lockName();
@@ -44,6 +49,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function renewNeverShortensTheLock(): void
     {
         $handle = SharedLock::lock($this->lockName(), 0, 60);
@@ -62,6 +68,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function renewAfterATakeoverThrowsRemainingTTLException(): void
     {
         $name = $this->lockName();
@@ -73,6 +80,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function renewFailureNamesTheLockAndTheCause(): void
     {
         $name = $this->lockName();
@@ -84,6 +92,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function handleRenewAfterATakeoverThrowsRemainingTTLException(): void
     {
         $name = $this->lockName();
@@ -95,6 +104,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function renewAfterATakeoverLeavesTheNewHoldersRowAlone(): void
     {
         $name = $this->lockName();
@@ -105,6 +115,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function renewOfALockNeverTakenThrowsRemainingTTLException(): void
     {
         $this->expectException(SharedLockRemainingTTLException::class);
@@ -112,6 +123,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function renewWithANegativeTtlThrowsRemainingTTLExceptionExplainedAsBadInput(): void
     {
         $handle = SharedLock::lock($this->lockName(), 0, 10);
@@ -122,6 +134,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function renewWithANegativeTtlKeepsTheLock(): void
     {
         $handle = SharedLock::lock($this->lockName(), 0, 10);
@@ -130,6 +143,7 @@ final class RenewTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function renewWithATtlThatIsNotANumberThrowsTypeError(): void
     {
         $handle = SharedLock::lock($this->lockName(), 0, 10);

@@ -13,10 +13,12 @@ use MySqlLock\LockException;
 use MySqlLock\LockTimeoutException;
 use MySqlLock\NotHeldException;
 use MySqlLock\SessionLock;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class SessionLockExceptionsTest extends TestCase
 {
-    public function hierarchy(): array
+    public static function hierarchy(): array
     {
         return [
             'LockException' => [LockException::class, \RuntimeException::class],
@@ -32,15 +34,25 @@ final class SessionLockExceptionsTest extends TestCase
      * @test
      * @dataProvider hierarchy
      */
+    #[Test]
+    #[DataProvider('hierarchy')]
     public function exceptionClassExtendsItsParent(string $class, string $parent): void
     {
         $this->assertSame($parent, get_parent_class($class));
     }
 
+    /** Each class of hierarchy() alone (PHPUnit 10+ warns of data a test does not take). */
+    public static function classes(): array
+    {
+        return array_map(fn (array $case): array => [$case[0]], self::hierarchy());
+    }
+
     /**
      * @test
-     * @dataProvider hierarchy
+     * @dataProvider classes
      */
+    #[Test]
+    #[DataProvider('classes')]
     public function usersCanCreateItWithMessageCodeAndPrevious(string $class): void
     {
         $previous = new \LogicException('cause');
@@ -49,6 +61,7 @@ final class SessionLockExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function usersCanSubclassIt(): void
     {
         $e = new class ('mine') extends NotHeldException {
@@ -57,6 +70,7 @@ final class SessionLockExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function anExceptionTheExtensionThrowsHasTheCallersFileAndLine(): void
     {
         $lock = new SessionLock($this->lockName());
@@ -67,6 +81,7 @@ final class SessionLockExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function theMessageNamesTheMethodAndTheLock(): void
     {
         $name = $this->lockName();
@@ -75,6 +90,7 @@ final class SessionLockExceptionsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aSessionLockWithoutAConfiguredConnectionThrowsConnectionException(): void
     {
         // A process that never configured a connection (no mysqllock.dsn, no configureConnection()).

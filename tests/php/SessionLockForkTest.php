@@ -8,10 +8,13 @@ namespace MySqlLockTest;
 use MySqlLock\ConnectionException;
 use MySqlLock\NotHeldException;
 use MySqlLock\SessionLock;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class SessionLockForkTest extends TestCase
 {
     /** @test */
+    #[Test]
     public function aForkedChildDoesNotHoldTheParentsSessionLockAndCannotTakeIt(): void
     {
         $name = $this->lockName();
@@ -28,6 +31,7 @@ final class SessionLockForkTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aForkedChildCannotReleaseTheParentsSessionLock(): void
     {
         $name = $this->lockName();
@@ -47,6 +51,7 @@ final class SessionLockForkTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aForkedChildsOwnSessionLockIsReleasedWhenItEnds(): void
     {
         $name = $this->lockName();
@@ -55,7 +60,7 @@ final class SessionLockForkTest extends TestCase
         $this->assertTrue(self::waitUntilGetLockFree($name), 'the child\'s lock outlived it');
     }
 
-    public function userConnections(): array
+    public static function userConnections(): array
     {
         return ['PDO' => ['pdo'], 'mysqli' => ['mysqli']];
     }
@@ -64,6 +69,8 @@ final class SessionLockForkTest extends TestCase
      * @test
      * @dataProvider userConnections
      */
+    #[Test]
+    #[DataProvider('userConnections')]
     public function aForkedChildRefusesTheParentsConnectionThatHoldsALock(string $kind): void
     {
         $conn = openConnection($kind);

@@ -9,15 +9,17 @@ namespace MySqlLockTest;
 
 use MySqlLock\NotHeldException;
 use MySqlLock\SessionLock;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class SessionLockProcessTest extends TestCase
 {
-    public function connections(): array
+    public static function connections(): array
     {
         return ['native connection' => ['native'], 'PDO' => ['pdo'], 'mysqli' => ['mysqli']];
     }
 
-    public function userConnections(): array
+    public static function userConnections(): array
     {
         return ['PDO' => ['pdo'], 'mysqli' => ['mysqli']];
     }
@@ -36,6 +38,8 @@ final class SessionLockProcessTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function aLockHeldByAnotherProcessIsNotGrantedHere(string $kind): void
     {
         $name = $this->lockName();
@@ -49,6 +53,8 @@ final class SessionLockProcessTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function aWaitingProcessGetsTheLockAsSoonAsTheHolderReleasesIt(string $kind): void
     {
         $name = $this->lockName();
@@ -66,6 +72,8 @@ final class SessionLockProcessTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function exactlyOneOfTwoProcessesTryingAtOnceGetsTheLock(string $kind): void
     {
         $name = $this->lockName();
@@ -83,6 +91,8 @@ final class SessionLockProcessTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function theLockOfAHolderKilledWithSigkillGoesToAWaiterAtOnce(string $kind): void
     {
         $name = $this->lockName();
@@ -132,6 +142,8 @@ final class SessionLockProcessTest extends TestCase
      * @test
      * @dataProvider userConnections
      */
+    #[Test]
+    #[DataProvider('userConnections')]
     public function killingTheHolderEndsItsTransactionAndItsLockTogether(string $kind): void
     {
         $name = $this->lockName();
@@ -144,6 +156,7 @@ final class SessionLockProcessTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function closingTheMysqliEndsItsTransactionAndItsLockTogether(): void
     {
         $name = $this->lockName();
@@ -155,7 +168,7 @@ final class SessionLockProcessTest extends TestCase
         $this->assertReplyException(NotHeldException::class, $child->call(['release', $name]));
     }
 
-    public function endsAndConnections(): array
+    public static function endsAndConnections(): array
     {
         $cases = [];
         foreach (['exit' => 3, 'fatal' => 255] as $end => $status) {
@@ -170,6 +183,8 @@ final class SessionLockProcessTest extends TestCase
      * @test
      * @dataProvider endsAndConnections
      */
+    #[Test]
+    #[DataProvider('endsAndConnections')]
     public function processEndingInsideSynchronizedFreesTheLock(string $end, string $kind, int $status): void
     {
         $name = $this->lockName();

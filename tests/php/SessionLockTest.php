@@ -12,6 +12,8 @@ use MySqlLock\ConnectionException;
 use MySqlLock\LockTimeoutException;
 use MySqlLock\NotHeldException;
 use MySqlLock\SessionLock;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
 
 final class SessionLockTest extends TestCase
 {
@@ -38,7 +40,7 @@ final class SessionLockTest extends TestCase
         return $this->locks[] = new SessionLock($name, $conn);
     }
 
-    public function connections(): array
+    public static function connections(): array
     {
         return ['native connection' => ['native'], 'PDO' => ['pdo'], 'mysqli' => ['mysqli']];
     }
@@ -53,6 +55,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function acquireOfAFreeLockReturnsTrueAndTheServerShowsItHeldByThatConnection(string $kind): void
     {
         $conn = openConnection($kind);
@@ -69,6 +73,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function releaseFreesTheLockOnTheServer(string $kind): void
     {
         $lock = $this->lock($this->lockName(), openConnection($kind));
@@ -81,6 +87,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function acquireReturnsFalseAtOnceWithZeroTimeoutWhileAnotherSessionHoldsIt(string $kind): void
     {
         $name = $this->lockName();
@@ -97,6 +105,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function acquireWithAFractionalTimeoutWaitsThatFractionWhileAnotherSessionHoldsIt(string $kind): void
     {
         $name = $this->lockName();
@@ -114,6 +124,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function acquireWithATimeoutGetsTheLockWhenTheOtherSessionReleasesIt(string $kind): void
     {
         $name = $this->lockName();
@@ -130,6 +142,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function isHeldByMeIsTrueOnlyWhileThisConnectionHoldsTheLock(string $kind): void
     {
         $lock = $this->lock($this->lockName(), openConnection($kind));
@@ -144,6 +158,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function isHeldByMeIsFalseWhenTheLockWasReleasedBehindItsBack(string $kind): void
     {
         $conn = openConnection($kind);
@@ -159,6 +175,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function holderIsTheConnectionIdOfTheHoldingSessionOfAnyClient(string $kind): void
     {
         $name = $this->lockName();
@@ -176,6 +194,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function acquiringALockThisConnectionHoldsThrowsAlreadyHeld(string $kind): void
     {
         $lock = $this->lock($this->lockName(), openConnection($kind));
@@ -188,6 +208,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function releasingALockNotHeldThrowsNotHeld(string $kind): void
     {
         $lock = $this->lock($this->lockName(), openConnection($kind));
@@ -199,6 +221,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function releasingTwiceThrowsNotHeldTheSecondTime(string $kind): void
     {
         $lock = $this->lock($this->lockName(), openConnection($kind));
@@ -212,6 +236,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function destroyingTheObjectDoesNotReleaseTheLock(string $kind): void
     {
         $conn = openConnection($kind);
@@ -230,6 +256,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function synchronizedRunsTheWorkUnderTheLockAndReturnsItsValue(string $kind): void
     {
         $lock = $this->lock($this->lockName(), openConnection($kind));
@@ -242,6 +270,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function synchronizedReleasesTheLockWhenTheWorkThrowsAndRethrowsItsException(string $kind): void
     {
         $lock = $this->lock($this->lockName(), openConnection($kind));
@@ -257,6 +287,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function synchronizedThrowsLockTimeoutWithoutRunningTheWorkWhileAnotherSessionHoldsIt(string $kind): void
     {
         $name = $this->lockName();
@@ -275,6 +307,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function synchronizedThrowsNotHeldWhenTheLockWasLostWhileTheWorkRan(string $kind): void
     {
         $lock = $this->lock($this->lockName(), openConnection($kind));
@@ -290,6 +324,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function aNameTakesTheGetLockOfItsKeySoAHandWrittenGetLockOfTheKeyExcludesIt(string $kind): void
     {
         $lock = $this->lock($this->prefix() . 'Nightly-Rapport-Été', openConnection($kind));
@@ -306,6 +342,7 @@ final class SessionLockTest extends TestCase
      *
      * @test
      */
+    #[Test]
     public function onAMysqliWithReportingOffALostSessionIsStillAConnectionException(): void
     {
         $mode = (new \mysqli_driver())->report_mode;
@@ -330,6 +367,7 @@ final class SessionLockTest extends TestCase
      *
      * @test
      */
+    #[Test]
     public function aMysqliConnectedAnewNoLongerHoldsTheLocksOfItsOldSession(): void
     {
         $conn = connectMysqli();
@@ -353,7 +391,7 @@ final class SessionLockTest extends TestCase
         return (int) self::db()->query("SHOW GLOBAL STATUS LIKE '$name'")->fetchColumn(1);
     }
 
-    public function preparingConnections(): array
+    public static function preparingConnections(): array
     {
         return ['PDO with real prepares' => ['pdo'], 'mysqli' => ['mysqli']];
     }
@@ -366,6 +404,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider preparingConnections
      */
+    #[Test]
+    #[DataProvider('preparingConnections')]
     public function manyNamesOnAUserConnectionPrepareEachStatementOnceAndKeepIt(string $kind): void
     {
         $conn = openConnection($kind);
@@ -393,6 +433,7 @@ final class SessionLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aPlainLowercaseAsciiNameIsItsOwnKey(): void
     {
         $name = $this->lockName('cron:invoices_2026-11');
@@ -400,12 +441,13 @@ final class SessionLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getNameReturnsTheNameAsGiven(): void
     {
         $this->assertSame('Müller-Größe', $this->lock('Müller-Größe')->getName());
     }
 
-    public function connectionPairs(): array
+    public static function connectionPairs(): array
     {
         $pairs = [];
         foreach (['native', 'pdo', 'mysqli'] as $a) {
@@ -422,6 +464,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connectionPairs
      */
+    #[Test]
+    #[DataProvider('connectionPairs')]
     public function caseAndAccentVariantsOfANameAreOneLockAcrossConnections(string $holds, string $asks): void
     {
         $holder = $this->lock($this->prefix() . 'Müller-Größe', openConnection($holds));
@@ -436,6 +480,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider connections
      */
+    #[Test]
+    #[DataProvider('connections')]
     public function aCaseVariantOfALockThisConnectionHoldsIsAlreadyHeld(string $kind): void
     {
         $conn = openConnection($kind);
@@ -445,6 +491,7 @@ final class SessionLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function theNativeConnectionIsTheSessionSharedLockUses(): void
     {
         \ItsMieger\MySqlSharedLocks\SharedLock::lock($this->lockName('lease'), 0, 30);
@@ -454,7 +501,7 @@ final class SessionLockTest extends TestCase
         $this->assertSame($leaseSession, $lock->holder());
     }
 
-    public function badNames(): array
+    public static function badNames(): array
     {
         return [
             'empty' => [''],
@@ -468,6 +515,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider badNames
      */
+    #[Test]
+    #[DataProvider('badNames')]
     public function constructingWithAnUnusableNameThrowsInvalidArgument(string $name): void
     {
         $this->expectException(\InvalidArgumentException::class);
@@ -475,12 +524,13 @@ final class SessionLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aNameOf64AccentedCharactersIsAccepted(): void
     {
         $this->assertSame(str_repeat('e', 64), $this->lock(str_repeat('É', 64))->getKey());
     }
 
-    public function badTimeouts(): array
+    public static function badTimeouts(): array
     {
         return ['negative' => [-1.0], 'NaN' => [NAN], 'infinite' => [INF]];
     }
@@ -489,6 +539,8 @@ final class SessionLockTest extends TestCase
      * @test
      * @dataProvider badTimeouts
      */
+    #[Test]
+    #[DataProvider('badTimeouts')]
     public function acquireWithAnUnusableTimeoutThrowsInvalidArgumentAndTakesNothing(float $timeout): void
     {
         $lock = $this->lock($this->lockName());
@@ -498,6 +550,7 @@ final class SessionLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aConnectionOtherThanPdoOrMysqliIsATypeError(): void
     {
         $this->expectException(\TypeError::class);
@@ -505,6 +558,7 @@ final class SessionLockTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aPdoOfAnotherDriverIsRefused(): void
     {
         $this->expectException(\InvalidArgumentException::class);

@@ -9,6 +9,7 @@ namespace MySqlLockTest;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockAcquireException;
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockRemainingTTLException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
+use PHPUnit\Framework\Attributes\Test;
 
 final class SetRemainingTtlTest extends TestCase
 {
@@ -25,6 +26,7 @@ final class SetRemainingTtlTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function setRemainingTtlShortensTheLeaseInTheTable(): void
     {
         $name = $this->lockName();
@@ -37,6 +39,7 @@ final class SetRemainingTtlTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function staticSetRemainingTtlExtendsAHeldLock(): void
     {
         $name = $this->lockName();
@@ -46,6 +49,7 @@ final class SetRemainingTtlTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function anotherProcessTakesTheLockOverOnceTheShortenedTimeHasPassed(): void
     {
         $name = $this->lockName();
@@ -60,6 +64,7 @@ final class SetRemainingTtlTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function setRemainingTtlOfALockNotHeldThrowsRemainingTTLException(): void
     {
         $e = $this->catchThrown(fn () => SharedLock::setRemainingTTL($this->lockName(), 30));
@@ -68,6 +73,7 @@ final class SetRemainingTtlTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function setRemainingTtlAfterATakeoverThrowsAndLeavesTheNewHoldersRowAlone(): void
     {
         $name = $this->lockName();
@@ -81,6 +87,7 @@ final class SetRemainingTtlTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function aTtlThatIsNotPositiveIsRefusedAndTheLockKept(): void
     {
         $handle = SharedLock::lock($this->lockName(), 0, 10);
@@ -95,6 +102,7 @@ final class SetRemainingTtlTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function createTableCreatesTheOriginalTableOnceAndLocksWorkOnIt(): void
     {
         self::db()->exec('DROP TABLE IF EXISTS ' . self::CREATED);
@@ -119,6 +127,7 @@ final class SetRemainingTtlTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function maxTtlIsTheLongestTtlALockTakes(): void
     {
         $this->assertSame(1.0e9, SharedLock::MAX_TTL);

@@ -5,6 +5,7 @@ declare(strict_types=1);
 
 namespace MySqlLockTest;
 
+use PHPUnit\Framework\Attributes\Test;
 use PHPUnit\Framework\TestCase as PHPUnitTestCase;
 
 final class StubTest extends PHPUnitTestCase
@@ -42,6 +43,7 @@ final class StubTest extends PHPUnitTestCase
     }
 
     /** @test */
+    #[Test]
     public function stubPassesPhpLint(): void
     {
         $this->assertFileExists(self::STUB, 'the stub file does not exist');
@@ -50,6 +52,7 @@ final class StubTest extends PHPUnitTestCase
     }
 
     /** @test */
+    #[Test]
     public function extensionRegistersItsClasses(): void
     {
         $classes = array_keys($this->reflect('ext')['classes']);
@@ -59,18 +62,21 @@ final class StubTest extends PHPUnitTestCase
     }
 
     /** @test */
+    #[Test]
     public function stubDeclaresExactlyTheExtensionsClasses(): void
     {
         $this->assertSame(array_keys($this->reflect('ext')['classes']), array_keys($this->reflect('stub')['classes']));
     }
 
     /** @test */
+    #[Test]
     public function stubDeclaresExactlyTheExtensionsFunctions(): void
     {
         $this->assertSame($this->reflect('ext')['functions'], $this->reflect('stub')['functions']);
     }
 
     /** @test */
+    #[Test]
     public function stubClassesHaveTheExtensionsParents(): void
     {
         [$stub, $ext] = $this->bothSides(fn (array $c) => $c['parent']);
@@ -78,6 +84,7 @@ final class StubTest extends PHPUnitTestCase
     }
 
     /** @test */
+    #[Test]
     public function stubClassesHaveTheExtensionsPublicMethods(): void
     {
         [$stub, $ext] = $this->bothSides(fn (array $c) => array_map(
@@ -88,6 +95,7 @@ final class StubTest extends PHPUnitTestCase
     }
 
     /** @test */
+    #[Test]
     public function stubMethodsHaveTheExtensionsParameterNamesAndOptionality(): void
     {
         $signature = fn (array $c) => array_map(
@@ -102,6 +110,7 @@ final class StubTest extends PHPUnitTestCase
     }
 
     /** @test */
+    #[Test]
     public function stubDefaultsMatchTheExtensionsWhereBothAreReflectable(): void
     {
         $stubDefaults = [];
@@ -123,6 +132,7 @@ final class StubTest extends PHPUnitTestCase
     }
 
     /** @test */
+    #[Test]
     public function stubClassesHaveTheExtensionsConstants(): void
     {
         [$stub, $ext] = $this->bothSides(fn (array $c) => $c['constants']);

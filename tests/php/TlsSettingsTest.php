@@ -8,6 +8,7 @@ namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use MySqlLock\PdoFactory;
+use PHPUnit\Framework\Attributes\Test;
 
 final class TlsSettingsTest extends TestCase
 {
@@ -33,6 +34,7 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function anUnknownSslModeIsRefusedNamingTheKey(): void
     {
         $e = $this->refusedSetting('ssl-mode=sometimes');
@@ -41,6 +43,7 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function sslCertWithoutSslKeyIsRefusedNamingBoth(): void
     {
         $e = $this->refusedSetting('ssl-cert=/etc/mysql/client-cert.pem');
@@ -49,6 +52,7 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function disabledWinsOverSslCaOnThePdoToo(): void
     {
         // As for the extension's own connection (an option file's CA, turned off later).
@@ -58,6 +62,7 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function underscoreSpellingsSetTheMode(): void
     {
         // The mode reached the settings if getConnection() refuses TLS over the socket.
@@ -68,6 +73,7 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getConnectionRefusesTlsOverTheUnixSocket(): void
     {
         self::configureWith('localhost', 'ssl-mode=REQUIRED');
@@ -77,6 +83,7 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getConnectionNamesACaFileItCannotRead(): void
     {
         self::configureWith('127.0.0.1', 'ssl-ca=/nonexistent/mysqllock-ca.pem');
@@ -86,6 +93,7 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getConnectionInPreferredModeIsUnencrypted(): void
     {
         // mysqlnd cannot fall back to plain, so PREFERRED (the default) gives no TLS to PDOs.
@@ -95,6 +103,7 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function sslKeysLeaveTheOtherDsnSettingsInForce(): void
     {
         $name = $this->lockName();
@@ -106,6 +115,7 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function pdoFactoryRefusesAnUnknownUrlSetting(): void
     {
         $e = $this->catchThrown(fn () => PdoFactory::fromUrl('mysql://u@127.0.0.1/db?ssl-mood=REQUIRED'));
@@ -114,6 +124,7 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function pdoFactoryOpensAPdoOnTheUrlsServer(): void
     {
         $s = server();
@@ -122,24 +133,28 @@ final class TlsSettingsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function phpRiShowsTheTlsModeInForce(): void
     {
         $this->assertMatchesRegularExpression('/^TLS \(mysqllock\.dsn\) => VERIFY_IDENTITY, ssl-ca=\/etc\/mysql\/ca\.pem$/m', self::phpRi('mysql://app:s3cret-pw@db.example/app?ssl-mode=verify_identity&ssl-ca=/etc/mysql/ca.pem'));
     }
 
     /** @test */
+    #[Test]
     public function phpRiShowsVerifyCaForSslCaAlone(): void
     {
         $this->assertMatchesRegularExpression('/^TLS \(mysqllock\.dsn\) => VERIFY_CA /m', self::phpRi('mysql://app:s3cret-pw@db.example/app?ssl-ca=/etc/mysql/ca.pem'));
     }
 
     /** @test */
+    #[Test]
     public function phpRiMasksThePasswordOfADsnWithTlsSettings(): void
     {
         $this->assertStringNotContainsString('s3cret-pw', self::phpRi('mysql://app:s3cret-pw@db.example/app?ssl-mode=REQUIRED&ssl-cert=/c.pem&ssl-key=/k.pem'));
     }
 
     /** @test */
+    #[Test]
     public function anInvalidSslModeInMysqllockDsnIsReportedAtFirstUse(): void
     {
         $code = 'try { ItsMieger\MySqlSharedLocks\SharedLock::lock("x", 0, 10); } catch (Throwable $e) { echo get_class($e), ": ", $e->getMessage(); }';

@@ -22,8 +22,11 @@ use MySqlLock\ConnectionException;
 use MySqlLock\PdoFactory;
 use MySqlLock\SessionLock;
 use Nene\Kit\DistributedLock;
+use PHPUnit\Framework\Attributes\Group;
+use PHPUnit\Framework\Attributes\Test;
 
 /** @group tls */
+#[Group('tls')]
 final class TlsTest extends TestCase
 {
     /** The lease table of the DistributedLock test. */
@@ -113,6 +116,7 @@ final class TlsTest extends TestCase
     // The extension's own connection
 
     /** @test */
+    #[Test]
     public function verifyIdentityToLocalhostWithTheRightCaLocksAndUnlocks(): void
     {
         $this->assertOnlyTlsLoginsWork();
@@ -125,6 +129,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function mysqllockDsnWithVerifyIdentityLocksAndUnlocks(): void
     {
         $this->assertOnlyTlsLoginsWork();
@@ -143,6 +148,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function wrongCaIsRefusedNamingTheCa(): void
     {
         $this->configureTls('localhost', 'ssl-mode=VERIFY_IDENTITY;ssl-ca=' . $this->tlsFile('wrong-ca.pem'));
@@ -150,6 +156,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function verifyIdentityToAnIpAddressIsRefusedNamingTheHost(): void
     {
         $this->configureTls('127.0.0.1', 'ssl-mode=VERIFY_IDENTITY;ssl-ca=' . $this->tlsFile('ca.pem'));
@@ -158,6 +165,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function verifyCaToAnIpAddressLocksAndUnlocks(): void
     {
         $this->assertOnlyTlsLoginsWork();
@@ -168,6 +176,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function disabledIsRefusedNamingTlsAndSslMode(): void
     {
         $this->configureTls('127.0.0.1', 'ssl-mode=DISABLED');
@@ -177,6 +186,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function x509AccountLogsInWithSslCertAndSslKey(): void
     {
         $this->assertOnlyTlsLoginsWork();
@@ -190,6 +200,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function x509AccountWithoutACertificateIsRefusedNamingSslCert(): void
     {
         $a = $this->x509Account();
@@ -198,6 +209,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function sessionLockOnAConnectionWithTheWrongCaThrowsConnectionException(): void
     {
         $this->configureTls('localhost', 'ssl-mode=VERIFY_IDENTITY;ssl-ca=' . $this->tlsFile('wrong-ca.pem'));
@@ -207,6 +219,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function distributedLockOnMysqllockDsnWithTlsAcquiresAndReleases(): void
     {
         $this->assertOnlyTlsLoginsWork();
@@ -234,6 +247,7 @@ final class TlsTest extends TestCase
     // The PDOs the extension opens
 
     /** @test */
+    #[Test]
     public function getConnectionPdoIsEncrypted(): void
     {
         $this->configureTls('127.0.0.1', 'ssl-mode=REQUIRED');
@@ -241,6 +255,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getConnectionPdoLocksAndUnlocks(): void
     {
         $name = $this->lockName();
@@ -251,6 +266,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function getConnectionPdoChecksTheCertificateInVerifyingModes(): void
     {
         // Right CA, wrong name: never an unchecked connection.
@@ -261,6 +277,7 @@ final class TlsTest extends TestCase
     }
 
     /** @test */
+    #[Test]
     public function pdoFactoryGivesAnX509AccountItsCertificate(): void
     {
         $a = $this->x509Account();

@@ -9,6 +9,7 @@ namespace MySqlLockTest;
 
 use ItsMieger\MySqlSharedLocks\Exception\SharedLockTimeoutException;
 use ItsMieger\MySqlSharedLocks\SharedLock;
+use PHPUnit\Framework\Attributes\Test;
 
 /**
  * Runs a hook right before the first execution of a statement whose text contains a
@@ -52,6 +53,7 @@ final class WaitWindowTest extends TestCase
      *
      * @test
      */
+    #[Test]
     public function aRowThatVanishesRightBeforeTheAcquirerLooksAtItEndsTheTryAsATimeout(): void
     {
         $name = $this->lockName();
@@ -78,6 +80,7 @@ final class WaitWindowTest extends TestCase
      *
      * @test
      */
+    #[Test]
     public function aWaiterWithASubSecondTimeoutIsHandedALockReleasedWhileItWaitsAtOnce(): void
     {
         $name = $this->lockName();

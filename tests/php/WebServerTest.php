@@ -10,6 +10,9 @@ declare(strict_types=1);
 
 namespace MySqlLockTest;
 
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Test;
+
 final class WebServerTest extends TestCase
 {
     private const REQUESTS = 200;
@@ -27,7 +30,7 @@ final class WebServerTest extends TestCase
         parent::tearDown();
     }
 
-    public function serversAndConnections(): array
+    public static function serversAndConnections(): array
     {
         return [
             'php-fpm, native connection' => ['fpm', 'native'],
@@ -41,6 +44,8 @@ final class WebServerTest extends TestCase
      * @test
      * @dataProvider serversAndConnections
      */
+    #[Test]
+    #[DataProvider('serversAndConnections')]
     public function lockLeftByEachOf200RequestsIsFreeForTheNextAtOnceAndNoSessionIsLeft(string $kind, string $conn): void
     {
         $server = $this->startServer($kind);
@@ -67,6 +72,8 @@ final class WebServerTest extends TestCase
      * @test
      * @dataProvider serversAndConnections
      */
+    #[Test]
+    #[DataProvider('serversAndConnections')]
     public function exitAndFatalErrorInsideSynchronizedReleaseTheLockAtRequestEnd(string $kind, string $conn): void
     {
         $server = $this->startServer($kind);
@@ -82,7 +89,7 @@ final class WebServerTest extends TestCase
         }
     }
 
-    public function serversAndSessionConnections(): array
+    public static function serversAndSessionConnections(): array
     {
         $cases = [];
         foreach (['php-fpm' => 'fpm', 'php -S' => 'builtin'] as $server => $kind) {
@@ -103,6 +110,8 @@ final class WebServerTest extends TestCase
      * @test
      * @dataProvider serversAndSessionConnections
      */
+    #[Test]
+    #[DataProvider('serversAndSessionConnections')]
     public function sessionLockLeftByEachRequestIsFreeWhenItEndsAndNoSessionIsLeft(string $kind, string $conn): void
     {
         $server = $this->startServer($kind);
@@ -125,6 +134,8 @@ final class WebServerTest extends TestCase
      * @test
      * @dataProvider serversAndSessionConnections
      */
+    #[Test]
+    #[DataProvider('serversAndSessionConnections')]
     public function exitAndFatalErrorInsideSessionLockSynchronizedReleaseItAtRequestEnd(string $kind, string $conn): void
     {
         $server = $this->startServer($kind);

@@ -33,4 +33,5 @@ need_php_modules pdo_mysql posix
 # The package is what `composer require` installs: its composer.json must be valid.
 validate_composer bridges/symfony
 
+need_attributes tests/bridges/symfony
 exec "$php" -d "extension=$so" "$phpunit" -c "$(phpunit_config tests/bridges/symfony)" "$@"

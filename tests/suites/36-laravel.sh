@@ -13,5 +13,6 @@ need_version Laravel "${MYSQLLOCK_LARAVEL:-}" "$(package_version php-laravel-fra
 echo "$suite: Laravel $(package_version php-laravel-framework)"
 need_php_modules pdo_mysql pdo_sqlite posix
 validate_composer bridges/laravel
+need_attributes tests/bridges/laravel
 
 exec "$php" -d "extension=$so" -d "mysqllock.dsn=$MYSQLLOCK_TEST_DSN" "$phpunit" -c "$(phpunit_config tests/bridges/laravel)" "$@"

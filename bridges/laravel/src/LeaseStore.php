@@ -13,16 +13,16 @@ use Nene\Kit\DistributedLock;
 /**
  * The `mysqllock` cache store: a lock provider only.
  *
- * lock() and restoreLock() give LeaseLocks. Cache operations throw
+ * lock() and restoreLock() give LeaseLocks; flushLocks() ends the leases under the store's
+ * prefix (Laravel 13's CanFlushLocks: `php artisan cache:clear mysqllock --locks`). Cache operations throw
  * UnsupportedCacheOperation, except the three Laravel 8's scheduler sends for its mutexes
  * (names under "framework/schedule-"): add($key, true, $seconds) takes a lease with an
  * owner of its own, get()/has() tell whether one is held, forget() ends it whoever holds
  * it (the scheduler forgets in another process). Later Laravel versions ask a
  * LockProvider store for locks instead; both take the same leases (the same names).
  */
-class LeaseStore implements Store, LockProvider
+class LeaseStore implements Store, LockProvider, FlushesLocks
 {
-
     /**
      * @param string $prefix put before every lock name (Laravel's cache prefix)
      * @param int $lockTimeout seconds a lock taken with $seconds <= 0 lives (DatabaseLock's
@@ -89,6 +89,40 @@ class LeaseStore implements Store, LockProvider
     public function createTable(): bool
     {
         return $this->leases->createTable();
+    }
+
+    /**
+     * Ends every live lease whose name begins with this store's prefix (the app's
+     * cache.prefix, or the store's `prefix`), whoever holds it: the app's locks, its
+     * scheduler mutexes and unique-job locks included. Leases of other prefixes in the same
+     * table (other apps, Symfony, plain DistributedLock users) stay. What Laravel's
+     * DatabaseStore does to its whole lock table, limited to the app's names, since a
+     * lease table is often shared.
+     *
+     * @return bool true (also when there was nothing to end)
+     * @throws \RuntimeException when the prefix is empty: flushing would end every lease in
+     *   the table, other apps' included, so it is refused rather than done silently
+     */
+    public function flushLocks(): bool
+    {
+        if ($this->prefix === '') {
+            throw new \RuntimeException(
+                'The mysqllock store has no prefix, so flushing its locks would end every lease in the table "'
+                . $this->leases->table() . '", other apps\' and non-Laravel ones included: '
+                . "set cache.prefix (CACHE_PREFIX) or the store's 'prefix' in config/cache.php to flush only this app's locks"
+            );
+        }
+        $this->leases->forceReleaseAllWithPrefix($this->prefix);
+        return true;
+    }
+
+    /**
+     * True: the locks live in the lease table, never beside cached values (the store holds
+     * none), so flushing locks touches no cache entries.
+     */
+    public function hasSeparateLockStore(): bool
+    {
+        return true;
     }
 
     /**
@@ -176,7 +210,7 @@ class LeaseStore implements Store, LockProvider
         throw UnsupportedCacheOperation::for('touch', $key);
     }
 
-    /** @throws UnsupportedCacheOperation always: there are no cached items to flush (locks are not flushed) */
+    /** @throws UnsupportedCacheOperation always: there are no cached items to flush (locks are not flushed; flushLocks() does) */
     public function flush(): never
     {
         throw UnsupportedCacheOperation::for('flush');

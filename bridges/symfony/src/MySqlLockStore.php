@@ -118,8 +118,9 @@ class MySqlLockStore implements BlockingStoreInterface
             throw new InvalidArgumentException(sprintf('Invalid table name "%s": "name" or "schema.name" of letters, digits, "_" and "$".', $this->table));
         }
         $ttl = $options['initial_ttl'] ?? 300.0;
-        if (!is_numeric($ttl) || (float) $ttl <= 0 || (float) $ttl > self::MAX_TTL[$this->mode]) {
-            throw new InvalidTtlException(sprintf('MySqlLockStore expects a positive initial_ttl of at most %s seconds, "%s" given.', self::MAX_TTL[$this->mode], $ttl));
+        // !(x > 0): NAN is refused too (every comparison with it is false).
+        if (!is_numeric($ttl) || !((float) $ttl > 0) || (float) $ttl > self::MAX_TTL[$this->mode]) {
+            throw new InvalidTtlException(sprintf('MySqlLockStore expects a positive initial_ttl of at most %s seconds, "%s" given.', self::MAX_TTL[$this->mode], self::shown($ttl)));
         }
         $this->initialTtl = (float) $ttl;
     }
@@ -213,10 +214,19 @@ class MySqlLockStore implements BlockingStoreInterface
         }
     }
 
+    /** $value as a message shows it: PHP 8.5 warns when NAN becomes a string by itself. */
+    private static function shown(mixed $value): string
+    {
+        if (is_float($value) && !is_finite($value)) {
+            return var_export($value, true);
+        }
+        return is_scalar($value) ? (string) $value : get_debug_type($value);
+    }
+
     public function putOffExpiration(Key $key, float $ttl): void
     {
         if (!($ttl > 0) || $ttl > self::MAX_TTL[$this->mode]) {
-            throw new InvalidTtlException(sprintf('"%s()" expects a TTL greater than 0 and at most %s seconds, "%s" given.', __METHOD__, self::MAX_TTL[$this->mode], $ttl));
+            throw new InvalidTtlException(sprintf('"%s()" expects a TTL greater than 0 and at most %s seconds, "%s" given.', __METHOD__, self::MAX_TTL[$this->mode], self::shown($ttl)));
         }
         $name = self::lockName($key);
         if ($this->mode === self::MODE_LEASE) {

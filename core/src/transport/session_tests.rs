@@ -162,12 +162,18 @@ fn a_written_in_string_compares_like_a_bound_one() {
         )
         .unwrap();
     session.execute("INSERT INTO spellings VALUES ('Fóo'), ('bar')", &[]).unwrap();
+    // The first run of a statement writes its values in, the second binds them. What number
+    // a parameter's coercibility is differs between servers (4 on MariaDB 10.11 and MySQL,
+    // 6 on MariaDB 11.8): the written-in string must have the bound one's.
+    let mut coercibility = Vec::new();
     for run in ["written in", "bound"] {
         let out = session.execute("SELECT COUNT(*) FROM spellings WHERE n = ?", &[Value::from("FÓO")]).unwrap();
         assert_eq!(out.first(0).as_i64(), Some(1), "{run}");
-        let coercibility = session.execute("SELECT COERCIBILITY(?), 1", &[Value::from("x")]).unwrap();
-        assert_eq!(coercibility.first(0).as_i64(), Some(4), "{run}: as coercible as a parameter");
+        let of_x = session.execute("SELECT COERCIBILITY(?), 1", &[Value::from("x")]).unwrap();
+        coercibility.push(of_x.first(0).as_i64());
     }
+    assert_eq!(coercibility[0], coercibility[1], "written in: as coercible as a parameter");
+    assert!(coercibility[0].is_some());
     let plan = session.execute("EXPLAIN SELECT n FROM spellings WHERE n = ?", &[Value::from("x")]).unwrap();
     // MariaDB's plan is a table (key = n); MySQL 9's default is a tree of text.
     let uses_n = |v: &Value| v.as_text().is_some_and(|t| t == "n" || t.contains(" on spellings using n "));

@@ -115,10 +115,17 @@ pub fn fenced_config() -> Config {
     Config::from_url(&format!("{}?table={FENCED_TABLE}", dsn())).expect("the fenced table's URL")
 }
 
-/// A locker on its own session over the upgraded table.
+/// A locker on its own session over the upgraded table. The table is upgraded once per
+/// test process: tests run in parallel, and an upgrade racing another's ALTER on a fresh
+/// table can see it missing on MySQL (what `mysqllock init` does once, not every locker).
 pub fn fenced_locker() -> NativeLocker {
+    static UPGRADED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     let mut l = NativeLocker::from_config(fenced_config());
-    l.upgrade_table().expect("upgrading the table");
+    let mut upgraded = UPGRADED.lock().unwrap_or_else(|e| e.into_inner());
+    if !*upgraded {
+        l.upgrade_table().expect("upgrading the table");
+        *upgraded = true;
+    }
     l
 }
 

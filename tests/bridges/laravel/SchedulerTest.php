@@ -28,7 +28,7 @@ final class SchedulerTest extends TestCase
     /** A command unique to this test: `true` with a comment naming the test, so mutex names differ per test. */
     private function command(): string
     {
-        return 'true # ' . $this->name('event');
+        return 'true # ' . $this->lockName('event');
     }
 
     public function testWithoutOverlappingTakesTheEventMutexOnce(): void

@@ -11,6 +11,7 @@ use Illuminate\Contracts\Cache\LockProvider;
 use Illuminate\Contracts\Cache\Store;
 use MySqlLock\Laravel\LeaseStore;
 use MySqlLock\Laravel\UnsupportedCacheOperation;
+use PHPUnit\Framework\Attributes\DataProvider;
 
 final class StoreTest extends TestCase
 {
@@ -30,10 +31,10 @@ final class StoreTest extends TestCase
     {
         $store = makeApp(null)->make('cache')->store('mysqllock');
         $store->getStore()->createTable();
-        $lock = $store->lock($this->name(), 10, 'owner-a');
+        $lock = $store->lock($this->lockName(), 10, 'owner-a');
         $this->assertTrue($lock->get());
         $st = self::db()->prepare('SELECT owner FROM distributed_locks WHERE resource = ?');
-        $st->execute(['lvt_' . $this->name()]);
+        $st->execute(['lvt_' . $this->lockName()]);
         $this->assertSame('owner-a', $st->fetchColumn());
         $this->assertTrue($lock->release());
     }
@@ -47,13 +48,13 @@ final class StoreTest extends TestCase
     public function testTheStoreCanBeTheDefaultCacheStoreForLocks(): void
     {
         $this->app->make('config')->set('cache.default', 'mysqllock');
-        $lock = $this->app->make(\Illuminate\Contracts\Cache\Repository::class)->lock($this->name(), 10);
+        $lock = $this->app->make(\Illuminate\Contracts\Cache\Repository::class)->lock($this->lockName(), 10);
         $this->assertTrue($lock->get());
-        $this->assertSame($lock->owner(), $this->liveOwner($this->name()));
+        $this->assertSame($lock->owner(), $this->liveOwner($this->lockName()));
     }
 
     /** @return array<string, array{\Closure(Repository): mixed, string}> */
-    public function cacheOperations(): array
+    public static function cacheOperations(): array
     {
         return [
             'get' => [fn (Repository $c) => $c->get('users:1'), 'get("users:1")'],
@@ -77,6 +78,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider cacheOperations */
+    #[DataProvider('cacheOperations')]
     public function testCacheOperationsFailWithAClearMessage(\Closure $operation, string $named): void
     {
         $thrown = $this->thrownBy(fn () => $operation($this->cache()));
@@ -95,7 +97,7 @@ final class StoreTest extends TestCase
             $app = makeApp(['driver' => 'mysqllock', 'table' => $table]);
             $this->assertTrue($app->make('cache')->store('mysqllock')->getStore()->createTable());
             $this->assertFalse($app->make('cache')->store('mysqllock')->getStore()->createTable());
-            $this->assertTrue($app->make('cache')->store('mysqllock')->lock($this->name(), 10)->get());
+            $this->assertTrue($app->make('cache')->store('mysqllock')->lock($this->lockName(), 10)->get());
         } finally {
             self::db()->exec("DROP TABLE IF EXISTS `$table`");
         }
@@ -104,9 +106,9 @@ final class StoreTest extends TestCase
     public function testAMissingTableIsAClearError(): void
     {
         $app = makeApp(['driver' => 'mysqllock', 'dsn' => server()['dsn'], 'table' => 'lv_no_such_table']);
-        $thrown = $this->thrownBy(fn () => $app->make('cache')->store('mysqllock')->lock($this->name(), 10)->get());
+        $thrown = $this->thrownBy(fn () => $app->make('cache')->store('mysqllock')->lock($this->lockName(), 10)->get());
         $this->assertStringContainsString('does not exist', $thrown->getMessage());
-        $thrown = $this->thrownBy(fn () => $app->make('cache')->store('mysqllock')->lock($this->name(), 10)->forceRelease());
+        $thrown = $this->thrownBy(fn () => $app->make('cache')->store('mysqllock')->lock($this->lockName(), 10)->forceRelease());
         $this->assertInstanceOf(\Nene\Kit\DistributedLockException::class, $thrown);
         $this->assertStringContainsString('lease table lv_no_such_table does not exist', $thrown->getMessage());
     }
@@ -135,7 +137,7 @@ final class StoreTest extends TestCase
     public function testAConnectionOfAnotherDatabaseIsRefused(): void
     {
         $app = makeApp(['driver' => 'mysqllock', 'connection' => 'lite']);
-        $thrown = $this->thrownBy(fn () => $app->make('cache')->store('mysqllock')->lock($this->name(), 10)->get());
+        $thrown = $this->thrownBy(fn () => $app->make('cache')->store('mysqllock')->lock($this->lockName(), 10)->get());
         $this->assertInstanceOf(\InvalidArgumentException::class, $thrown);
         $this->assertStringContainsString('need MySQL or MariaDB; the database connection [lite] uses the PDO driver sqlite', $thrown->getMessage());
     }
@@ -152,51 +154,51 @@ final class StoreTest extends TestCase
         $app = makeApp(['driver' => 'mysqllock', 'connection' => 'locks', 'table' => TABLE]);
         $db = $app->make('db')->connection('locks');
         $db->beginTransaction();
-        $this->assertTrue($app->make('cache')->store('mysqllock')->lock($this->name(), 10, 'owner-a')->get());
-        $this->assertNull($this->liveOwner($this->name()), 'seen before the transaction committed');
+        $this->assertTrue($app->make('cache')->store('mysqllock')->lock($this->lockName(), 10, 'owner-a')->get());
+        $this->assertNull($this->liveOwner($this->lockName()), 'seen before the transaction committed');
         $db->rollBack();
-        $this->assertNull($this->liveOwner($this->name()));
-        $this->assertTrue($app->make('cache')->store('mysqllock')->lock($this->name(), 10, 'owner-b')->get());
+        $this->assertNull($this->liveOwner($this->lockName()));
+        $this->assertTrue($app->make('cache')->store('mysqllock')->lock($this->lockName(), 10, 'owner-b')->get());
     }
 
     public function testALaravelConnectionLostIsReplaced(): void
     {
         $app = makeApp(['driver' => 'mysqllock', 'connection' => 'locks', 'table' => TABLE]);
         $store = $app->make('cache')->store('mysqllock');
-        $this->assertTrue($store->lock($this->name('a'), 10)->get());
+        $this->assertTrue($store->lock($this->lockName('a'), 10)->get());
         $this->killSession((int) $app->make('db')->connection('locks')->getPdo()->query('SELECT CONNECTION_ID()')->fetchColumn());
-        $this->assertTrue($store->lock($this->name('b'), 10, 'owner-b')->get());
+        $this->assertTrue($store->lock($this->lockName('b'), 10, 'owner-b')->get());
         $this->killSession((int) $app->make('db')->connection('locks')->getPdo()->query('SELECT CONNECTION_ID()')->fetchColumn());
-        $store->lock($this->name('b'))->forceRelease();
-        $this->assertNull($this->liveOwner($this->name('b')));
+        $store->lock($this->lockName('b'))->forceRelease();
+        $this->assertNull($this->liveOwner($this->lockName('b')));
     }
 
     public function testADsnConnectionLostIsReplaced(): void
     {
         $app = makeApp(['driver' => 'mysqllock', 'dsn' => server()['dsn'], 'table' => TABLE]);
         $store = $app->make('cache')->store('mysqllock');
-        [$session] = $this->sessionsOpenedBy(fn () => $this->assertTrue($store->lock($this->name('a'), 10)->get()));
+        [$session] = $this->sessionsOpenedBy(fn () => $this->assertTrue($store->lock($this->lockName('a'), 10)->get()));
         $this->killSession($session);
-        $this->assertTrue($store->lock($this->name('b'), 10, 'owner-b')->get());
-        $this->assertSame('owner-b', $this->liveOwner($this->name('b')));
+        $this->assertTrue($store->lock($this->lockName('b'), 10, 'owner-b')->get());
+        $this->assertSame('owner-b', $this->liveOwner($this->lockName('b')));
     }
 
     public function testOnTheExtensionsConnectionOwnersAreReadOnItAndItIsReplacedWhenLost(): void
     {
         $store = $this->cache();
-        $opened = $this->sessionsOpenedBy(fn () => $this->assertTrue($store->lock($this->name(), 10, 'owner-a')->get()));
+        $opened = $this->sessionsOpenedBy(fn () => $this->assertTrue($store->lock($this->lockName(), 10, 'owner-a')->get()));
         $this->assertCount(1, $opened, 'the first lock did not open exactly one connection');
         $this->assertSame([], $this->sessionsOpenedBy(function () use ($store) {
-            $lock = $store->lock($this->name(), 10, 'owner-b');
+            $lock = $store->lock($this->lockName(), 10, 'owner-b');
             $this->assertSame('owner-a', \Closure::bind(fn () => $this->getCurrentOwner(), $lock, \Illuminate\Cache\Lock::class)());
-            $store->lock($this->name())->forceRelease();
+            $store->lock($this->lockName())->forceRelease();
         }), 'owner reads or forceRelease opened a connection of their own');
-        $this->assertNull($this->liveOwner($this->name()));
+        $this->assertNull($this->liveOwner($this->lockName()));
         $this->killSession($opened[0]);
-        $this->assertTrue($store->lock($this->name(), 10, 'owner-b')->get());
-        $this->assertSame('owner-b', $this->liveOwner($this->name()));
-        $store->lock($this->name())->forceRelease();
-        $this->assertNull($this->liveOwner($this->name()));
+        $this->assertTrue($store->lock($this->lockName(), 10, 'owner-b')->get());
+        $this->assertSame('owner-b', $this->liveOwner($this->lockName()));
+        $store->lock($this->lockName())->forceRelease();
+        $this->assertNull($this->liveOwner($this->lockName()));
     }
 
     /** Runs $fn; the ids of the server sessions that appeared meanwhile (and still exist). */

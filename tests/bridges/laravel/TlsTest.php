@@ -12,7 +12,10 @@ declare(strict_types=1);
 
 namespace MySqlLockLaravelTest;
 
+use PHPUnit\Framework\Attributes\Group;
+
 /** @group tls */
+#[Group('tls')]
 final class TlsTest extends TestCase
 {
     private string $iniDsn = '';
@@ -50,7 +53,7 @@ final class TlsTest extends TestCase
     private function locksAndForceReleases(array $config): void
     {
         $this->app = makeApp(['driver' => 'mysqllock', 'table' => TABLE] + $config);
-        $name = $this->name();
+        $name = $this->lockName();
         $lock = $this->cache()->lock($name, 30);
         $this->assertTrue($lock->acquire(), 'acquire() failed');
         $this->assertFalse($this->cache()->lock($name, 30)->acquire(), 'a second owner acquired it too');

@@ -1,7 +1,8 @@
 <?php
-// PHPUnit bootstrap of the Laravel bridge's tests: Laravel 8.83 (Debian's
-// php-laravel-framework), the bridge, the extension and the lease tables. Fails loudly,
-// never skips.
+// PHPUnit bootstrap of the Laravel bridge's tests: Debian's php-laravel-framework (8.83 on
+// Debian 12, 13 in sid), the bridge, the extension and the lease tables. Fails loudly,
+// never skips. MYSQLLOCK_LARAVEL=13 (or 8.83, tests/matrix's row): the run is for that
+// Laravel, and fails on another.
 declare(strict_types=1);
 
 namespace MySqlLockLaravelTest;
@@ -20,16 +21,27 @@ require_once dirname(__DIR__, 2) . '/php/support/ChildProcess.php';
 // Test classes that others extend (LockContractTest).
 spl_autoload_register(static function (string $class): void {
     $prefix = __NAMESPACE__ . '\\';
-    if (str_starts_with($class, $prefix) && is_file($file = __DIR__ . '/' . substr($class, strlen($prefix)) . '.php')) {
+    if (str_starts_with($class, $prefix) && is_file($file = __DIR__ . '/' . str_replace('\\', '/', substr($class, strlen($prefix))) . '.php')) {
         require_once $file;
     }
 });
 
-$application = stream_resolve_include_path('Illuminate/Foundation/Application.php');
-if ($application === false || !preg_match("/const VERSION = '([^']+)'/", (string) file_get_contents($application), $version)) {
-    fail('Illuminate/Foundation/Application.php is missing: install php-laravel-framework');
+// The first line says which Laravel runs and whether its Laravel 12+ tests are collected.
+$told = getenv('MYSQLLOCK_LARAVEL');
+fwrite(STDERR, sprintf(
+    "Laravel %s (%s), PHP %s, PHPUnit %s: %s%s\n",
+    laravelVersion(),
+    stream_resolve_include_path('Illuminate/Foundation/Application.php'),
+    PHP_VERSION,
+    \PHPUnit\Runner\Version::id(),
+    laravelAtLeast(12) ? 'the Laravel 12+ tests (Laravel13/) are collected' : 'the Laravel 12+ tests (Laravel13/) are not collected (Laravel < 12)',
+    $told === false || $told === '' ? '' : ", MYSQLLOCK_LARAVEL=$told",
+));
+// Told which Laravel the run is for (tests/matrix: that version or a prefix of it, 13 for
+// 13.31.0): another one is a failure, never a quiet run of fewer tests.
+if ($told !== false && $told !== '' && laravelVersion() !== $told && !str_starts_with(laravelVersion(), "$told.")) {
+    fail("MYSQLLOCK_LARAVEL=$told, but the installed Laravel is " . laravelVersion() . ': the tests of Laravel ' . $told . ' would not run as asked');
 }
-fwrite(STDERR, "Laravel {$version[1]} ($application), PHP " . PHP_VERSION . "\n");
 if ((string) ini_get('mysqllock.dsn') === '') {
     fail('mysqllock.dsn is not set (run with -d mysqllock.dsn=$MYSQLLOCK_TEST_DSN, as tests/suites/36-laravel.sh does)');
 }
@@ -139,7 +151,7 @@ abstract class TestCase extends PHPUnitTestCase
     }
 
     /** A lock name unique to this test (and process). */
-    protected function name(string $suffix = 'lock'): string
+    protected function lockName(string $suffix = 'lock'): string
     {
         $this->unique ??= 'p' . getmypid() . 't' . (++self::$counter);
         return "{$this->unique}-$suffix";
@@ -191,6 +203,17 @@ abstract class TestCase extends PHPUnitTestCase
         $upgraded = $this->table() === UPGRADED_TABLE;
         // A whole-second expires_at is live through its second.
         return $row !== null && ($upgraded ? $row['remaining'] > 0 : $row['remaining'] > -1) ? $row['owner'] : null;
+    }
+
+    /**
+     * Puts the lease of $name a day into the past, on the tests' own connection (as
+     * Laravel's DatabaseLockTest moves `expiration`): expired, not ended.
+     */
+    protected function expireRow(string $name): void
+    {
+        $st = self::db()->prepare('UPDATE `' . $this->table() . '` SET expires_at = UTC_TIMESTAMP() - INTERVAL 1 DAY WHERE resource = ?');
+        $st->execute([$this->resource($name)]);
+        self::assertSame(1, $st->rowCount(), "no row of $name to expire");
     }
 
     /** Runs $fn and returns what it threw; fails if it threw nothing. */

@@ -7,6 +7,7 @@ namespace MySqlLockSymfonyTest;
 use ItsMieger\MySqlSharedLocks\SharedLock;
 use MySqlLock\Symfony\MySqlLockStore;
 use MySqlLock\Symfony\MySqlLockStoreFactory;
+use PHPUnit\Framework\Attributes\DataProvider;
 use Symfony\Component\Lock\Exception\InvalidArgumentException;
 use Symfony\Component\Lock\Exception\LockStorageException;
 use Symfony\Component\Lock\Key;
@@ -15,7 +16,7 @@ use Symfony\Component\Lock\Store\StoreFactory;
 
 final class ConnectionTest extends TestCase
 {
-    public function dsnSchemes(): array
+    public static function dsnSchemes(): array
     {
         return [
             'mysqllock://, SharedLock mode' => ['mysqllock', 'shared'],
@@ -26,6 +27,7 @@ final class ConnectionTest extends TestCase
     }
 
     /** @dataProvider dsnSchemes */
+    #[DataProvider('dsnSchemes')]
     public function testAStoreFromADsnLocksOnThatServerInTheModeItNames(string $scheme, string $mode): void
     {
         $store = new MySqlLockStore(preg_replace('#^mysql:#', "$scheme:", testDsn()) . '?mode=' . $mode);
@@ -88,7 +90,7 @@ final class ConnectionTest extends TestCase
         $this->assertSame('shared', (new MySqlLockStore('mysqllock:?mode=lease', ['mode' => 'shared']))->getMode());
     }
 
-    public function badStores(): array
+    public static function badStores(): array
     {
         return [
             'another scheme' => ['pgsql://u:p@h/db', []],
@@ -98,10 +100,13 @@ final class ConnectionTest extends TestCase
             'unknown option' => [null, ['ttl' => 3]],
             'bad table' => [null, ['table' => 'locks; DROP TABLE x']],
             'bad initial TTL' => [null, ['initial_ttl' => 0]],
+            'NAN initial TTL' => [null, ['initial_ttl' => NAN]],
+            'array initial TTL' => [null, ['initial_ttl' => [5]]],
         ];
     }
 
     /** @dataProvider badStores */
+    #[DataProvider('badStores')]
     public function testAnUnusableDsnOrOptionIsRefusedAtConstruction(?string $dsn, array $options): void
     {
         $this->expectException(InvalidArgumentException::class);

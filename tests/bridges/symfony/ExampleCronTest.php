@@ -5,9 +5,12 @@ declare(strict_types=1);
 
 namespace MySqlLockSymfonyTest;
 
+use PHPUnit\Framework\Attributes\DataProvider;
+
 final class ExampleCronTest extends TestCase
 {
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testOfThreeConcurrentRunsExactlyOneBuildsTheReport(string $mode): void
     {
         $journal = (string) tempnam(sys_get_temp_dir(), 'sft-cron-');

@@ -6,6 +6,7 @@ declare(strict_types=1);
 namespace MySqlLockSymfonyTest;
 
 use MySqlLock\Symfony\MySqlLockBundle;
+use PHPUnit\Framework\Attributes\DataProvider;
 use Symfony\Bundle\FrameworkBundle\FrameworkBundle;
 use Symfony\Bundle\FrameworkBundle\Kernel\MicroKernelTrait;
 use Symfony\Component\DependencyInjection\Loader\Configurator\ContainerConfigurator;
@@ -27,12 +28,13 @@ final class FrameworkBundleTest extends TestCase
         parent::tearDown();
     }
 
-    public function dsns(): array
+    public static function dsns(): array
     {
         return ['SharedLock mode' => ['shared', 'shared_locks', 'name'], 'lease mode' => ['lease', 'distributed_locks', 'resource']];
     }
 
     /** @dataProvider dsns */
+    #[DataProvider('dsns')]
     public function testFrameworkLockWithAMysqllockDsnGivesLockFactoryOurStore(string $mode, string $table, string $column): void
     {
         $factory = $this->bootKernel(true, preg_replace('#^mysql:#', 'mysqllock:', testDsn()) . "?mode=$mode")->get('sft.lock_factory');

@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace MySqlLockSymfonyTest;
 
+use PHPUnit\Framework\Attributes\DataProvider;
 use Symfony\Component\Lock\Exception\LockAcquiringException;
 use Symfony\Component\Lock\Exception\LockExpiredException;
 use Symfony\Component\Lock\LockFactory;
@@ -11,6 +12,7 @@ use Symfony\Component\Lock\LockFactory;
 final class LockFactoryTest extends TestCase
 {
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testABlockingAcquireHoldsTheLockUntilRelease(string $mode): void
     {
         $lock = (new LockFactory($this->store($mode)))->createLock($this->resource(), 30);
@@ -26,6 +28,7 @@ final class LockFactoryTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testAcquireAppliesTheLockTtlAndRefreshSetsANewOne(string $mode): void
     {
         $lock = (new LockFactory($this->store($mode)))->createLock($this->resource(), 30);
@@ -40,6 +43,7 @@ final class LockFactoryTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testAWaitingAcquireInAnotherProcessGetsTheLockWhenItIsReleased(string $mode): void
     {
         $lock = (new LockFactory($this->store($mode)))->createLock($this->resource(), 30);
@@ -59,6 +63,7 @@ final class LockFactoryTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testALockWhoseTtlIsGoneBeforeItIsStoredFailsAndIsReleased(string $mode): void
     {
         $factory = new LockFactory($this->store($mode));
@@ -79,6 +84,7 @@ final class LockFactoryTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testALockReleasesItselfWhenItIsDestroyed(string $mode): void
     {
         $factory = new LockFactory($this->store($mode));

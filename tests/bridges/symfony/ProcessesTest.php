@@ -5,12 +5,14 @@ declare(strict_types=1);
 
 namespace MySqlLockSymfonyTest;
 
+use PHPUnit\Framework\Attributes\DataProvider;
 use Symfony\Component\Lock\Exception\LockConflictedException;
 use Symfony\Component\Lock\Key;
 
 final class ProcessesTest extends TestCase
 {
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testAKeyHeldByAnotherProcessConflicts(string $mode): void
     {
         $other = $this->child($mode);
@@ -32,6 +34,7 @@ final class ProcessesTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testABlockedWaitAndSaveIsWokenWhenTheHolderReleases(string $mode): void
     {
         $store = $this->store($mode);
@@ -54,6 +57,7 @@ final class ProcessesTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testAKeyCanBeSavedAgainAfterTheHolderDeletedIt(string $mode): void
     {
         $holder = $this->child($mode);
@@ -67,7 +71,7 @@ final class ProcessesTest extends TestCase
         $this->assertTrue($store->exists($key));
     }
 
-    public function contention(): array
+    public static function contention(): array
     {
         return [
             'SharedLock mode, blocking acquire' => ['shared', true],
@@ -83,6 +87,7 @@ final class ProcessesTest extends TestCase
      *
      * @dataProvider contention
      */
+    #[DataProvider('contention')]
     public function testTwoContendingProcessesNeverHoldTheLockAtOnce(string $mode, bool $blocking): void
     {
         $rounds = 40;
@@ -146,6 +151,7 @@ final class ProcessesTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testALockPastItsTtlIsTakenByAnotherProcess(string $mode): void
     {
         $holder = $this->child($mode, ['initial_ttl' => 1]);
@@ -173,6 +179,7 @@ final class ProcessesTest extends TestCase
      *
      * @dataProvider modes
      */
+    #[DataProvider('modes')]
     public function testAnotherProcessTakesTheLockWhenAPutOffTtlHasPassed(string $mode): void
     {
         $holder = $this->child($mode, ['initial_ttl' => 300]);

@@ -8,6 +8,7 @@ declare(strict_types=1);
 namespace MySqlLockSymfonyTest;
 
 use MySqlLock\Symfony\MySqlLockStore;
+use PHPUnit\Framework\Attributes\DataProvider;
 use Symfony\Component\Lock\BlockingStoreInterface;
 use Symfony\Component\Lock\Exception\InvalidTtlException;
 use Symfony\Component\Lock\Exception\LockAcquiringException;
@@ -28,6 +29,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testASavedKeyExistsUntilItIsDeleted(string $mode): void
     {
         $store = $this->store($mode);
@@ -41,6 +43,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testKeysOfDifferentResourcesAreIndependent(string $mode): void
     {
         $store = $this->store($mode);
@@ -57,6 +60,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testASecondKeyOfTheSameResourceConflictsAndChangesNothing(string $mode): void
     {
         $store = $this->store($mode);
@@ -79,6 +83,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testSavingAKeyTwiceKeepsItsLock(string $mode): void
     {
         $store = $this->store($mode);
@@ -91,6 +96,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testDeletingAKeyThatDoesNotHoldTheResourceLeavesTheLockHeld(string $mode): void
     {
         $store = $this->store($mode);
@@ -109,6 +115,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testStoresOnTheSameServerShareTheLocks(string $mode): void
     {
         $a = $this->store($mode);
@@ -127,6 +134,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testResourcesDifferingOnlyInCaseAreDifferentLocks(string $mode): void
     {
         $store = $this->store($mode);
@@ -142,6 +150,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testLongAndUnusualResourceNamesWork(string $mode): void
     {
         $store = $this->store($mode);
@@ -154,6 +163,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testSaveLimitsTheKeyLifetimeToTheInitialTtl(string $mode): void
     {
         $store = $this->store($mode, ['initial_ttl' => 42]);
@@ -164,6 +174,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testPutOffExpirationSetsTheTtlInTheKeyAndOnTheServer(string $mode): void
     {
         $store = $this->store($mode, ['initial_ttl' => 5]);
@@ -184,6 +195,7 @@ final class StoreTest extends TestCase
      *
      * @dataProvider modes
      */
+    #[DataProvider('modes')]
     public function testPutOffExpirationToLessThanTheInitialTtlShortensTheLockOnTheServer(string $mode): void
     {
         $store = $this->store($mode, ['initial_ttl' => 300]);
@@ -198,6 +210,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testAnExpiredKeyIsNotHeld(string $mode): void
     {
         $store = $this->store($mode);
@@ -212,6 +225,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testPuttingOffATtlThatIsAlreadyGoneThrowsLockExpiredAndReleases(string $mode): void
     {
         $store = $this->store($mode);
@@ -231,6 +245,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testSavingAKeyWhoseLifetimeIsOverThrowsLockExpiredAndLeavesTheResourceFree(string $mode): void
     {
         $store = $this->store($mode);
@@ -249,6 +264,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testPutOffExpirationOfAKeyThatHoldsNothingConflicts(string $mode): void
     {
         $store = $this->store($mode);
@@ -260,6 +276,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testATtlThatIsNotPositiveIsRefused(string $mode): void
     {
         $store = $this->store($mode);
@@ -277,6 +294,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testWaitAndSaveTakesAFreeResourceAtOnce(string $mode): void
     {
         $store = $this->store($mode);
@@ -320,6 +338,7 @@ final class StoreTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testAStorageFailureIsLockAcquiringExceptionWithTheCause(string $mode): void
     {
         $store = $this->store($mode, ['table' => 'sft_no_such_table']);

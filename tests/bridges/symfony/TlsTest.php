@@ -13,10 +13,13 @@ declare(strict_types=1);
 namespace MySqlLockSymfonyTest;
 
 use MySqlLock\Symfony\MySqlLockStore;
+use PHPUnit\Framework\Attributes\DataProvider;
+use PHPUnit\Framework\Attributes\Group;
 use Symfony\Component\Lock\Exception\LockAcquiringException;
 use Symfony\Component\Lock\Key;
 
 /** @group tls */
+#[Group('tls')]
 final class TlsTest extends TestCase
 {
     protected function setUp(): void
@@ -65,6 +68,7 @@ final class TlsTest extends TestCase
     }
 
     /** @dataProvider modes */
+    #[DataProvider('modes')]
     public function testADsnWithSslModeRequiredLocksInEitherMode(string $mode): void
     {
         $store = new MySqlLockStore(self::dsnAt('127.0.0.1', "mode=$mode&ssl-mode=REQUIRED"));

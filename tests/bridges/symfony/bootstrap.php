@@ -55,7 +55,7 @@ abstract class TestCase extends PHPUnitTestCase
     private ?string $prefix = null;
 
     /** Both modes of the store: the data provider of every behaviour Symfony documents. */
-    public function modes(): array
+    public static function modes(): array
     {
         return ['SharedLock mode' => ['shared'], 'lease mode' => ['lease']];
     }

@@ -18,6 +18,16 @@ function extensionPath(string $root): string
     return ($bin === false || $bin === '' ? $root . '/target/release' : $bin) . '/libmysqllock_php.so';
 }
 
+/**
+ * The pdo_mysql attribute NAME (SSL_CA, INIT_COMMAND, ...): Pdo\Mysql::ATTR_NAME where that
+ * class exists (PHP 8.4 and later; PHP 8.5 deprecates PDO::MYSQL_ATTR_NAME), else
+ * PDO::MYSQL_ATTR_NAME (PHP 8.2 and 8.3 have only that).
+ */
+function pdoMysqlAttribute(string $name): int
+{
+    return \constant(\class_exists('Pdo\\Mysql', false) ? "Pdo\\Mysql::ATTR_$name" : "PDO::MYSQL_ATTR_$name");
+}
+
 /** Polling a condition until a deadline: the only way the tests wait for another process. */
 trait Polling
 {

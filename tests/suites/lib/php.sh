@@ -71,6 +71,15 @@ validate_composer() {
   [ $rc = 0 ] || fail "$1/composer.json does not validate"
 }
 
+# need_attributes DIR: every PHPUnit annotation of DIR's tests has its attribute and the
+# reverse (9.6 reads only annotations; 10 and later only attributes, so a test with one and
+# not the other silently does not run, or runs without its data, under the other). The
+# checker proves itself first.
+need_attributes() {
+  "$php" tests/suites/lib/phpunit-attributes.php --self-test || fail "the annotation/attribute checker failed its self-test"
+  "$php" tests/suites/lib/phpunit-attributes.php "$1" || fail "$1: annotations and attributes disagree"
+}
+
 # phpunit_config DIR: DIR's configuration for the PHPUnit here (PHPUnit 10 changed the
 # format: phpunit10.xml beside the 9.6 one).
 phpunit_config() {

@@ -18,7 +18,7 @@
 //! - the RSA code the `mysql` crate's own full authentication calls, in `mysql_common`
 //!   (the crate it is built on, so already compiled: nothing added). It panics on a key
 //!   it cannot parse and on a message too long for the key; the length is checked first
-//!   and the call is caught ([`rsa_encrypt`]). Taken.
+//!   and the key is read by the core itself ([`super::rsa_key`]). Taken.
 //!
 //! `sha256_password` has no scramble and no cache: every login sends the password, RSA-
 //! encrypted the same way ([`Connection::send_sealed`]), over the Unix socket too. Unlike
@@ -30,6 +30,7 @@
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
+use super::rsa_key::read_public_key;
 use super::*;
 
 pub(super) const NATIVE_PASSWORD: &str = "mysql_native_password";
@@ -357,27 +358,25 @@ pub(super) fn sha2_password(password: &str, nonce: &[u8]) -> Vec<u8> {
 }
 
 /// RSA encryption (OAEP, SHA-1) of `message` with the PEM public key the server sent,
-/// through the RSA code the `mysql` crate's own full authentication uses (see the module
-/// documentation). It panics where this returns an error: on a message too long for the
-/// key, checked here first, and on a key it cannot parse, caught here (the panic hook
-/// still prints its message: only a broken server or proxy gets there).
+/// read by [`read_public_key`] (checked, bounded in size) and encrypted by the RSA code
+/// the `mysql` crate's own full authentication uses (see the module documentation),
+/// which panics on a message too long for the key: checked here first.
 pub(super) fn rsa_encrypt(pem: &[u8], message: &[u8]) -> Result<Vec<u8>, String> {
     use mysql_common::crypto::rsa::{GetRandom, Pkcs1OaepPadding, PublicKey};
-    std::panic::catch_unwind(|| {
-        let key = PublicKey::from_pem(pem);
-        // OAEP with SHA-1 carries at most k - 2 * 20 - 2 bytes for a k-byte modulus.
-        let room = key.num_octets().saturating_sub(42);
-        if message.len() > room {
-            return Err(format!(
-                "a password of {} bytes is too long for the server's {}-bit RSA key (at most {})",
-                message.len().saturating_sub(1),
-                key.modulus().bits(),
-                room.saturating_sub(1)
-            ));
-        }
-        Ok(key.encrypt_block(message, Pkcs1OaepPadding::new(GetRandom)))
-    })
-    .unwrap_or_else(|_| Err("the server sent an RSA public key this client cannot read".to_owned()))
+    use mysql_common::num_bigint::BigUint;
+    let (modulus, exponent) = read_public_key(pem)?;
+    let key = PublicKey::new(BigUint::from_bytes_be(&modulus), BigUint::from_bytes_be(&exponent));
+    // OAEP with SHA-1 carries at most k - 2 * 20 - 2 bytes for a k-byte modulus.
+    let room = key.num_octets().saturating_sub(42);
+    if message.len() > room {
+        return Err(format!(
+            "a password of {} bytes is too long for the server's {}-bit RSA key (at most {})",
+            message.len().saturating_sub(1),
+            key.modulus().bits(),
+            room.saturating_sub(1)
+        ));
+    }
+    Ok(key.encrypt_block(message, Pkcs1OaepPadding::new(GetRandom)))
 }
 
 /// `mysql_native_password`: SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password))).

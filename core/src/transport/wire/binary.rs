@@ -123,12 +123,14 @@ pub(crate) struct Prepared {
     params: usize,
 }
 
-/// What a binary row needs to know of a column.
+/// What a row needs to know of a column.
 pub(super) struct Column {
     kind: u8,
     unsigned: bool,
     /// Fractional digits of a temporal column (as the text protocol would show them).
     decimals: u8,
+    /// The collation id of the column's values as sent (binary is 63).
+    collation: u16,
 }
 
 /// A column definition: six length-encoded strings (catalog, schema, table, original
@@ -140,16 +142,47 @@ pub(super) fn parse_column(packet: &[u8]) -> Option<Column> {
         c.bytes(len)?;
     }
     c.lenenc()?; // length of the fixed fields
-    c.u16()?; // character set
+    let collation = c.u16()?;
     c.u32()?; // display length
     let kind = c.u8()?;
     let flags = c.u16()?;
     let decimals = c.u8()?;
-    Some(Column { kind, unsigned: flags & UNSIGNED_FLAG != 0, decimals })
+    Some(Column { kind, unsigned: flags & UNSIGNED_FLAG != 0, decimals, collation })
+}
+
+/// A text column of collation `collation`, for tests of rows.
+#[cfg(test)]
+pub(super) fn text_column(collation: u16) -> Column {
+    Column { kind: TYPE_VAR_STRING, unsigned: false, decimals: 0, collation }
+}
+
+/// A string value of `column`: text when it is UTF-8, bytes when it is not and the
+/// column's character set does not claim it is (binary, latin1...), `None` when the
+/// column's character set is utf8mb3 or utf8mb4 and the bytes are not UTF-8.
+pub(super) fn string_value(bytes: &[u8], column: &Column) -> Option<Value> {
+    match String::from_utf8(bytes.to_vec()) {
+        Ok(s) => Some(Value::Text(s)),
+        Err(_) if is_utf8_collation(column.collation) => None,
+        Err(e) => Some(Value::Bytes(e.into_bytes())),
+    }
+}
+
+/// Whether a collation id is one of utf8mb3's or utf8mb4's, on MariaDB 10.11 or MySQL 9.7
+/// (`information_schema.COLLATIONS` of both, read 2026-11-28; neither uses the other's
+/// ids for another character set). An id not listed (a newer server's) is taken as not
+/// UTF-8: its values that are not UTF-8 come back as bytes, as before.
+pub(super) fn is_utf8_collation(id: u16) -> bool {
+    const MYSQL_0900_GAPS: [u16; 6] = [272, 276, 295, 299, 301, 302];
+    match id {
+        33 | 45 | 46 | 76 | 83 | 192..=215 | 223..=247 => true,
+        255..=323 => !MYSQL_0900_GAPS.contains(&id),
+        576..=578 | 608..=610 | 1057 | 1069 | 1070 | 1107 | 1216 | 1238 | 1248 | 1270 => true,
+        _ => false,
+    }
 }
 
 /// A binary-protocol row: a 0x00 header, a NULL bitmap offset by two bits, then each
-/// non-NULL value in its type's encoding.
+/// non-NULL value in its type's encoding, and nothing after them.
 pub(super) fn parse_binary_row(packet: &[u8], columns: &[Column]) -> Option<Vec<Value>> {
     let mut c = Cursor::new(packet);
     if c.u8()? != 0x00 {
@@ -184,6 +217,9 @@ pub(super) fn parse_binary_row(packet: &[u8], columns: &[Column]) -> Option<Vec<
             TYPE_DATE => Value::Text(binary_datetime(&mut c, None)?),
             TYPE_DATETIME | TYPE_TIMESTAMP => Value::Text(binary_datetime(&mut c, Some(column.decimals))?),
             TYPE_TIME => Value::Text(binary_time(&mut c, column.decimals)?),
+            // Not `string_value`: the columns of a prepared statement are described at
+            // prepare time, before the parameters' types are known, and MySQL 9.7 labels
+            // `SELECT ?` utf8mb4 and then sends a bound BLOB's bytes as they are.
             _ => {
                 let len = usize::try_from(c.lenenc()?).ok()?;
                 match String::from_utf8(c.bytes(len)?.to_vec()) {
@@ -193,7 +229,7 @@ pub(super) fn parse_binary_row(packet: &[u8], columns: &[Column]) -> Option<Vec<
             }
         });
     }
-    Some(row)
+    c.rest().is_empty().then_some(row)
 }
 
 /// Microseconds as the text protocol shows them with `decimals` fractional digits

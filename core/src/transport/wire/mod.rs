@@ -26,6 +26,7 @@ use crate::value::{Outcome, Value};
 
 mod auth;
 mod binary;
+mod rsa_key;
 #[cfg(test)]
 mod tests;
 
@@ -35,6 +36,10 @@ pub(crate) use binary::{fraction, Prepared};
 
 /// A packet of this length continues in the next one.
 const MAX_PAYLOAD: usize = 0xFF_FFFF;
+/// The longest logical packet (pieces reassembled) this client reads: four times what it
+/// tells the server it accepts. Lock results are tiny; a server streaming continuation
+/// pieces past this is refused before it fills the memory.
+const MAX_PACKET: usize = 4 * CLIENT_MAX_PACKET as usize;
 /// What the client accepts, told to the server in the handshake. Lock statements and
 /// their results are tiny; a status listing of many locks stays far below.
 const CLIENT_MAX_PACKET: u32 = 16 * 1024 * 1024;
@@ -406,19 +411,17 @@ impl Connection {
     }
 
     /// A result set whose first packet (the column count) is `head`: the column
-    /// definitions (text rows carry every value as a string, so only binary rows need
-    /// their types), an EOF, the rows, an EOF with the status.
+    /// definitions (binary rows need their types, and both kinds their character sets),
+    /// an EOF, the rows, an EOF with the status.
     fn read_result_set(&mut self, head: &[u8], binary: bool) -> Result<(Outcome, u16), SessionError> {
         let count = match Cursor::new(head).lenenc() {
             Some(n) if n > 0 && n <= u64::from(u16::MAX) => n as usize,
             _ => return Err(self.malformed("a column count")),
         };
-        let mut columns = Vec::with_capacity(if binary { count.min(64) } else { 0 });
+        let mut columns = Vec::with_capacity(count.min(64));
         for _ in 0..count {
             let definition = self.read_packet()?;
-            if binary {
-                columns.push(parse_column(&definition).ok_or_else(|| self.malformed("a column definition"))?);
-            }
+            columns.push(parse_column(&definition).ok_or_else(|| self.malformed("a column definition"))?);
         }
         let eof = self.read_packet()?;
         if !is_eof(&eof) {
@@ -436,7 +439,7 @@ impl Connection {
             }
             let row = match binary {
                 true => parse_binary_row(&packet, &columns),
-                false => parse_text_row(&packet, count),
+                false => parse_text_row(&packet, &columns),
             };
             rows.push(row.ok_or_else(|| self.malformed("a row"))?);
         }
@@ -471,9 +474,16 @@ impl Connection {
                 return Err(self.fail(SessionError::lost(message)));
             }
             self.seq = self.seq.wrapping_add(1);
-            let start = payload.len();
-            payload.resize(start + len, 0);
-            self.read_exact(&mut payload[start..])?;
+            if payload.len() + len > MAX_PACKET {
+                return Err(self.malformed(&format!("a packet of more than {MAX_PACKET} bytes")));
+            }
+            // Read as the bytes arrive: a header's length is only a claim, and memory is
+            // never set aside for bytes that have not come.
+            match (&mut self.stream).take(len as u64).read_to_end(&mut payload) {
+                Ok(got) if got == len => {}
+                Ok(_) => return Err(self.fail(lost(&io::ErrorKind::UnexpectedEof.into()))),
+                Err(e) => return Err(self.fail(lost(&e))),
+            }
             if len < MAX_PAYLOAD {
                 return Ok(payload);
             }
@@ -581,24 +591,23 @@ fn is_eof(packet: &[u8]) -> bool {
     packet.first() == Some(&0xFE) && packet.len() < 9
 }
 
-/// A text-protocol row: each value a length-encoded string, NULL as 0xFB.
-fn parse_text_row(packet: &[u8], columns: usize) -> Option<Vec<Value>> {
+/// A text-protocol row: each value a length-encoded string, NULL as 0xFB, exactly one
+/// per column and nothing after them. More values than columns, or bytes that are not
+/// UTF-8 in a column whose character set is, mean the conversation is out of step (or
+/// mangled on the way): refused, never read as something else.
+fn parse_text_row(packet: &[u8], columns: &[Column]) -> Option<Vec<Value>> {
     let mut c = Cursor::new(packet);
-    let mut row = Vec::with_capacity(columns);
-    for _ in 0..columns {
+    let mut row = Vec::with_capacity(columns.len());
+    for column in columns {
         if c.peek()? == 0xFB {
             c.u8()?;
             row.push(Value::Null);
             continue;
         }
         let len = usize::try_from(c.lenenc()?).ok()?;
-        let bytes = c.bytes(len)?.to_vec();
-        row.push(match String::from_utf8(bytes) {
-            Ok(s) => Value::Text(s),
-            Err(e) => Value::Bytes(e.into_bytes()),
-        });
+        row.push(string_value(c.bytes(len)?, column)?);
     }
-    Some(row)
+    c.rest().is_empty().then_some(row)
 }
 
 /// An ERR packet: code, `#` and the SQL state (protocol 4.1), message.

@@ -82,9 +82,14 @@ fn length_encoded_integers_of_every_width_are_read() {
 #[test]
 fn text_rows_keep_nulls_empty_strings_and_binary_bytes() {
     let packet = [0xFB, 0x00, 0x02, b'4', b'2', 0x01, 0xFF];
-    let row = parse_text_row(&packet, 4).unwrap();
+    let (utf8mb4, binary) = (text_column(45), text_column(63));
+    let columns = [text_column(45), text_column(45), text_column(45), text_column(63), text_column(45)];
+    let row = parse_text_row(&packet, &columns[..4]).unwrap();
     assert_eq!(row, vec![Value::Null, Value::Text(String::new()), Value::Text("42".into()), Value::Bytes(vec![0xFF])]);
-    assert!(parse_text_row(&packet, 5).is_none(), "a short row must not read past its packet");
+    assert!(parse_text_row(&packet, &columns).is_none(), "a short row must not read past its packet");
+    assert!(parse_text_row(&packet, &columns[..3]).is_none(), "a row with a value more than its columns");
+    assert!(parse_text_row(&[0x01, 0xFF], &[utf8mb4]).is_none(), "not UTF-8 in a utf8mb4 column");
+    assert_eq!(parse_text_row(&[0x01, 0xFF], &[binary]), Some(vec![Value::Bytes(vec![0xFF])]));
 }
 
 /// A protocol-10 greeting as servers send it (scramble "abcdefgh" + "ijklmnopqrst").
