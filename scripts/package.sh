@@ -24,9 +24,10 @@
 # which describe the same types. The extension for a "sid" PHP is built inside the chroot
 # (its php must run there), with the host's toolchain and this cache bound in.
 #
-# Caches, so that a second run only packs: the venv and zig's cache in
-# MYSQLLOCK_PACKAGE_CACHE (default /var/cache/mysqllock/package), the builds in
-# target/package/{host,phpX.Y}. MYSQLLOCK_DIST overrides dist/, whose earlier archives
+# Caches, so that a second run only packs: the venv, zig's cache and the builds
+# (target/{host,phpX.Y}) in MYSQLLOCK_PACKAGE_CACHE (default /var/cache/mysqllock/package),
+# outside the clone, since CI builds a fresh clone each time and a cold build of the
+# dependencies for every target costs minutes. MYSQLLOCK_DIST overrides dist/, whose earlier archives
 # each run removes. Needs python3 (3.11+), objdump, zip, tar and, for "sid" PHPs, root.
 set -euo pipefail
 me=package.sh
@@ -39,7 +40,7 @@ repo=$(cd "$here/.." && pwd)
 
 cache=${MYSQLLOCK_PACKAGE_CACHE:-/var/cache/mysqllock/package}
 dist=${MYSQLLOCK_DIST:-$repo/dist}
-builds=$repo/target/package
+builds=$cache/target
 
 usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -133,7 +134,7 @@ php_check() {
 }
 
 # build_host: the CLI, the C library and the extension for every "host" PHP, into
-# target/package/host; each extension is copied to $stage/phpX.Y/ as soon as it is built.
+# $builds/host; each extension is copied to $stage/phpX.Y/ as soon as it is built.
 # The first host PHP's extension is built in the same cargo run as the CLI and the
 # library: one set of dependencies (cargo unifies their features per run), not two.
 build_host() {
@@ -161,7 +162,7 @@ build_host() {
 }
 
 # build_sid MINOR: the extension for the chroot's PHP MINOR, built inside the chroot into
-# target/package/phpMINOR (the repository is bound at its own path there).
+# $builds/phpMINOR (the repository and the cache are bound at their own paths there).
 build_sid() {
   local minor=$1 root env_words cargo_home=${CARGO_HOME:-$HOME/.cargo}
   local rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
