@@ -164,22 +164,16 @@ build_host() {
 # build_sid MINOR: the extension for the chroot's PHP MINOR, built inside the chroot into
 # $builds/phpMINOR (the repository and the cache are bound at their own paths there).
 build_sid() {
-  local minor=$1 root env_words cargo_home=${CARGO_HOME:-$HOME/.cargo}
-  local rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
+  local minor=$1 root env_words
   root=$(bash "$here/sid.sh" root) || die "the sid chroot is not available"
   [ -x "$root/usr/bin/php$minor" ] && [ -x "$root/usr/bin/php-config$minor" ] \
     || die "PHP $minor is not in $root (scripts/sid.sh installs it)"
   php_check chroot "$root" "php$minor"
-  chroot_bind "$root" "$cargo_home"
-  chroot_bind "$root" "$rustup_home"
   chroot_bind "$root" "$cache"
   mapfile -t env_words < <(cargo_env)
-  chroot "$root" /usr/bin/env -C "$repo" \
-    PATH="$cargo_home/bin:/usr/local/bin:/usr/bin:/bin" HOME="$HOME" \
-    CARGO_HOME="$cargo_home" RUSTUP_HOME="$rustup_home" "${env_words[@]}" \
-    CARGO_TARGET_DIR="$builds/php$minor" \
+  chroot_cargo "$root" "$repo" "${env_words[@]}" CARGO_TARGET_DIR="$builds/php$minor" \
     PHP="/usr/bin/php$minor" PHP_CONFIG="/usr/bin/php-config$minor" \
-    cargo build --release --locked --target "$triple" -p mysqllock-php \
+    -- build --release --locked --target "$triple" -p mysqllock-php \
     || die "building the extension for PHP $minor (in $root) failed"
   mkdir -p "$stage/php$minor"
   cp "$builds/php$minor/$triple/release/libmysqllock_php.so" "$stage/php$minor/$ext.so"

@@ -93,18 +93,11 @@ case "$cmd" in
     [[ $version =~ ^[0-9]+\.[0-9]+$ ]] || die "ext $version: a PHP version is X.Y"
     ensure
     [ -x "$root/usr/bin/php$version" ] || die "PHP $version is not in $root"
-    # The host's toolchain, at its own paths (rustup's proxies find it through RUSTUP_HOME).
-    cargo_home=${CARGO_HOME:-$HOME/.cargo}
-    rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
-    chroot_bind "$root" "$cargo_home"
-    chroot_bind "$root" "$rustup_home"
     target=/build/php$version
     mkdir -p "$root$target"
-    (cd "$repo" && chroot "$root" /usr/bin/env -C "$repo" \
-      PATH="$cargo_home/bin:/usr/local/bin:/usr/bin:/bin" HOME="$HOME" \
-      CARGO_HOME="$cargo_home" RUSTUP_HOME="$rustup_home" CARGO_TARGET_DIR="$target" \
+    chroot_cargo "$root" "$repo" CARGO_TARGET_DIR="$target" \
       PHP="/usr/bin/php$version" PHP_CONFIG="/usr/bin/php-config$version" \
-      cargo build --release --locked -p mysqllock-php >&2) \
+      -- build --release --locked -p mysqllock-php >&2 \
       || die "building the extension for PHP $version failed"
     so=$target/release/libmysqllock_php.so
     # The path inside the chroot; the same file is $root$so on the host.

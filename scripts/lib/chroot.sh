@@ -84,3 +84,23 @@ chroot_bind() {
   mount --bind "$path" "$root$path" 2>/dev/null || mountpoint -q "$root$path" \
     || die "cannot bind $path into $root"
 }
+
+# chroot_cargo ROOT DIR [VAR=VALUE...] -- CARGO_ARGS...: the host's cargo (rustup's
+# toolchain, bound into ROOT at its own paths, so nothing is installed there) run inside
+# ROOT in DIR with the VARs set: a build against a library or PHP that only ROOT has.
+chroot_cargo() {
+  local root=$1 dir=$2 vars=()
+  local cargo_home=${CARGO_HOME:-$HOME/.cargo} rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    vars+=("$1")
+    shift
+  done
+  [ "${1:-}" = -- ] || die "chroot_cargo: no -- before cargo's arguments"
+  shift
+  chroot_bind "$root" "$cargo_home"
+  chroot_bind "$root" "$rustup_home"
+  chroot "$root" /usr/bin/env -C "$dir" \
+    PATH="$cargo_home/bin:/usr/local/bin:/usr/bin:/bin" HOME="$HOME" \
+    CARGO_HOME="$cargo_home" RUSTUP_HOME="$rustup_home" "${vars[@]}" cargo "$@"
+}

@@ -12,15 +12,9 @@ bin=${MYSQLLOCK_BIN:?}
 dsn=${MYSQLLOCK_TEST_DSN:?}
 cd "$root"
 
-passed=0
-failed=0
-pass() { echo "ok - $1"; passed=$((passed + 1)); }
-fail() { echo "not ok - $1"; failed=$((failed + 1)); }
-finish() {
-  echo "c-abi: $passed passed, $failed failed"
-  [ "$failed" = 0 ]
-  exit
-}
+tally_label=c-abi
+# shellcheck source=tests/suites/lib/tally.sh
+. "$root/tests/suites/lib/tally.sh"
 
 # Missing tools are failures, never skips: a green suite must mean "tested".
 for tool in gcc valgrind php python3 mariadb; do

@@ -25,17 +25,11 @@ root=${MYSQLLOCK_ROOT:?MYSQLLOCK_ROOT is not set (the repository root)}
 bin=${MYSQLLOCK_BIN:?MYSQLLOCK_BIN is not set (the target/release directory)}
 cd "$root" || exit 1
 servers=${MYSQLLOCK_TEST_SERVERS:-mariadb mysql}
-started=$SECONDS
 
-passed=0
-failed=0
-pass() { echo "ok - $1"; passed=$((passed + 1)); }
-fail() { echo "not ok - $1"; failed=$((failed + 1)); }
-finish() {
-  echo "tls: $passed passed, $failed failed ($((SECONDS - started)) s)"
-  [ "$failed" = 0 ]
-  exit
-}
+tally_label=tls
+tally_started=$SECONDS
+# shellcheck source=tests/suites/lib/tally.sh
+. "$root/tests/suites/lib/tally.sh"
 
 for tool in cargo gcc valgrind openssl mariadb mariadb-install-db flock; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/install-deps.sh installs it)"

@@ -18,15 +18,9 @@ dist=${MYSQLLOCK_DIST:-$root/dist}
 export MYSQLLOCK_DIST=$dist
 cd "$root"
 
-passed=0
-failed=0
-pass() { echo "ok - $1"; passed=$((passed + 1)); }
-fail() { echo "not ok - $1"; failed=$((failed + 1)); }
-finish() {
-  echo "package: $passed passed, $failed failed"
-  [ "$failed" = 0 ]
-  exit
-}
+tally_label=package
+# shellcheck source=tests/suites/lib/tally.sh
+. "$root/tests/suites/lib/tally.sh"
 
 # Missing tools are failures, never skips.
 for tool in gcc unzip tar objdump python3 mariadb sha256sum; do
