@@ -113,10 +113,12 @@ pending=("${!job_names[@]}")
 declare -A running=() busy=()
 start_job() {
   local i=$1
+  # Through a pipe, as a terminal or CI's log would be: a test that opens /dev/stdout anew
+  # writes at the start of a regular file, over what came before.
   (
     started=$SECONDS
-    eval "${job_commands[$i]}" >"$logs/$i.log" 2>&1 </dev/null
-    echo "$? $((SECONDS - started))" >"$logs/$i.end"
+    eval "${job_commands[$i]}" </dev/null 2>&1 | cat >"$logs/$i.log"
+    echo "${PIPESTATUS[0]} $((SECONDS - started))" >"$logs/$i.end"
   ) &
   running[$!]=$i
   busy[${job_servers[$i]}]=1
@@ -127,6 +129,8 @@ report_job() {
   echo
   echo "=== suite: ${job_names[$i]}"
   cat "$logs/$i.log"
+  # A run whose last line has no newline (PHPUnit's progress dots) still ends its line.
+  [ -z "$(tail -c 1 "$logs/$i.log")" ] || echo
   if [ "$rc" = 0 ]; then
     passed=$((passed + 1))
   else
