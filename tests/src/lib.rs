@@ -14,6 +14,21 @@ pub fn dsn() -> String {
     )
 }
 
+/// Whether session `id` of the test server waits in a GET_LOCK (the server's process list
+/// says so, read on a session of its own).
+pub fn queued_on_get_lock(id: u64) -> bool {
+    use mysqllock_core::{Config, MysqlSession, Session};
+    let mut inspector = MysqlSession::connect(&Config::from_url(&dsn()).expect("the test server's URL"))
+        .expect("a session on the test server");
+    let out = inspector
+        .execute(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock'",
+            &[id.into()],
+        )
+        .expect("the process list");
+    out.first(0).as_i64() == Some(1)
+}
+
 /// A lock name no other test uses.
 pub fn unique(label: &str) -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);

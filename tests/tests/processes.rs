@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use mysqllock_core::{Config, MysqlSession, NativeLocker, Session};
-use mysqllock_tests::{dsn, eventually, unique, Holder};
+use mysqllock_tests::{dsn, eventually, queued_on_get_lock, unique, Holder};
 
 const LOCKCTL: &str = env!("CARGO_BIN_EXE_lockctl");
 
@@ -26,17 +26,6 @@ fn session_exists(id: &str) -> bool {
         .execute(
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?",
             &[id.parse::<u64>().unwrap().into()],
-        )
-        .unwrap();
-    out.first(0).as_i64() == Some(1)
-}
-
-/// Whether session `id` waits in a GET_LOCK (the server's process list says so).
-fn queued_on_get_lock(id: u64) -> bool {
-    let out = inspector()
-        .execute(
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock'",
-            &[id.into()],
         )
         .unwrap();
     out.first(0).as_i64() == Some(1)

@@ -10,9 +10,9 @@
 
 use std::time::{Duration, Instant};
 
-use mysqllock_core::{AcquireOptions, Config, DistributedLock, Error, MysqlSession, NativeLocker, Session};
+use mysqllock_core::{AcquireOptions, Config, DistributedLock, Error, MysqlSession, NativeLocker};
 use mysqllock_tests::silence::{server_of, FreezeProxy, Stall, StalledServer};
-use mysqllock_tests::{dsn, eventually, unique};
+use mysqllock_tests::{dsn, eventually, queued_on_get_lock, unique};
 
 /// `connect_timeout` and `read_timeout` of the clients under test, in seconds.
 const CONNECT: f64 = 2.0;
@@ -60,18 +60,6 @@ fn ends_silenced<T: std::fmt::Debug>(bound: Duration, during: &str, call: impl F
 
 /// A call on a held lock, by name.
 type Call = fn(&mut NativeLocker, &str) -> Result<(), Error>;
-
-/// Whether session `id` waits in a GET_LOCK.
-fn queued_on_get_lock(id: u64) -> bool {
-    let mut inspector = MysqlSession::connect(&Config::from_url(&dsn()).unwrap()).unwrap();
-    let out = inspector
-        .execute(
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ? AND STATE = 'User lock'",
-            &[id.into()],
-        )
-        .unwrap();
-    out.first(0).as_i64() == Some(1)
-}
 
 #[test]
 fn a_connect_through_a_frozen_network_ends_within_connect_timeout() {
