@@ -107,6 +107,8 @@ fn a_kept_alive_run_on_a_frozen_network_stops_its_command_before_the_ttl_and_exi
     let ttl = 9;
     let mut run = mysqllock_on(
         &proxy.dsn(&dsn(), TIMEOUTS),
+        // The job: a command that would outlive the TTL (`sleep 60` is its work, not a wait
+        // of the test), which run must stop with SIGTERM once the lease is lost.
         &["run", &name, "--keep-alive", "--ttl", &ttl.to_string(), "--", "sh", "-c", "echo started; exec sleep 60"],
     )
     .stdout(Stdio::piped())

@@ -190,7 +190,7 @@ while (!file_exists($go)) {
         fwrite(STDERR, "nobody looked at the lock within 60 s\n");
         exit(3);
     }
-    usleep(20000);
+    usleep(20000); // the poll interval of this deadline-bounded wait for the test's go
 }
 SharedLock::unlock($name);
 echo "released\n";
@@ -203,7 +203,7 @@ wait_for() {
   while ! grep -qx "$2" "$1" 2>/dev/null; do
     kill -0 "$3" 2>/dev/null || return 1
     [ $SECONDS -lt $end ] || return 1
-    sleep 0.05
+    sleep 0.05 # the poll interval
   done
 }
 
