@@ -458,11 +458,7 @@ fn a_lost_connection_is_replaced_and_the_lease_is_kept() {
     lock.acquire(&r, "owner-a", 30.0).unwrap();
     let id = lock.connection_id().unwrap();
     raw().kill(id).unwrap();
-    wait_until("the session is gone", || {
-        query(&mut raw(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[id.into()])[0][0]
-            .as_i64()
-            == Some(0)
-    });
+    wait_until_gone(id);
     assert!(lock.is_held(&r).unwrap(), "the lease lives in the table, not the session");
     assert!(lock.renew(&r, "owner-a", 30.0).unwrap().is_some());
     assert!(lock.release(&r, "owner-a").unwrap());

@@ -201,12 +201,7 @@ fn row_of_a_dead_owner_is_reclaimed_at_once() {
         // dropping the locker closes its session: the server releases its GET_LOCK
     };
     // The server ends a closed session on its own time (MySQL takes a few milliseconds).
-    let mut admin = raw();
-    wait_until("the closed session is gone", || {
-        let rows =
-            query(&mut admin, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[gone_id.into()]);
-        rows[0][0].as_i64() == Some(0)
-    });
+    wait_until_gone(gone_id);
     let mut a = locker();
     let start = Instant::now();
     // One try, although the row names the dead owner for 300 s more.
@@ -241,8 +236,7 @@ fn stale_holder_keeping_the_get_lock_is_killed_by_the_next_owner() {
     let start = Instant::now();
     b.acquire(&name, 10.0, 30.0).unwrap();
     assert!(start.elapsed() < Duration::from_secs(5), "{:?}", start.elapsed());
-    let alive = query(&mut raw(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[a_id.into()]);
-    assert_eq!(alive[0][0].as_i64(), Some(0), "stale holder's session should be gone");
+    wait_until_gone(a_id);
     let err = a.assert_ttl(&name, 0.0).unwrap_err();
     assert!(err.is_not_held(), "{err}");
 }
@@ -366,8 +360,7 @@ fn stale_holder_under_another_spelling_is_killed_by_the_next_owner() {
     let a_id = a.connection_id().unwrap();
     let mut b = locker();
     b.acquire(&name.to_lowercase(), 10.0, 30.0).unwrap();
-    let alive = query(&mut raw(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[a_id.into()]);
-    assert_eq!(alive[0][0].as_i64(), Some(0), "the stale holder of {name:?} kept its session");
+    wait_until_gone(a_id);
 }
 
 #[test]

@@ -118,11 +118,7 @@ fn the_extra_sessions_close_when_few_leases_are_left() {
     for i in (0..=LEASES_PER_SESSION).rev() {
         l.release(&format!("{base}-{i}")).unwrap();
     }
-    wait_until(&format!("the extra session {extra} is closed"), || {
-        let open =
-            query(&mut raw(), "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[extra.into()]);
-        open[0][0].as_i64() == Some(0)
-    });
+    wait_until_gone(extra);
 }
 
 /// Native sessions from a config, but in one session only (as a PDO would be).

@@ -74,6 +74,17 @@ pub fn wait_until_queued(id: u64) {
     });
 }
 
+/// Waits until session `id` has left the server's process list. A KILLed session frees its
+/// locks first and leaves the list a moment later (MariaDB 11.8 shows the gap under load), so
+/// "the next owner got the lock" does not yet mean "the stale session is gone".
+pub fn wait_until_gone(id: u64) {
+    let mut admin = raw();
+    wait_until(&format!("session {id} is gone"), || {
+        let rows = query(&mut admin, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", &[id.into()]);
+        rows[0][0].as_i64() == Some(0)
+    });
+}
+
 /// Waits until the lease on `name` in `table` has run out on the database clock (the
 /// condition under which another session may reclaim it).
 pub fn wait_until_expired(table: &str, name: &str) {
