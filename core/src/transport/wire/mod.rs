@@ -17,7 +17,7 @@
 
 use std::fmt;
 use std::io::{self, BufReader, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -27,6 +27,7 @@ use crate::value::{Outcome, Value};
 
 mod auth;
 mod binary;
+mod resolve;
 mod rsa_key;
 mod socket;
 #[cfg(test)]
@@ -35,6 +36,7 @@ mod tests;
 use auth::*;
 use binary::*;
 pub(crate) use binary::{fraction, Prepared};
+use resolve::{resolve, Unresolved};
 pub(crate) use socket::{seconds, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES};
 use socket::{timed_out, Plain, Socket};
 
@@ -263,12 +265,7 @@ impl Connection {
         first: Option<&dyn Fn(&Greeting) -> String>,
     ) -> Result<(Connection, Option<Answer>), OpenError> {
         let peer = config.server();
-        let stream = connect_stream(config, started).map_err(|e| {
-            OpenError::Failed(match timed_out(&e) {
-                true => stalled(&peer, config.connect_timeout, During::Connect),
-                false => lost(&e),
-            })
-        })?;
+        let stream = connect_stream(config, started).map_err(OpenError::Failed)?;
         let mut conn = Connection {
             stream: BufReader::with_capacity(16 * 1024, stream),
             greeting: Greeting {
@@ -548,20 +545,33 @@ impl Drop for Connection {
     }
 }
 
-/// Connects the socket within what is left of `connect_timeout` (none when it is 0).
-fn connect_stream(config: &Config, started: Instant) -> io::Result<Stream> {
+/// Connects the socket within what is left of `connect_timeout` (none when it is 0),
+/// the host name's lookup included.
+fn connect_stream(config: &Config, started: Instant) -> Result<Stream, SessionError> {
     let bounded = !config.connect_timeout.is_zero();
+    let left = || config.connect_timeout.saturating_sub(started.elapsed());
+    let failed = |e: io::Error| match timed_out(&e) {
+        true => stalled(&config.server(), config.connect_timeout, During::Connect),
+        false => lost(&e),
+    };
     let plain = match &config.socket {
-        Some(path) => Plain::Unix(UnixStream::connect(path)?),
+        Some(path) => Plain::Unix(UnixStream::connect(path).map_err(failed)?),
         None => {
+            let addresses = resolve(&config.host, config.port, bounded.then(left)).map_err(|e| match e {
+                Unresolved::Failed(e) => lost(&e),
+                Unresolved::TimedOut => SessionError::stalled(format!(
+                    "looking up the host name {} gave no answer within {} s (connect_timeout)",
+                    config.host,
+                    seconds(config.connect_timeout)
+                )),
+            })?;
             let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{} resolves to no address", config.host));
             let mut connected = None;
-            for addr in (config.host.as_str(), config.port).to_socket_addrs()? {
-                let left = config.connect_timeout.saturating_sub(started.elapsed());
+            for addr in addresses {
                 let attempt = match bounded {
                     false => TcpStream::connect(addr),
-                    true if left.is_zero() => Err(io::ErrorKind::TimedOut.into()),
-                    true => TcpStream::connect_timeout(&addr, left),
+                    true if left().is_zero() => Err(io::ErrorKind::TimedOut.into()),
+                    true => TcpStream::connect_timeout(&addr, left()),
                 };
                 match attempt {
                     Ok(s) => {
@@ -571,8 +581,8 @@ fn connect_stream(config: &Config, started: Instant) -> io::Result<Stream> {
                     Err(e) => last = e,
                 }
             }
-            let s = connected.ok_or(last)?;
-            s.set_nodelay(true)?;
+            let s = connected.ok_or(last).map_err(failed)?;
+            s.set_nodelay(true).map_err(|e| lost(&e))?;
             Plain::Tcp(s)
         }
     };
