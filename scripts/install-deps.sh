@@ -22,6 +22,9 @@ declare -A need=(
   [/usr/share/php/Illuminate/autoload.php]=php-laravel-framework
   # `composer validate` of the bridges' composer.json files.
   [/usr/bin/composer]=composer
+  # Packets dropped below the sockets (tests/src/silence.rs's Blackhole; the group
+  # replication suite's cuts).
+  [/usr/sbin/iptables]=iptables
 )
 missing=()
 for probe in "${!need[@]}"; do

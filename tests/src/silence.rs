@@ -300,3 +300,63 @@ pub fn server_of(dsn: &str) -> String {
     let authority = rest.split(['/', '?']).next().unwrap_or("");
     authority.rsplit_once('@').map_or(authority, |(_, hostport)| hostport).to_owned()
 }
+
+/// Every packet to and from a port on the loopback interface dropped by the kernel
+/// (iptables rules on INPUT, removed when dropped): a network gone silent below the
+/// sockets, where [`FreezeProxy`] only stops an application. The peer's kernel answers
+/// nothing, keepalive probes included, so this is what shows whether a socket's own
+/// keepalive notices a silent peer. Needs root and iptables (scripts/install-deps.sh).
+pub struct Blackhole {
+    rules: [Vec<String>; 2],
+}
+
+impl Blackhole {
+    /// Drops everything sent to or from `port` on 127.0.0.1 from now on.
+    pub fn on(port: u16) -> Result<Blackhole, String> {
+        let rule = |direction: &str| {
+            ["INPUT", "-i", "lo", "-p", "tcp", direction, &port.to_string(), "-j", "DROP"].map(String::from).to_vec()
+        };
+        let hole = Blackhole { rules: [rule("--dport"), rule("--sport")] };
+        for rule in &hole.rules {
+            iptables("-I", rule)?;
+        }
+        Ok(hole)
+    }
+}
+
+impl Drop for Blackhole {
+    fn drop(&mut self) {
+        for rule in &self.rules {
+            let _ = iptables("-D", rule);
+        }
+    }
+}
+
+/// `iptables -w ACTION RULE...`, waiting for the tables' lock (other suites use it too).
+fn iptables(action: &str, rule: &[String]) -> Result<(), String> {
+    let out = std::process::Command::new("iptables")
+        .arg("-w")
+        .arg(action)
+        .args(rule)
+        .output()
+        .map_err(|e| format!("running iptables (root and scripts/install-deps.sh needed): {e}"))?;
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(format!("iptables {action} {}: {}", rule.join(" "), String::from_utf8_lossy(&out.stderr).trim())),
+    }
+}
+
+/// How many TCP connections to 127.0.0.1:`port` this machine's kernel holds open
+/// (ESTABLISHED, from /proc/net/tcp): a connection the kernel gave up on has left it.
+pub fn established_to(port: u16) -> usize {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("reading /proc/net/tcp");
+    let remote = format!("0100007F:{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            fields.get(2) == Some(&remote.as_str()) && fields.get(3) == Some(&"01")
+        })
+        .count()
+}
