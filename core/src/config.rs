@@ -288,6 +288,20 @@ impl Default for Config {
 /// call on a silent network within a minute, before a crontab's next run starts.
 pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The longest lock wait one statement asks the server for on a client whose reads are
+/// bounded once, when it connects, rather than per statement (the `mysql` crate's; a PDO
+/// the PHP extension opens): a longer wait is split into several statements, so that
+/// [`Config::read_bound_set_once`] covers each of them.
+pub const LONGEST_WAIT_PER_STATEMENT: Duration = Duration::from_secs(10);
+
+impl Config {
+    /// The bound for every read of a client that takes one when it connects:
+    /// `read_timeout` plus [`LONGEST_WAIT_PER_STATEMENT`].
+    pub fn read_bound_set_once(&self) -> Duration {
+        self.read_timeout.saturating_add(LONGEST_WAIT_PER_STATEMENT)
+    }
+}
+
 /// The keys [`Config::set`] takes besides the URL's own parts, for messages.
 const URL_PARAMETERS: &str = "table, lease_table, quote, socket, charset, connect_timeout, read_timeout, \
                               write_timeout, allow_cluster, ssl-mode, ssl-ca, ssl-cert, ssl-key";

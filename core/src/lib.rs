@@ -41,6 +41,7 @@ mod value;
 
 pub use config::{
     url_settings, Config, QuoteStyle, SslMode, Table, Tls, DEFAULT_IO_TIMEOUT, DEFAULT_LEASE_TABLE, DEFAULT_TABLE,
+    LONGEST_WAIT_PER_STATEMENT,
 };
 pub use error::{Error, Loss, Result, SessionError};
 pub use lease_mode::{

@@ -169,7 +169,7 @@ fn set_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
         return Err(args::type_error(1, "PDO", &pdo));
     }
     state::with(|s| {
-        s.use_pdo(pdo, false);
+        s.use_pdo(pdo, None);
         Ok(())
     })
     .map_err(|e| to_php(Op::Configure, &e))?;
@@ -189,7 +189,7 @@ fn get_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     // Outside the state: `new PDO` may warn, and a user error handler may run.
     let pdo = pdo_factory::open(&target)?;
     state::with(|s| {
-        s.use_pdo(pdo.shallow_clone(), true);
+        s.use_pdo(pdo.shallow_clone(), target.read_bound);
         Ok(())
     })
     .map_err(|e| to_php(Op::Configure, &e))?;

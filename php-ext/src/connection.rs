@@ -176,15 +176,19 @@ impl Settings {
         }
     }
 
-    /// What `getConnection()` opens: the original package's DSN, the login, and the
-    /// TLS settings (PDO goes over the Unix socket for `localhost`).
+    /// What `getConnection()` opens: the original package's DSN, the login, the TLS
+    /// settings (PDO goes over the Unix socket for `localhost`), and the bounds of the
+    /// native connection's settings.
     pub fn pdo_target(&self) -> PdoTarget {
+        let config = self.native(&Table::default());
         PdoTarget {
             dsn: self.pdo_dsn(),
             user: self.user.clone(),
             password: self.password.clone(),
             tls: self.tls.clone(),
             over_socket: is_socket_host(&self.host),
+            connect_timeout: config.connect_timeout,
+            read_bound: Some(ReadBound { limit: config.read_bound_set_once(), peer: config.server() }),
         }
     }
 
@@ -213,15 +217,31 @@ impl Settings {
     }
 }
 
-/// What opening a PDO takes (`pdo_factory`): its DSN and login, and the TLS settings
-/// with whether the PDO reaches the server over a Unix socket (where mysqlnd cannot
-/// encrypt).
+/// What opening a PDO takes (`pdo_factory`): its DSN and login, the TLS settings with
+/// whether the PDO reaches the server over a Unix socket (where mysqlnd cannot encrypt),
+/// and its bounds.
 pub struct PdoTarget {
     pub dsn: String,
     pub user: String,
     pub password: Option<String>,
     pub tls: Tls,
     pub over_socket: bool,
+    /// For the TCP connect (`PDO::ATTR_TIMEOUT`).
+    pub connect_timeout: Duration,
+    /// For every read, when the extension runs locks on the PDO itself; `None` for a PDO
+    /// handed to the user (`PdoFactory::fromUrl`), whose reads mysqlnd's defaults bound.
+    pub read_bound: Option<ReadBound>,
+}
+
+/// The bound mysqlnd was given for every read of a PDO the extension opened and locks
+/// on (`mysqlnd.net_read_timeout`, which it takes once, when it connects):
+/// [`Config::read_bound_set_once`]. Lock waits on it are split into statements of at
+/// most [`mysqllock_core::LONGEST_WAIT_PER_STATEMENT`], so that the bound covers each.
+#[derive(Clone)]
+pub struct ReadBound {
+    pub limit: Duration,
+    /// `host:port`, for the message when the bound runs out.
+    pub peer: String,
 }
 
 /// Whether PDO (mysqlnd) goes over the Unix socket to `host`: for `localhost`, whatever
@@ -263,8 +283,9 @@ pub enum Target {
     /// A PDO object.
     Pdo {
         pdo: Zval,
-        /// Created by `getConnection()` (rather than the user).
-        owned: bool,
+        /// Created by `getConnection()` (rather than the user), with the bound mysqlnd
+        /// was given for its reads.
+        opened: Option<ReadBound>,
         statements: Statements,
         /// Sessions ask the server for their `CONNECTION_ID()` (a `Locker`'s must know
         /// it); the lease mode's need not, and its SQLite PDOs have none.
@@ -280,14 +301,14 @@ pub enum Target {
 }
 
 impl Target {
-    /// A PDO for a `Locker`; `owned` when `getConnection()` created it.
-    pub fn pdo(pdo: Zval, owned: bool) -> Target {
-        Target::Pdo { pdo, owned, statements: Statements::default(), identified: true, reconnect: None }
+    /// A PDO for a `Locker`; `opened` when `getConnection()` created it.
+    pub fn pdo(pdo: Zval, opened: Option<ReadBound>) -> Target {
+        Target::Pdo { pdo, opened, statements: Statements::default(), identified: true, reconnect: None }
     }
 
     /// A user's PDO for the lease mode, replaced by `reconnect` (if given) once lost.
     pub fn lease_pdo(pdo: Zval, reconnect: Option<Reconnect>) -> Target {
-        Target::Pdo { pdo, owned: false, statements: Statements::default(), identified: false, reconnect }
+        Target::Pdo { pdo, opened: None, statements: Statements::default(), identified: false, reconnect }
     }
 
     pub fn mysqli(mysqli: Zval) -> Target {
@@ -358,7 +379,7 @@ impl PhpConnector {
     }
 
     pub fn owns_pdo(&self) -> bool {
-        matches!(self.target, Target::Pdo { owned: true, .. })
+        matches!(self.target, Target::Pdo { opened: Some(_), .. })
     }
 
     /// The same target without any session or prepared statement of this one (`clone`
@@ -366,9 +387,9 @@ impl PhpConnector {
     pub fn fresh(&self) -> PhpConnector {
         let target = match &self.target {
             Target::Native(config) => Target::Native(config.clone()),
-            Target::Pdo { pdo, owned, identified, reconnect, .. } => Target::Pdo {
+            Target::Pdo { pdo, opened, identified, reconnect, .. } => Target::Pdo {
                 pdo: pdo.shallow_clone(),
-                owned: *owned,
+                opened: opened.clone(),
                 statements: Statements::default(),
                 identified: *identified,
                 reconnect: reconnect.as_ref().map(|r| Reconnect::new(r.callable.shallow_clone(), r.dialect)),
@@ -382,9 +403,9 @@ impl PhpConnector {
     /// parent's session (our statements always; the PDO itself if we created it).
     pub fn protect_parents_session(&mut self) {
         match &mut self.target {
-            Target::Pdo { pdo, owned, statements, .. } => {
+            Target::Pdo { pdo, opened, statements, .. } => {
                 never_free_statements(statements);
-                if *owned {
+                if opened.is_some() {
                     php::never_free(pdo);
                 }
             }
@@ -402,7 +423,7 @@ impl Connector for PhpConnector {
     fn connect(&mut self) -> mysqllock_core::Result<Box<dyn Session>> {
         match &mut self.target {
             Target::Native(config) => Ok(Box::new(MysqlSession::connect(config)?)),
-            Target::Pdo { pdo, statements, identified, reconnect, .. } => {
+            Target::Pdo { pdo, statements, identified, reconnect, opened } => {
                 if let Some(reconnect) = reconnect {
                     if reconnect.used {
                         *pdo = reconnect.replacement()?;
@@ -413,7 +434,7 @@ impl Connector for PhpConnector {
                     return Ok(Box::new(PdoSession::attach(pdo, statements.clone())));
                 }
                 match PdoSession::open(pdo, statements.clone()) {
-                    Ok(session) => Ok(Box::new(session)),
+                    Ok(session) => Ok(Box::new(session.bounded(opened.clone()))),
                     Err(source) => Err(session_failed(source)),
                 }
             }

@@ -36,7 +36,7 @@ use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags};
 use ext_php_rs::types::{ZendHashTable, Zval};
 use ext_php_rs::zend::{ClassEntry, ExecuteData};
-use mysqllock_core::{Error, Tls};
+use mysqllock_core::{Error, Table, Tls};
 
 use crate::args::{self, Args};
 use crate::connection::{is_socket_host, PdoTarget, Settings};
@@ -45,21 +45,28 @@ use crate::handler::{self, handlers};
 use crate::php::{self, Noise};
 use crate::registry::Class;
 
-/// `PDO::ATTR_ERRMODE` => `PDO::ERRMODE_EXCEPTION`, `PDO::ATTR_EMULATE_PREPARES`: PDO's
-/// own attributes, the same numbers in every build.
+/// `PDO::ATTR_ERRMODE` => `PDO::ERRMODE_EXCEPTION`, `PDO::ATTR_EMULATE_PREPARES`,
+/// `PDO::ATTR_TIMEOUT`: PDO's own attributes, the same numbers in every build.
+const ATTR_TIMEOUT: i64 = 2;
 const ATTR_ERRMODE: i64 = 3;
 const ERRMODE_EXCEPTION: i64 = 2;
 const ATTR_EMULATE_PREPARES: i64 = 20;
 
 /// `new PDO(...)` for `target`: exceptions on, real prepared statements, the TLS
-/// attributes. Called outside the state: `new PDO` may warn, and a user's error handler
-/// may run.
+/// attributes, and its bounds: `connect_timeout` for the TCP connect (`ATTR_TIMEOUT`,
+/// whole seconds, rounded up), and the read bound, if any, as `mysqlnd.net_read_timeout`
+/// while it connects (mysqlnd takes that setting once, for the connection's lifetime,
+/// and PDO has no attribute for it; the user's value is put back at once). Called
+/// outside the state: `new PDO` may warn, and a user's error handler may run.
 pub fn open(target: &PdoTarget) -> PhpResult<Zval> {
     let class = ClassEntry::try_find("PDO")
         .ok_or_else(|| PhpException::from_message("the PDO extension is not loaded".to_owned()))?;
     let mut options = ZendHashTable::new();
     options.insert_at_index(ATTR_ERRMODE, ERRMODE_EXCEPTION)?;
     options.insert_at_index(ATTR_EMULATE_PREPARES, false)?;
+    if !target.connect_timeout.is_zero() {
+        options.insert_at_index(ATTR_TIMEOUT, whole_seconds(target.connect_timeout))?;
+    }
     for (attribute, value) in tls_attributes(&target.tls, target.over_socket).map_err(|e| to_php(Op::Configure, &e))? {
         match value {
             Value::Text(text) => options.insert_at_index(attribute, text)?,
@@ -73,7 +80,29 @@ pub fn open(target: &PdoTarget) -> PhpResult<Zval> {
         let _ = z.set_string(p, false);
         z
     });
-    php::instantiate(class, vec![&target.dsn, &target.user, &password, &options_zval]).map_err(handler::rethrow)
+    let users_read_timeout = match &target.read_bound {
+        Some(bound) => Some(set_ini(NET_READ_TIMEOUT, &whole_seconds(bound.limit).to_string())?),
+        None => None,
+    };
+    let pdo = php::instantiate(class, vec![&target.dsn, &target.user, &password, &options_zval]);
+    if let Some(value) = users_read_timeout {
+        set_ini(NET_READ_TIMEOUT, &value)?;
+    }
+    pdo.map_err(handler::rethrow)
+}
+
+/// mysqlnd's bound for every read (and write) of a connection, taken when it connects.
+const NET_READ_TIMEOUT: &str = "mysqlnd.net_read_timeout";
+
+/// `ini_set($name, $value)`; returns the value it replaced.
+fn set_ini(name: &str, value: &str) -> PhpResult<String> {
+    let old = php::call_function("ini_set", vec![&name, &value], Noise::Quiet).map_err(handler::rethrow)?;
+    old.string().ok_or_else(|| PhpException::from_message(format!("ini_set(\"{name}\") was refused")))
+}
+
+/// A bound in whole seconds, rounded up (never 0, which would mean none).
+fn whole_seconds(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_secs()).unwrap_or(i64::MAX).saturating_add(i64::from(d.subsec_nanos() > 0)).max(1)
 }
 
 /// mysqlnd's TLS attributes (`PDO::MYSQL_ATTR_SSL_*`).
@@ -240,6 +269,7 @@ fn from_url_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 /// takes it), else its host and port.
 fn url_target(url: &str) -> Result<PdoTarget, Error> {
     let (settings, _) = Settings::from_url(url)?;
+    let connect_timeout = settings.native(&Table::default()).connect_timeout;
     let Settings { host, port, socket, database, charset, user, password, tls, .. } = settings;
     let mut dsn = match &socket {
         Some(path) => format!("mysql:unix_socket={path}"),
@@ -249,5 +279,6 @@ fn url_target(url: &str) -> Result<PdoTarget, Error> {
         dsn.push_str(&format!(";dbname={db}"));
     }
     dsn.push_str(&format!(";charset={charset}"));
-    Ok(PdoTarget { dsn, user, password, tls, over_socket: socket.is_some() || is_socket_host(&host) })
+    let over_socket = socket.is_some() || is_socket_host(&host);
+    Ok(PdoTarget { dsn, user, password, tls, over_socket, connect_timeout, read_bound: None })
 }

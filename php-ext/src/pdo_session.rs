@@ -8,11 +8,18 @@
 //! `PDOException`, kept as the `getPrevious()` of the lock exception), whatever mode the
 //! user chose; emulated prepares are left as they are. At request shutdown no exception
 //! may be thrown, so `ERRMODE_SILENT` and `errorInfo()` are used instead.
+//!
+//! On a user's PDO the user's timeouts rule. On the PDO `getConnection()` opens, mysqlnd
+//! bounds every read ([`ReadBound`]): lock waits are split to fit under it, and a read
+//! that runs out says so as the native connection does.
+
+use std::time::{Duration, Instant};
 
 use ext_php_rs::convert::IntoZvalDyn;
 use ext_php_rs::types::{ZendObject, Zval};
-use mysqllock_core::{Dialect, Outcome, Session, SessionError, Value};
+use mysqllock_core::{Dialect, Outcome, Session, SessionError, Value, LONGEST_WAIT_PER_STATEMENT};
 
+use crate::connection::ReadBound;
 use crate::driver::{self, unknown, Statements};
 use crate::php::{self, CallError, Noise};
 
@@ -39,6 +46,8 @@ pub struct PdoSession {
     /// Whose error numbers the driver reports: SQLite's for pdo_sqlite (the lease
     /// mode's test databases), MySQL's otherwise.
     dialect: Dialect,
+    /// Set for a PDO the extension opened with a bound on its reads.
+    bound: Option<ReadBound>,
 }
 
 impl PdoSession {
@@ -60,7 +69,12 @@ impl PdoSession {
         drop(stale);
         let driver = driver_name(pdo).unwrap_or_default();
         let dialect = if driver == "sqlite" { Dialect::Sqlite } else { Dialect::MySql };
-        PdoSession { pdo: pdo.shallow_clone(), statements, id: 0, mysql: driver == "mysql", dialect }
+        PdoSession { pdo: pdo.shallow_clone(), statements, id: 0, mysql: driver == "mysql", dialect, bound: None }
+    }
+
+    /// The session of a PDO whose reads mysqlnd bounds at `bound` (none: the user's).
+    pub fn bounded(self, bound: Option<ReadBound>) -> Self {
+        PdoSession { bound, ..self }
     }
 
     /// Runs `f` with the PDO in the error mode we need, then restores the user's.
@@ -205,17 +219,46 @@ impl PdoSession {
 
 impl Session for PdoSession {
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
-        self.in_errmode(|s| s.run(sql, params))
+        let started = Instant::now();
+        self.in_errmode(|s| s.run(sql, params)).map_err(|e| self.ran_out(e, started.elapsed()))
     }
 
     fn connection_id(&self) -> u64 {
         self.id
     }
 
+    /// A bounded PDO's reads cannot wait longer than the bound it connected with, so
+    /// a longer wait is cut (the core waits again for the rest).
+    fn expect_wait(&mut self, wait: Duration) -> Duration {
+        match self.bound {
+            Some(_) => wait.min(LONGEST_WAIT_PER_STATEMENT),
+            None => wait,
+        }
+    }
+
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
         // KILL takes no bound parameter; `id` is an integer, formatted here.
         let sql = format!("KILL {id}");
         self.in_errmode(|s| s.pdo_call("exec", vec![&sql]).map(|_| ()))
+    }
+}
+
+impl PdoSession {
+    /// `error`, or, when a bounded PDO lost its session after waiting out its bound
+    /// (mysqlnd reports that as "MySQL server has gone away"), what happened: the server
+    /// stopped answering.
+    fn ran_out(&self, error: SessionError, took: Duration) -> SessionError {
+        match &self.bound {
+            // mysqlnd gives up at the bound itself; a little less is scheduling.
+            Some(bound) if error.lost && took + Duration::from_millis(200) >= bound.limit => {
+                SessionError::stalled(format!(
+                    "the server at {} stopped answering for {} s during a statement ({error})",
+                    bound.peer,
+                    bound.limit.as_secs_f64()
+                ))
+            }
+            _ => error,
+        }
     }
 }
 

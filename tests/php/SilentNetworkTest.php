@@ -128,6 +128,42 @@ final class SilentNetworkTest extends TestCase
      * @test
      */
     #[\PHPUnit\Framework\Attributes\Test]
+    public function sharedLockOnTheGetConnectionPdoThrowsWithinItsReadBoundOnAFrozenNetwork(): void
+    {
+        $this->configureThrough($this->startProxy());
+        SharedLock::getConnection();
+        SharedLock::lock($this->lockName('held'), 0, 60);
+        $this->freeze();
+        // mysqlnd bounds that PDO's reads at read_timeout + 10 s, the longest wait one
+        // statement on it asks for.
+        $e = $this->throwsWithin(self::READ + 10, fn () => SharedLock::lock($this->lockName('next'), 5, 60));
+        $this->assertInstanceOf(SharedLockAcquireException::class, $e);
+        $this->assertNotInstanceOf(SharedLockTimeoutException::class, $e, 'a silent server is not a busy lock');
+        $this->assertSaysStopped($e, 'for 12 s during a statement');
+    }
+
+    /**
+     * @test
+     */
+    #[\PHPUnit\Framework\Attributes\Test]
+    public function sharedLockOnTheGetConnectionPdoWaitsLongerThanItsReadBoundInPieces(): void
+    {
+        $name = $this->lockName();
+        $this->startHolder($name, 60);
+        $this->configureThrough($this->startProxy());
+        SharedLock::getConnection();
+        // 13 s is past the PDO's read bound (read_timeout + 10 s = 12 s): one GET_LOCK
+        // that long would end as a lost connection, not as a busy lock.
+        $start = microtime(true);
+        $e = $this->catchThrown(fn () => SharedLock::lock($name, 13, 60));
+        $this->assertInstanceOf(SharedLockTimeoutException::class, $e, $e->getMessage());
+        $this->assertGreaterThanOrEqual(13.0, microtime(true) - $start, 'waited the whole timeout');
+    }
+
+    /**
+     * @test
+     */
+    #[\PHPUnit\Framework\Attributes\Test]
     public function sessionLockWaitingOnAFrozenNetworkThrowsWithinTheWaitPlusReadTimeout(): void
     {
         $name = $this->lockName();

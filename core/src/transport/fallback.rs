@@ -5,9 +5,11 @@
 //! a mode that requires TLS is refused here rather than quietly weakened.
 //!
 //! The crate sets a connection's read and write timeouts once, when it connects, and
-//! offers no way to change them afterwards. So every read may block for `read_timeout`
-//! plus [`LONGEST_WAIT`], the longest wait one statement may ask the server for here (a
-//! longer lock wait is split into several statements), and the connect is bounded by
+//! offers no way to change them afterwards. So every read may block for
+//! [`Config::read_bound_set_once`]: `read_timeout` plus
+//! [`LONGEST_WAIT_PER_STATEMENT`](crate::LONGEST_WAIT_PER_STATEMENT), the
+//! longest wait one statement may ask the server for here (a longer lock wait is split
+//! into several statements), and the connect is bounded by
 //! `connect_timeout` for TCP and by that same bound for each read of the handshake.
 
 use std::time::{Duration, Instant};
@@ -21,9 +23,6 @@ use crate::value::{Outcome, Value};
 
 /// The largest packet this client sends or accepts: far above any lock statement.
 const CLIENT_MAX_PACKET: usize = 4 * 1024 * 1024;
-
-/// The longest wait one statement may ask the server for on the crate's connection.
-pub(super) const LONGEST_WAIT: Duration = Duration::from_secs(10);
 
 /// A crate connection's bounds, and what it is doing, for the message when one runs out.
 pub(super) struct Bounds {
@@ -70,7 +69,7 @@ pub(super) fn connect(config: &Config, started: Instant, why: &str) -> Result<(C
     }
     let bounds = Bounds {
         peer: config.server(),
-        read: config.read_timeout.saturating_add(LONGEST_WAIT),
+        read: config.read_bound_set_once(),
         write: config.write_timeout,
         during: During::Connect,
     };

@@ -14,7 +14,7 @@ use mysql::{Conn, Params};
 use super::fallback::{self, outcomes, session_error, to_mysql};
 use super::literals::{check_values, inline};
 use super::wire::{self, OpenError};
-use crate::config::Config;
+use crate::config::{Config, LONGEST_WAIT_PER_STATEMENT};
 use crate::error::{Error, Result, SessionError};
 use crate::session::{Connector, Session};
 use crate::topology::{self, Topology};
@@ -112,7 +112,7 @@ enum Link {
     Own(Box<wire::Connection>),
     /// For what the wire client does not speak (see [`wire`]): another authentication
     /// plugin, an old server. Its reads are bounded once, when connecting, so a wait is
-    /// split into statements of at most [`fallback::LONGEST_WAIT`].
+    /// split into statements of at most [`LONGEST_WAIT_PER_STATEMENT`].
     Crate(Conn, fallback::Bounds),
 }
 
@@ -437,7 +437,7 @@ impl Session for MysqlSession {
     fn expect_wait(&mut self, wait: Duration) -> Duration {
         let wait = match self.link {
             Link::Own(_) => wait,
-            Link::Crate(..) => wait.min(fallback::LONGEST_WAIT),
+            Link::Crate(..) => wait.min(LONGEST_WAIT_PER_STATEMENT),
         };
         self.wait = wait;
         wait
