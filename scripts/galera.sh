@@ -57,7 +57,7 @@ in_root=${in_root:-}
 # shellcheck source=scripts/lib/servers.sh
 . "$(dirname "$0")/lib/servers.sh"
 
-usage="usage: galera.sh start|stop|wait|status DIR | galera.sh kill|restart|isolate|rejoin DIR K"
+usage="usage: $me start|stop|wait|status DIR | $me kill|restart|isolate|rejoin DIR K"
 cmd=${1:?$usage}
 dir=${2:?$usage}
 timeout=${MYSQLLOCK_GALERA_TIMEOUT:-60}
