@@ -21,8 +21,10 @@
 # it prints the tail of the error logs concerned and exits non-zero.
 #
 # DIR/env holds shell assignments: MYSQLLOCK_GALERA_DSN1..3 (mysql:// URLs of an ordinary
-# user with a password, one per node), MYSQLLOCK_GALERA_PORT1..3, MYSQLLOCK_GALERA_SOCKET1..3
-# and MYSQLLOCK_GALERA_DIR. DIR/cluster is this script's own state (ports, cluster name).
+# user with a password, one per node), MYSQLLOCK_GALERA_PORT1..3, MYSQLLOCK_GALERA_SOCKET1..3,
+# MYSQLLOCK_GALERA_VERSION (what the nodes run, e.g. "11.8.9-MariaDB-4 from Debian, Galera
+# 26.4.27(r...)") and MYSQLLOCK_GALERA_DIR. DIR/cluster is this script's own
+# state (ports, cluster name).
 #
 # Failure detection is made fast, since tests wait for it: a node that stops answering is
 # suspected after 3 s (evs.suspect_timeout, default 5 s) and dropped after 5 s at the
@@ -42,12 +44,20 @@
 # joiner's rsync SST fails with "Permission denied". Otherwise they run as the caller.
 # So as root every directory above DIR must be searchable by mysql (mktemp -d makes 0700
 # directories: chmod 755 it, or use DIR=$(mktemp -d) itself, which start opens up).
+#
+# scripts/galera11.sh runs this script for MariaDB 11.8 LTS with sid's galera-4: it sets
+# $me and $in_root, and every server program (mariadb-install-db, mariadbd with its rsync
+# SST, --wsrep-recover, the client) then runs inside the chroot of scripts/sid.sh, which
+# shares the host's /tmp: DIR must be under /tmp. The chroot's user mysql has a uid of its
+# own, so node dirs are chowned to it from inside.
 set -euo pipefail
-me=galera.sh
+me=${me:-galera.sh}
+# The chroot the server programs run in; empty: the host's.
+in_root=${in_root:-}
 # shellcheck source=scripts/lib/servers.sh
 . "$(dirname "$0")/lib/servers.sh"
 
-usage="usage: galera.sh start|stop|wait|status DIR | galera.sh kill|restart|isolate|rejoin DIR K"
+usage="usage: $me start|stop|wait|status DIR | $me kill|restart|isolate|rejoin DIR K"
 cmd=${1:?$usage}
 dir=${2:?$usage}
 timeout=${MYSQLLOCK_GALERA_TIMEOUT:-60}
@@ -66,23 +76,32 @@ sync_state="Primary and Synced"
 # shellcheck source=scripts/lib/cluster.sh
 . "$(dirname "$0")/lib/cluster.sh"
 
-# Installs what is missing (nothing on a warm machine), as scripts/install-deps.sh does.
+# Installs what is missing on the host (nothing on a warm machine), as
+# scripts/install-deps.sh does. What the chroot lacks is not installed here: its packages
+# are scripts/sid.sh's list.
 ensure_packages() {
-  # file that proves a package is present -> Debian package providing it
+  # file that proves a package is present -> Debian package providing it, where the
+  # servers run (the host or $in_root)
   declare -A need=(
     [/usr/sbin/mariadbd]=mariadb-server
     [/usr/bin/wsrep_sst_rsync]=mariadb-server
     [/usr/bin/mariadb]=mariadb-client
     [$provider]=galera-4
     [/usr/bin/rsync]=rsync
-    [/usr/bin/python3]=python3
     # the rsync SST script looks for its daemon's port with ss and uses ps
     [/usr/bin/ss]=iproute2
     [/usr/bin/ps]=procps
   )
+  # and on the host, for this script (free_ports, kill_one)
+  declare -A host_need=([/usr/bin/python3]=python3 [/usr/bin/ps]=procps)
   local probe missing=()
   for probe in "${!need[@]}"; do
-    [ -e "$probe" ] || missing+=("${need[$probe]}")
+    [ -e "$in_root$probe" ] || missing+=("${need[$probe]}")
+  done
+  [ -z "$in_root" ] || [ ${#missing[@]} -eq 0 ] \
+    || die "the chroot $in_root lacks ${missing[*]}: add them to scripts/sid.sh's package list"
+  for probe in "${!host_need[@]}"; do
+    [ -e "$probe" ] || missing+=("${host_need[$probe]}")
   done
   [ ${#missing[@]} -gt 0 ] || return 0
   local sudo=""
@@ -107,7 +126,7 @@ pid_of() { live_pid "$dir/node$1/proc.pid" "$dir/node$1/data"; }
 sql() {
   local k=$1
   shift
-  timeout 10 mariadb --no-defaults -u"$admin_user" --socket="$dir/node$k/mysqld.sock" \
+  server timeout 10 mariadb --no-defaults -u"$admin_user" --socket="$dir/node$k/mysqld.sock" \
     --connect-timeout=2 -N -B "$@"
 }
 
@@ -181,14 +200,26 @@ server_options() {
     --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:${sst[$k]}"
     --wsrep-provider-options="gmcast.listen_addr=tcp://127.0.0.1:${gcomm[$k]};ist.recv_addr=127.0.0.1:${ist[$k]};gcache.size=32M;evs.keepalive_period=PT1S;evs.inactive_check_period=PT0.5S;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT5S"
   )
+  [ -z "${provider_plugin:-}" ] || opts+=(--plugin-wsrep-provider=OFF)
+}
+
+# provider_plugin: 1 if the server has the wsrep_provider plugin (MariaDB 11), else empty.
+# The plugin turns the provider options into variables of their own (gmcast.isolate is not
+# among them) and refuses SET GLOBAL wsrep_provider_options, which isolate and rejoin
+# need; Debian's 11.8 loads it by default, so start turns it off where it exists.
+provider_plugin() {
+  local help
+  help=$(server /usr/sbin/mariadbd --no-defaults --verbose --help 2>/dev/null) || true
+  if [[ $help == *"Enable or disable wsrep_provider plugin"* ]]; then echo 1; fi
 }
 
 prepare_dirs() {
   local k=$1 n="$dir/node$1"
   mkdir -p "$n/data" "$n/tmp"
   if [ "$(id -u)" -eq 0 ]; then
-    chown -R mysql:mysql "$n"
-    runuser -u mysql -- test -w "$n/data" \
+    # inside the chroot, mysql is the chroot's user (its uid differs from the host's)
+    server chown -R mysql:mysql "$n"
+    server runuser -u mysql -- test -w "$n/data" \
       || die "user mysql cannot write $n/data: every directory above it must be searchable (chmod o+x)"
   fi
 }
@@ -202,7 +233,7 @@ recover_position() {
   grep -q '^seqno:[[:space:]]*-1' "$n/data/grastate.dat" || return 0
   server_options "$k"
   rm -f "$n/recover.log"
-  timeout "$timeout" /usr/sbin/mariadbd "${opts[@]}" --log-error="$n/recover.log" --wsrep-recover \
+  server timeout "$timeout" /usr/sbin/mariadbd "${opts[@]}" --log-error="$n/recover.log" --wsrep-recover \
     </dev/null >/dev/null 2>&1 || true
   pos=$(sed -n 's/.*WSREP: Recovered position: *\([0-9a-f-]*:-\{0,1\}[0-9]*\).*/\1/p' "$n/recover.log" 2>/dev/null | tail -n 1)
   case "$pos" in
@@ -218,7 +249,12 @@ launch() {
   shift
   server_options "$k"
   rm -f "$dir/node$k/mysqld.sock"
-  setsid /usr/sbin/mariadbd "${opts[@]}" "$@" </dev/null >/dev/null 2>&1 &
+  # setsid and chroot exec what follows, so $! is mariadbd's own pid.
+  if [ -n "$in_root" ]; then
+    setsid chroot "$in_root" /usr/sbin/mariadbd "${opts[@]}" "$@" </dev/null >/dev/null 2>&1 &
+  else
+    setsid /usr/sbin/mariadbd "${opts[@]}" "$@" </dev/null >/dev/null 2>&1 &
+  fi
   echo $! >"$dir/node$k/proc.pid"
   disown # not this shell's job: no "Killed" notice when kill_one ends it
 }
@@ -228,6 +264,7 @@ case "$cmd" in
     ensure_packages
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
+    [ -z "$in_root" ] || [[ $dir == /tmp/* ]] || die "$dir: the chroot shares only /tmp with the host: give a DIR under /tmp"
     if [ -f "$dir/cluster" ]; then
       load_cluster
       [ -z "$(running)" ] || die "a cluster is already running in $dir"
@@ -236,6 +273,7 @@ case "$cmd" in
     read -r -a p <<<"$(free_ports 12)"
     {
       echo "cluster_name=mysqllock-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+      echo "provider_plugin=$(provider_plugin)"
       for k in "${ids[@]}"; do
         i=$(((k - 1) * 4))
         echo "port[$k]=${p[i]} gcomm[$k]=${p[i + 1]} ist[$k]=${p[i + 2]} sst[$k]=${p[i + 3]}"
@@ -248,7 +286,7 @@ case "$cmd" in
     for k in "${ids[@]}"; do prepare_dirs "$k"; done
     # Only node 1 needs system tables: the others receive node 1's datadir by SST.
     if [ ! -d "$dir/node1/data/mysql" ]; then
-      mariadb-install-db --no-defaults --user="$run_user" --datadir="$dir/node1/data" \
+      server mariadb-install-db --no-defaults --user="$run_user" --datadir="$dir/node1/data" \
         --tmpdir="$dir/node1/tmp" --auth-root-authentication-method=socket --skip-test-db \
         --innodb-log-file-size=16M >"$dir/node1/install.log" 2>&1 \
         || { cat "$dir/node1/install.log" >&2; exit 1; }
@@ -275,7 +313,10 @@ SQL
       [ "$(sql "$k" -e "SET SESSION wsrep_sync_wait=1; SELECT COUNT(*) FROM mysql.global_priv WHERE User='locker' AND Host='127.0.0.1'")" = 1 ] \
         || die "node$k has not received user locker"
     done
-    write_env MYSQLLOCK_GALERA_
+    # What the nodes run, for the suites to say: VERSION() and galera-4's version.
+    version=$(sql 1 -e "SELECT CONCAT(VERSION(), ', Galera ', VARIABLE_VALUE) FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_PROVIDER_VERSION'")
+    [ -n "$version" ] || die "node1 does not say its version"
+    write_env MYSQLLOCK_GALERA_ "MYSQLLOCK_GALERA_VERSION='${version//\'/}'"
     trap - EXIT
     ;;
   stop)

@@ -41,15 +41,6 @@ dir=${2:?usage: $me start|stop|restart DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 tls=
 
-# server PROGRAM ARGS...: a server program, on the host or in $in_root.
-server() {
-  if [ -n "$in_root" ]; then
-    chroot "$in_root" "$@"
-  else
-    "$@"
-  fi
-}
-
 root_sql() {
   server mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" "$@"
 }

@@ -36,7 +36,7 @@ install_sid_php() {
     php8.4-cli php8.4-dev php8.4-mysql php8.4-sqlite3 php8.4-fpm php8.4-xml php8.4-mbstring \
     libfcgi-bin \
     phpunit composer php-symfony-lock php-symfony-console php-symfony-framework-bundle \
-    php-laravel-framework mariadb-server mariadb-client \
+    php-laravel-framework mariadb-server mariadb-client galera-4 rsync \
     gcc libc6-dev libclang-dev python3 procps ca-certificates &&
   # PHP 8.5 is only in experimental: each of its packages is named from there (with
   # -t experimental, php-common would come from there too, and that one breaks 8.5.7).

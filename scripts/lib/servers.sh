@@ -1,15 +1,26 @@
 # shellcheck shell=bash disable=SC2154
 # (SC2154: $me, $timeout and the like are set by the sourcing script.)
 # What the throwaway-server scripts share (sourced by scripts/mariadb.sh, mysql.sh,
-# galera.sh and group-replication.sh): failing with a message, free ports, polling a
-# condition with a deadline, and the TLS setup. Each script sets $me (its name, the prefix
-# of its messages) before sourcing this. What only the standalone servers share is in
-# lib/standalone.sh, what only the clusters share in lib/cluster.sh.
+# galera.sh and group-replication.sh): failing with a message, running a server program
+# (in a chroot or not), free ports, polling a condition with a deadline, and the TLS
+# setup. Each script sets $me (its name, the prefix of its messages) before sourcing this.
+# What only the standalone servers share is in lib/standalone.sh, what only the clusters
+# share in lib/cluster.sh.
 
 # die MESSAGE: says MESSAGE, prefixed with the script's name, and exits 1.
 die() {
   echo "$me: $*" >&2
   exit 1
+}
+
+# server PROGRAM ARGS...: a server program, on the host or, when the caller set $in_root
+# (scripts/mariadb11.sh and galera11.sh do), inside that chroot.
+server() {
+  if [ -n "${in_root:-}" ]; then
+    chroot "$in_root" "$@"
+  else
+    "$@"
+  fi
 }
 
 # free_ports N: N ports free on 127.0.0.1, all held at once while picking so that none

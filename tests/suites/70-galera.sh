@@ -23,9 +23,24 @@
 #
 # Steps 2-5 are tests/chaos/cluster.sh's, shared with 72-group-replication.sh.
 #
+# The argument is the MariaDB the nodes run, which the first line of output names (node 1's
+# VERSION() and galera-4's version):
+#   mariadb    (the default) Debian 12's 10.11 and galera-4 on the host, scripts/galera.sh
+#   mariadb11  sid's 11.8 LTS and galera-4 in the chroot of scripts/sid.sh,
+#              scripts/galera11.sh (71-galera-11.8.sh runs this; needs root)
+#
 # Environment: MYSQLLOCK_ROOT, MYSQLLOCK_BIN; optional CHAOS_GALERA_SECONDS,
 # CHAOS_GALERA_NODE_FAULTS, CHAOS_GALERA_MIN_FAULTS, CHAOS_SEED, CHAOS_KEEP=1 keeps files.
 set -uo pipefail
+cell=${1:-mariadb}
+case $cell in
+  mariadb) suite=70-galera galera=scripts/galera.sh ;;
+  mariadb11) suite=71-galera-11.8 galera=scripts/galera11.sh ;;
+  *)
+    echo "70-galera: $1: the servers are mariadb (10.11, the default) and mariadb11 (11.8)" >&2
+    exit 2
+    ;;
+esac
 root=${MYSQLLOCK_ROOT:?MYSQLLOCK_ROOT is not set (the repository root)}
 bin=${MYSQLLOCK_BIN:?MYSQLLOCK_BIN is not set (the target/release directory)}
 cd "$root"
@@ -36,17 +51,22 @@ seed=${CHAOS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 suite_start=$SECONDS
 
 fail() {
-  echo "70-galera: FAILED: $*" >&2
+  echo "$suite: FAILED: $*" >&2
   exit 1
 }
 
-suite=70-galera
 # shellcheck source=tests/chaos/suite.sh
 . tests/chaos/suite.sh
 # shellcheck source=tests/chaos/cluster.sh
 . tests/chaos/cluster.sh
-chaos_need gcc php mariadb mariadbd cargo rsync
-[ -e /usr/lib/galera/libgalera_smm.so ] || fail "galera-4 is not installed (scripts/install-deps.sh installs it)"
+if [ "$cell" = mariadb ]; then
+  chaos_need gcc php mariadb mariadbd cargo rsync
+  [ -e /usr/lib/galera/libgalera_smm.so ] || fail "galera-4 is not installed (scripts/install-deps.sh installs it)"
+else
+  # The servers, galera-4 and rsync are in the chroot, which galera11.sh checks.
+  chaos_need gcc php cargo python3
+  [ "$(id -u)" -eq 0 ] || fail "needs root: the nodes run in the chroot of scripts/sid.sh"
+fi
 so=$bin/libmysqllock_php.so
 php -d "extension=$so" -r 'exit(class_exists("Nene\\Kit\\DistributedLock") ? 0 : 1);' \
   || fail "PHP cannot load $so, or it has no Nene\\Kit\\DistributedLock"
@@ -56,28 +76,28 @@ chmod 755 "$work" # as root the nodes run as mysql, which must reach the cluster
 finish() {
   local rc=$?
   touch "$work/run/stop" "$work/selftest/stop" 2>/dev/null
-  bash scripts/galera.sh stop "$work/cluster" >/dev/null 2>&1
+  bash "$galera" stop "$work/cluster" >/dev/null 2>&1
   if [ "$rc" = 0 ] && [ "${CHAOS_KEEP:-0}" != 1 ]; then
     rm -rf "$work"
   else
-    echo "70-galera: files kept in $work"
+    echo "$suite: files kept in $work"
   fi
-  echo "70-galera: suite wall time $((SECONDS - suite_start)) s"
+  echo "$suite: suite wall time $((SECONDS - suite_start)) s"
 }
 trap finish EXIT
 
 # 1. The cluster.
-bash scripts/galera.sh start "$work/cluster" >"$work/start.log" 2>&1 \
+bash "$galera" start "$work/cluster" >"$work/start.log" 2>&1 \
   || { tail -20 "$work/start.log"; fail "the Galera cluster did not start"; }
 set -a
 # shellcheck disable=SC1091
 . "$work/cluster/env"
 set +a
 export MYSQLLOCK_ROOT=$root MYSQLLOCK_BIN=$bin
-echo "70-galera: cluster up in $((SECONDS - suite_start)) s"
+echo "$suite: cluster of $MYSQLLOCK_GALERA_VERSION ($galera) up in $((SECONDS - suite_start)) s"
 
 # 2. The Rust cluster tests.
-cluster_export galera multi "$root/scripts/galera.sh" "$work/cluster" \
+cluster_export galera multi "$root/$galera" "$work/cluster" \
   "$MYSQLLOCK_GALERA_DSN1" "$MYSQLLOCK_GALERA_DSN2" "$MYSQLLOCK_GALERA_DSN3"
 cluster_rust_tests "$work/cargo-test.log"
 
@@ -90,4 +110,4 @@ cluster_chaos "$work" galera "$seconds" "$node_faults" "$min_faults"
 
 # 5. Self-test: a broken lock must be caught.
 cluster_selftest "$work" galera 1
-echo "70-galera: lease mode held under cluster faults for PHP, C and CLI callers"
+echo "$suite: lease mode held under cluster faults for PHP, C and CLI callers"
