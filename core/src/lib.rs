@@ -53,5 +53,5 @@ pub use locker::{
 };
 pub use session::{Connector, Session};
 pub use topology::Topology;
-pub use transport::{Authentication, MysqlSession};
+pub use transport::{stopped_answering, Authentication, During, MysqlSession};
 pub use value::{Outcome, Value};

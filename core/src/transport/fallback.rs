@@ -94,7 +94,15 @@ pub(super) fn connect(config: &Config, started: Instant, why: &str) -> Result<(C
         .tcp_user_timeout_ms(Some(keepalive_ms(bounds.write)));
     opts = match &config.socket {
         Some(path) => opts.socket(Some(path.clone())),
-        None => opts.ip_or_hostname(Some(config.host.clone())).tcp_port(config.port),
+        // Looked up here, within the connect's bound, for the crate's own lookup has none.
+        // This path never speaks TLS, so no certificate needs the name.
+        None => {
+            let address = wire::addresses(config, started)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| SessionError::lost(format!("{} resolves to no address", config.host)))?;
+            opts.ip_or_hostname(Some(address.ip().to_string())).tcp_port(address.port())
+        }
     };
     let conn = Conn::new(opts).map_err(|e| {
         let e = bounds.explain(session_error(e));

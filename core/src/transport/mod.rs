@@ -11,3 +11,4 @@ pub(crate) mod tls;
 pub(crate) mod wire;
 
 pub use session::{Authentication, MysqlSession};
+pub use wire::{stalled as stopped_answering, During};

@@ -17,7 +17,7 @@
 
 use std::fmt;
 use std::io::{self, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -214,7 +214,7 @@ pub(crate) struct Connection {
 
 /// What a connection was doing when the server stopped answering.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum During {
+pub enum During {
     /// TCP, TLS, the login and the session's setup.
     Connect,
     /// A statement that should be answered at once.
@@ -557,14 +557,7 @@ fn connect_stream(config: &Config, started: Instant) -> Result<Stream, SessionEr
     let plain = match &config.socket {
         Some(path) => Plain::Unix(UnixStream::connect(path).map_err(failed)?),
         None => {
-            let addresses = resolve(&config.host, config.port, bounded.then(left)).map_err(|e| match e {
-                Unresolved::Failed(e) => lost(&e),
-                Unresolved::TimedOut => SessionError::stalled(format!(
-                    "looking up the host name {} gave no answer within {} s (connect_timeout)",
-                    config.host,
-                    seconds(config.connect_timeout)
-                )),
-            })?;
+            let addresses = addresses(config, started)?;
             let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{} resolves to no address", config.host));
             let mut connected = None;
             for addr in addresses {
@@ -587,6 +580,20 @@ fn connect_stream(config: &Config, started: Instant) -> Result<Stream, SessionEr
         }
     };
     Ok(Stream::Plain(Socket::new(plain, config.connect_timeout, started, config.read_timeout, config.write_timeout)))
+}
+
+/// The addresses of the configured host, looked up within what is left of
+/// `connect_timeout` (none when it is 0).
+pub(crate) fn addresses(config: &Config, started: Instant) -> Result<Vec<SocketAddr>, SessionError> {
+    let left = (!config.connect_timeout.is_zero()).then(|| config.connect_timeout.saturating_sub(started.elapsed()));
+    resolve(&config.host, config.port, left).map_err(|e| match e {
+        Unresolved::Failed(e) => lost(&e),
+        Unresolved::TimedOut => SessionError::stalled(format!(
+            "looking up the host name {} gave no answer within {} s (connect_timeout)",
+            config.host,
+            seconds(config.connect_timeout)
+        )),
+    })
 }
 
 /// Appends a command: a new exchange, numbered from 0. Returns the next number.
@@ -652,8 +659,9 @@ fn lost(e: &io::Error) -> SessionError {
 }
 
 /// The server at `peer` said nothing for `limit` while the connection was `during`
-/// something.
-pub(crate) fn stalled(peer: &str, limit: Duration, during: During) -> SessionError {
+/// something. Public for the connections a boundary makes itself (the PHP extension's
+/// PDO), so that a bound running out reads the same on every surface.
+pub fn stalled(peer: &str, limit: Duration, during: During) -> SessionError {
     SessionError::stalled(format!("the server at {peer} stopped answering for {} s during {during}", seconds(limit)))
 }
 

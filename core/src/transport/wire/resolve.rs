@@ -48,7 +48,7 @@ fn within(
         .name("mysqllock-resolve".into())
         // The answer is dropped when nobody waits for it any more.
         .spawn(move || drop(answer.send(lookup())))
-        .map_err(Unresolved::Failed)?;
+        .map_err(|e| Unresolved::Failed(io::Error::new(e.kind(), format!("starting the host name lookup: {e}"))))?;
     match answered.recv_timeout(limit) {
         Ok(addresses) => addresses.map_err(Unresolved::Failed),
         Err(mpsc::RecvTimeoutError::Timeout) => Err(Unresolved::TimedOut),

@@ -20,14 +20,16 @@ use std::time::{Duration, Instant};
 
 /// Silence before the first keepalive probe. Short, so that a holder learns of a dead
 /// peer within about half a minute; a probe is a 52-byte segment, nothing to the server.
-/// With `TCP_USER_TIMEOUT` set, Linux ends the connection once probes have gone
-/// unanswered for that long, whatever [`KEEPALIVE_PROBES`] says: measured with every
-/// packet dropped (tests/tests/silence.rs), 30.5 s with the default `write_timeout` of
-/// 30 s and 15.3 s with 10 s.
+/// With `TCP_USER_TIMEOUT` set (always, here), Linux ends the connection at the first
+/// probe once nothing has come from the peer for that long, whatever
+/// [`KEEPALIVE_PROBES`] says; the second probe, at 15 s, is the earliest. Measured with
+/// every packet dropped (tests/tests/silence.rs): 30.5 s with the default
+/// `write_timeout` of 30 s, 15.3 s with 10 s.
 pub(crate) const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
 /// Between unanswered probes.
 pub(crate) const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
-/// Unanswered probes before the kernel gives the connection up.
+/// Unanswered probes before the kernel gives the connection up, where
+/// `TCP_USER_TIMEOUT` is not supported (with it, it decides instead).
 pub(crate) const KEEPALIVE_PROBES: u32 = 3;
 
 /// The socket itself.
