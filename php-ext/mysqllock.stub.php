@@ -115,6 +115,11 @@ namespace ItsMieger\MySqlSharedLocks {
          * REQUIRED with ssl-ca, also check the host name; TLS over a Unix socket (host
          * localhost) is refused (see \MySqlLock\PdoFactory).
          *
+         * Bounded as the extension's own connection is: connect_timeout for the TCP
+         * connect (PDO::ATTR_TIMEOUT), and read_timeout + 10 s for every read
+         * (mysqlnd.net_read_timeout, set while it connects), your own queries on it
+         * included; lock waits on it run as GET_LOCKs of at most 10 s each.
+         *
          * @return \PDO
          * @throws \PDOException if connecting fails
          * @throws \InvalidArgumentException if no connection is configured, or for a TLS
@@ -831,9 +836,9 @@ namespace MySqlLock {
     }
 
     /**
-     * PDOs on the server of a `mysql://` URL, opened as SharedLock::getConnection() opens
-     * its own: for code that needs a PDO with the extension's connection settings (the
-     * Symfony and Laravel bridges lease on one).
+     * PDOs on the server of a `mysql://` URL, with the extension's connection settings
+     * (TLS, connect_timeout as PDO::ATTR_TIMEOUT; reads keep mysqlnd's own bound): for
+     * code that needs a PDO (the Symfony and Laravel bridges lease on one).
      */
     final class PdoFactory
     {

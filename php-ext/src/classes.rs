@@ -15,7 +15,7 @@ use ext_php_rs::zend::ExecuteData;
 use mysqllock_core::{limits, Error, QuoteStyle, Table};
 
 use crate::args::{self, Args, Name};
-use crate::connection::{self, Settings};
+use crate::connection::{self, PdoOrigin, Settings};
 use crate::exceptions::{self, to_php, Op};
 use crate::handler::{self, handlers, int, php_int};
 use crate::options;
@@ -169,7 +169,7 @@ fn set_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
         return Err(args::type_error(1, "PDO", &pdo));
     }
     state::with(|s| {
-        s.use_pdo(pdo, None);
+        s.use_pdo(pdo, PdoOrigin::User);
         Ok(())
     })
     .map_err(|e| to_php(Op::Configure, &e))?;
@@ -187,9 +187,9 @@ fn get_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     }
     let target = parameters.map_err(|e| to_php(Op::Configure, &e))?;
     // Outside the state: `new PDO` may warn, and a user error handler may run.
-    let pdo = pdo_factory::open(&target)?;
+    let (pdo, bound) = pdo_factory::open(&target)?;
     state::with(|s| {
-        s.use_pdo(pdo.shallow_clone(), target.read_bound);
+        s.use_pdo(pdo.shallow_clone(), PdoOrigin::GetConnection(bound));
         Ok(())
     })
     .map_err(|e| to_php(Op::Configure, &e))?;

@@ -21,7 +21,7 @@ use mysqllock_core::{
 use crate::driver::{self, Statements};
 use crate::ini;
 use crate::mysqli_session::MysqliSession;
-use crate::pdo_session::{self, PdoSession};
+use crate::pdo_session::{self, PdoSession, ReadBound};
 use crate::php;
 
 /// The parameters of `configureConnection()` (or of `mysqllock.dsn`).
@@ -188,7 +188,7 @@ impl Settings {
             tls: self.tls.clone(),
             over_socket: is_socket_host(&self.host),
             connect_timeout: config.connect_timeout,
-            read_bound: Some(ReadBound { limit: config.read_bound_set_once(), peer: config.server() }),
+            read_bound: Some(ReadBound::new(config.read_bound_set_once(), config.server())),
         }
     }
 
@@ -233,17 +233,6 @@ pub struct PdoTarget {
     pub read_bound: Option<ReadBound>,
 }
 
-/// The bound mysqlnd was given for every read of a PDO the extension opened and locks
-/// on (`mysqlnd.net_read_timeout`, which it takes once, when it connects):
-/// [`Config::read_bound_set_once`]. Lock waits on it are split into statements of at
-/// most [`mysqllock_core::LONGEST_WAIT_PER_STATEMENT`], so that the bound covers each.
-#[derive(Clone)]
-pub struct ReadBound {
-    pub limit: Duration,
-    /// `host:port`, for the message when the bound runs out.
-    pub peer: String,
-}
-
 /// Whether PDO (mysqlnd) goes over the Unix socket to `host`: for `localhost`, whatever
 /// the port, and when no host is given.
 pub fn is_socket_host(host: &str) -> bool {
@@ -277,15 +266,23 @@ fn never_free_statements(statements: &Statements) {
     }
 }
 
+/// Who made the PDO a `Locker` runs on.
+pub enum PdoOrigin {
+    User,
+    /// `getConnection()`, with the bound mysqlnd was given for its reads if it took one.
+    GetConnection(Option<ReadBound>),
+}
+
 /// Where a connector's sessions come from.
 pub enum Target {
     Native(Box<Config>),
     /// A PDO object.
     Pdo {
         pdo: Zval,
-        /// Created by `getConnection()` (rather than the user), with the bound mysqlnd
-        /// was given for its reads.
-        opened: Option<ReadBound>,
+        /// Created by `getConnection()` (rather than the user).
+        owned: bool,
+        /// The bound mysqlnd was given for its reads, when we opened it with one.
+        bound: Option<ReadBound>,
         statements: Statements,
         /// Sessions ask the server for their `CONNECTION_ID()` (a `Locker`'s must know
         /// it); the lease mode's need not, and its SQLite PDOs have none.
@@ -301,14 +298,18 @@ pub enum Target {
 }
 
 impl Target {
-    /// A PDO for a `Locker`; `opened` when `getConnection()` created it.
-    pub fn pdo(pdo: Zval, opened: Option<ReadBound>) -> Target {
-        Target::Pdo { pdo, opened, statements: Statements::default(), identified: true, reconnect: None }
+    /// A PDO for a `Locker`.
+    pub fn pdo(pdo: Zval, origin: PdoOrigin) -> Target {
+        let (owned, bound) = match origin {
+            PdoOrigin::User => (false, None),
+            PdoOrigin::GetConnection(bound) => (true, bound),
+        };
+        Target::Pdo { pdo, owned, bound, statements: Statements::default(), identified: true, reconnect: None }
     }
 
     /// A user's PDO for the lease mode, replaced by `reconnect` (if given) once lost.
     pub fn lease_pdo(pdo: Zval, reconnect: Option<Reconnect>) -> Target {
-        Target::Pdo { pdo, opened: None, statements: Statements::default(), identified: false, reconnect }
+        Target::Pdo { pdo, owned: false, bound: None, statements: Statements::default(), identified: false, reconnect }
     }
 
     pub fn mysqli(mysqli: Zval) -> Target {
@@ -379,7 +380,7 @@ impl PhpConnector {
     }
 
     pub fn owns_pdo(&self) -> bool {
-        matches!(self.target, Target::Pdo { opened: Some(_), .. })
+        matches!(self.target, Target::Pdo { owned: true, .. })
     }
 
     /// The same target without any session or prepared statement of this one (`clone`
@@ -387,9 +388,10 @@ impl PhpConnector {
     pub fn fresh(&self) -> PhpConnector {
         let target = match &self.target {
             Target::Native(config) => Target::Native(config.clone()),
-            Target::Pdo { pdo, opened, identified, reconnect, .. } => Target::Pdo {
+            Target::Pdo { pdo, owned, bound, identified, reconnect, .. } => Target::Pdo {
                 pdo: pdo.shallow_clone(),
-                opened: opened.clone(),
+                owned: *owned,
+                bound: bound.clone(),
                 statements: Statements::default(),
                 identified: *identified,
                 reconnect: reconnect.as_ref().map(|r| Reconnect::new(r.callable.shallow_clone(), r.dialect)),
@@ -403,9 +405,9 @@ impl PhpConnector {
     /// parent's session (our statements always; the PDO itself if we created it).
     pub fn protect_parents_session(&mut self) {
         match &mut self.target {
-            Target::Pdo { pdo, opened, statements, .. } => {
+            Target::Pdo { pdo, owned, statements, .. } => {
                 never_free_statements(statements);
-                if opened.is_some() {
+                if *owned {
                     php::never_free(pdo);
                 }
             }
@@ -423,7 +425,7 @@ impl Connector for PhpConnector {
     fn connect(&mut self) -> mysqllock_core::Result<Box<dyn Session>> {
         match &mut self.target {
             Target::Native(config) => Ok(Box::new(MysqlSession::connect(config)?)),
-            Target::Pdo { pdo, statements, identified, reconnect, opened } => {
+            Target::Pdo { pdo, statements, identified, reconnect, bound, .. } => {
                 if let Some(reconnect) = reconnect {
                     if reconnect.used {
                         *pdo = reconnect.replacement()?;
@@ -434,7 +436,7 @@ impl Connector for PhpConnector {
                     return Ok(Box::new(PdoSession::attach(pdo, statements.clone())));
                 }
                 match PdoSession::open(pdo, statements.clone()) {
-                    Ok(session) => Ok(Box::new(session.bounded(opened.clone()))),
+                    Ok(session) => Ok(Box::new(session.bounded(bound.clone()))),
                     Err(source) => Err(session_failed(source)),
                 }
             }

@@ -19,9 +19,11 @@
 //! method: it is recognised beforehand (`isset($mysqli->thread_id)` is false) and
 //! reported as a lost session, without a call.
 
+use std::time::Duration;
+
 use ext_php_rs::types::{ZendObject, Zval};
 use ext_php_rs::zend::{ce, ClassEntry};
-use mysqllock_core::{Outcome, Session, SessionError, Value};
+use mysqllock_core::{Outcome, Session, SessionError, Value, LONGEST_WAIT_PER_STATEMENT};
 
 use crate::driver::{self, unknown, Statements};
 use crate::php::{self, CallError, Noise};
@@ -185,6 +187,14 @@ impl Session for MysqliSession {
 
     fn connection_id(&self) -> u64 {
         self.id
+    }
+
+    /// The user may bound the connection's reads (`MYSQLI_OPT_READ_TIMEOUT`,
+    /// `mysqlnd.net_read_timeout`), so a lock wait runs as statements of at most
+    /// [`LONGEST_WAIT_PER_STATEMENT`] (the core waits again for the rest), and any bound
+    /// above that holds however long the caller waits.
+    fn expect_wait(&mut self, wait: Duration) -> Duration {
+        wait.min(LONGEST_WAIT_PER_STATEMENT)
     }
 }
 

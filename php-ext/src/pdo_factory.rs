@@ -42,6 +42,7 @@ use crate::args::{self, Args};
 use crate::connection::{is_socket_host, PdoTarget, Settings};
 use crate::exceptions::{to_php, Op};
 use crate::handler::{self, handlers};
+use crate::pdo_session::ReadBound;
 use crate::php::{self, Noise};
 use crate::registry::Class;
 
@@ -56,9 +57,10 @@ const ATTR_EMULATE_PREPARES: i64 = 20;
 /// attributes, and its bounds: `connect_timeout` for the TCP connect (`ATTR_TIMEOUT`,
 /// whole seconds, rounded up), and the read bound, if any, as `mysqlnd.net_read_timeout`
 /// while it connects (mysqlnd takes that setting once, for the connection's lifetime,
-/// and PDO has no attribute for it; the user's value is put back at once). Called
-/// outside the state: `new PDO` may warn, and a user's error handler may run.
-pub fn open(target: &PdoTarget) -> PhpResult<Zval> {
+/// and PDO has no attribute for it; the user's value is put back at once). Returns the
+/// read bound the PDO got: none where `ini_set` is disabled. Called outside the state:
+/// `new PDO` may warn, and a user's error handler may run.
+pub fn open(target: &PdoTarget) -> PhpResult<(Zval, Option<ReadBound>)> {
     let class = ClassEntry::try_find("PDO")
         .ok_or_else(|| PhpException::from_message("the PDO extension is not loaded".to_owned()))?;
     let mut options = ZendHashTable::new();
@@ -80,24 +82,24 @@ pub fn open(target: &PdoTarget) -> PhpResult<Zval> {
         let _ = z.set_string(p, false);
         z
     });
-    let users_read_timeout = match &target.read_bound {
-        Some(bound) => Some(set_ini(NET_READ_TIMEOUT, &whole_seconds(bound.limit).to_string())?),
-        None => None,
-    };
+    let applied = target.read_bound.as_ref().and_then(|bound| {
+        let replaced = set_ini(NET_READ_TIMEOUT, &bound.limit.as_secs().to_string())?;
+        Some((replaced, bound.clone()))
+    });
     let pdo = php::instantiate(class, vec![&target.dsn, &target.user, &password, &options_zval]);
-    if let Some(value) = users_read_timeout {
-        set_ini(NET_READ_TIMEOUT, &value)?;
+    if let Some((users, _)) = &applied {
+        set_ini(NET_READ_TIMEOUT, users);
     }
-    pdo.map_err(handler::rethrow)
+    Ok((pdo.map_err(handler::rethrow)?, applied.map(|(_, bound)| bound)))
 }
 
 /// mysqlnd's bound for every read (and write) of a connection, taken when it connects.
 const NET_READ_TIMEOUT: &str = "mysqlnd.net_read_timeout";
 
-/// `ini_set($name, $value)`; returns the value it replaced.
-fn set_ini(name: &str, value: &str) -> PhpResult<String> {
-    let old = php::call_function("ini_set", vec![&name, &value], Noise::Quiet).map_err(handler::rethrow)?;
-    old.string().ok_or_else(|| PhpException::from_message(format!("ini_set(\"{name}\") was refused")))
+/// `ini_set($name, $value)`: the value it replaced, or `None` where it was refused
+/// (`disable_functions`, a PHP without mysqlnd).
+fn set_ini(name: &str, value: &str) -> Option<String> {
+    php::call_function("ini_set", vec![&name, &value], Noise::Quiet).ok()?.string()
 }
 
 /// A bound in whole seconds, rounded up (never 0, which would mean none).
@@ -262,7 +264,7 @@ fn from_url_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let a = Args::fetch(ex, &["url"], 1)?;
     let url = args::string(&a.value(0), 1)?;
     let target = url_target(&url).map_err(|e| to_php(Op::Configure, &e))?;
-    open(&target)
+    open(&target).map(|(pdo, _)| pdo)
 }
 
 /// The PDO for a `mysql://` URL: its socket if it names one (as the native connection

@@ -9,17 +9,21 @@
 //! user chose; emulated prepares are left as they are. At request shutdown no exception
 //! may be thrown, so `ERRMODE_SILENT` and `errorInfo()` are used instead.
 //!
-//! On a user's PDO the user's timeouts rule. On the PDO `getConnection()` opens, mysqlnd
-//! bounds every read ([`ReadBound`]): lock waits are split to fit under it, and a read
-//! that runs out says so as the native connection does.
+//! mysqlnd may bound every read of a PDO (`mysqlnd.net_read_timeout`, taken when it
+//! connects): the user's choice on their PDO, [`ReadBound`] on the one `getConnection()`
+//! opens. So lock waits are split into statements of at most
+//! [`LONGEST_WAIT_PER_STATEMENT`] on every PDO, and any bound above that (plus the
+//! server's time to answer) holds whatever the caller waits; on our PDO a read that
+//! runs out says so as the native connection does.
 
 use std::time::{Duration, Instant};
 
 use ext_php_rs::convert::IntoZvalDyn;
 use ext_php_rs::types::{ZendObject, Zval};
-use mysqllock_core::{Dialect, Outcome, Session, SessionError, Value, LONGEST_WAIT_PER_STATEMENT};
+use mysqllock_core::{
+    stopped_answering, Dialect, During, Outcome, Session, SessionError, Value, LONGEST_WAIT_PER_STATEMENT,
+};
 
-use crate::connection::ReadBound;
 use crate::driver::{self, unknown, Statements};
 use crate::php::{self, CallError, Noise};
 
@@ -33,6 +37,24 @@ const ATTR_DRIVER_NAME: i64 = 16;
 const ATTR_EMULATE_PREPARES: i64 = 20;
 const ERRMODE_SILENT: i64 = 0;
 const ERRMODE_EXCEPTION: i64 = 2;
+
+/// The bound mysqlnd was given for every read of a PDO the extension opened
+/// (`mysqlnd.net_read_timeout`, which it takes once, when it connects), in the whole
+/// seconds mysqlnd counts in.
+#[derive(Clone)]
+pub struct ReadBound {
+    pub limit: Duration,
+    /// `host:port`, for the message when the bound runs out.
+    pub peer: String,
+}
+
+impl ReadBound {
+    /// `limit` rounded up to whole seconds (at least one: 0 would mean none).
+    pub fn new(limit: Duration, peer: String) -> ReadBound {
+        let seconds = limit.as_secs() + u64::from(limit.subsec_nanos() > 0);
+        ReadBound { limit: Duration::from_secs(seconds.max(1)), peer }
+    }
+}
 
 /// A MySQL session reached through a PDO object.
 pub struct PdoSession {
@@ -48,6 +70,8 @@ pub struct PdoSession {
     dialect: Dialect,
     /// Set for a PDO the extension opened with a bound on its reads.
     bound: Option<ReadBound>,
+    /// What the next statement asks the server to wait ([`Session::expect_wait`]).
+    wait: Duration,
 }
 
 impl PdoSession {
@@ -69,7 +93,15 @@ impl PdoSession {
         drop(stale);
         let driver = driver_name(pdo).unwrap_or_default();
         let dialect = if driver == "sqlite" { Dialect::Sqlite } else { Dialect::MySql };
-        PdoSession { pdo: pdo.shallow_clone(), statements, id: 0, mysql: driver == "mysql", dialect, bound: None }
+        PdoSession {
+            pdo: pdo.shallow_clone(),
+            statements,
+            id: 0,
+            mysql: driver == "mysql",
+            dialect,
+            bound: None,
+            wait: Duration::ZERO,
+        }
     }
 
     /// The session of a PDO whose reads mysqlnd bounds at `bound` (none: the user's).
@@ -219,21 +251,20 @@ impl PdoSession {
 
 impl Session for PdoSession {
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
+        let wait = std::mem::take(&mut self.wait);
         let started = Instant::now();
-        self.in_errmode(|s| s.run(sql, params)).map_err(|e| self.ran_out(e, started.elapsed()))
+        self.in_errmode(|s| s.run(sql, params)).map_err(|e| self.ran_out(e, started.elapsed(), wait))
     }
 
     fn connection_id(&self) -> u64 {
         self.id
     }
 
-    /// A bounded PDO's reads cannot wait longer than the bound it connected with, so
-    /// a longer wait is cut (the core waits again for the rest).
+    /// A PDO's reads may be bounded from when it connected, so a longer wait is cut
+    /// (the core waits again for the rest).
     fn expect_wait(&mut self, wait: Duration) -> Duration {
-        match self.bound {
-            Some(_) => wait.min(LONGEST_WAIT_PER_STATEMENT),
-            None => wait,
-        }
+        self.wait = wait.min(LONGEST_WAIT_PER_STATEMENT);
+        self.wait
     }
 
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
@@ -247,15 +278,12 @@ impl PdoSession {
     /// `error`, or, when a bounded PDO lost its session after waiting out its bound
     /// (mysqlnd reports that as "MySQL server has gone away"), what happened: the server
     /// stopped answering.
-    fn ran_out(&self, error: SessionError, took: Duration) -> SessionError {
+    fn ran_out(&self, error: SessionError, took: Duration, wait: Duration) -> SessionError {
         match &self.bound {
-            // mysqlnd gives up at the bound itself; a little less is scheduling.
+            // mysqlnd gives up at the bound itself; a little less is the clocks' grain.
             Some(bound) if error.lost && took + Duration::from_millis(200) >= bound.limit => {
-                SessionError::stalled(format!(
-                    "the server at {} stopped answering for {} s during a statement ({error})",
-                    bound.peer,
-                    bound.limit.as_secs_f64()
-                ))
+                let during = if wait.is_zero() { During::Statement } else { During::Wait(wait) };
+                stopped_answering(&bound.peer, bound.limit, during)
             }
             _ => error,
         }

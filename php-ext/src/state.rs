@@ -48,7 +48,7 @@ use ext_php_rs::types::{ZendObject, Zval};
 use mysqllock_core::fork::{self, Owner};
 use mysqllock_core::{AcquireOptions, Error, Lease, LockStatus, Locker, Loss, QuoteStyle, Table};
 
-use crate::connection::{PdoTarget, PhpConnector, ReadBound, Settings, Target};
+use crate::connection::{PdoOrigin, PdoTarget, PhpConnector, Settings, Target};
 use crate::driver;
 use crate::ini;
 use crate::lease_object::LeaseObject;
@@ -437,10 +437,9 @@ impl State {
         self.settings_problem = None;
     }
 
-    /// Locks from now on run on `pdo`'s session. `opened`: created by `getConnection()`
-    /// with that bound for its reads, which also ties the locks held so far to that
-    /// session.
-    pub fn use_pdo(&mut self, pdo: Zval, opened: Option<ReadBound>) {
+    /// Locks from now on run on `pdo`'s session. One `getConnection()` created also
+    /// ties the locks held so far to that session.
+    pub fn use_pdo(&mut self, pdo: Zval, origin: PdoOrigin) {
         if self.current.as_ref().is_some_and(|l| runs_on(l, identity(&pdo))) {
             return;
         }
@@ -460,7 +459,7 @@ impl State {
                 close(locker);
             }
         }
-        if opened.is_some() {
+        if matches!(origin, PdoOrigin::GetConnection(_)) {
             for retired in &mut self.retired {
                 retired.follows_pdo = true;
             }
@@ -468,7 +467,7 @@ impl State {
         self.settings_problem = None;
         self.current = Some(
             revived
-                .unwrap_or_else(|| Locker::new(PhpConnector { target: Target::pdo(pdo, opened) }, self.table.clone())),
+                .unwrap_or_else(|| Locker::new(PhpConnector { target: Target::pdo(pdo, origin) }, self.table.clone())),
         );
     }
 
@@ -638,7 +637,7 @@ impl State {
             return Ok(place);
         }
         let target = match conn {
-            Conn::Pdo(pdo) => Target::pdo(pdo.shallow_clone(), None),
+            Conn::Pdo(pdo) => Target::pdo(pdo.shallow_clone(), PdoOrigin::User),
             Conn::Mysqli(mysqli) => Target::mysqli(mysqli.shallow_clone()),
             Conn::Native => return Err(Error::InvalidArgument { what: "connection", reason: "not an object".into() }),
         };
