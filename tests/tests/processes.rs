@@ -57,7 +57,7 @@ fn holder_killed_with_sigkill_is_replaced_at_once() {
     assert!(a_id.starts_with("ok"), "{a_id}");
     a.signal(libc::SIGKILL);
     let id = a_id.trim_start_matches("ok ").to_owned();
-    assert!(eventually(Duration::from_secs(5), || !session_exists(&id)), "server did not notice the death");
+    assert!(eventually(Duration::from_secs(20), || !session_exists(&id)), "server did not notice the death");
     let start = Instant::now();
     let answer = b.ask(&format!("acquire {name} 0 60"));
     assert!(answer.starts_with("ok"), "{answer}");
@@ -79,7 +79,7 @@ fn holder_stopped_past_its_ttl_loses_the_lock_and_learns_it_on_resume() {
     assert!(answer.starts_with("ok"), "{answer}");
     assert!(waited >= Duration::from_millis(1500), "taken before the TTL passed: {waited:?}");
     assert!(waited < Duration::from_secs(2 + 4), "took {waited:?}");
-    assert!(eventually(Duration::from_secs(3), || !session_exists(&a_id)), "stopped holder's session was not killed");
+    assert!(eventually(Duration::from_secs(20), || !session_exists(&a_id)), "stopped holder's session was not killed");
     a.signal(libc::SIGCONT);
     let assert = a.ask(&format!("assert {name} 0"));
     assert!(assert.starts_with("err not-held"), "{assert}");
