@@ -139,7 +139,7 @@ final class SilentNetworkTest extends TestCase
         $e = $this->throwsWithin(self::READ + 10, fn () => SharedLock::lock($this->lockName('next'), 5, 60));
         $this->assertInstanceOf(SharedLockAcquireException::class, $e);
         $this->assertNotInstanceOf(SharedLockTimeoutException::class, $e, 'a silent server is not a busy lock');
-        $this->assertSaysStopped($e, 'for 12 s during a statement');
+        $this->assertSaysStopped($e, 'for 12 s during');
     }
 
     /**
