@@ -76,10 +76,14 @@ chroot_mount_proc() {
     || die "cannot mount /proc in $1"
 }
 
-# chroot_bind ROOT PATH: PATH of the host at the same path inside ROOT (once).
+# chroot_bind ROOT PATH: PATH of the host at the same path inside ROOT (once). A PATH
+# ROOT already sees (a clone under /tmp, which ROOT shares) is not bound again: a bind
+# there would be a mount point on the host's own directory, which could then not be
+# removed ("Device or resource busy").
 chroot_bind() {
   local root=$1 path=$2
   mkdir -p "$root$path"
+  [ "$root$path" -ef "$path" ] && return 0
   mountpoint -q "$root$path" && return 0
   mount --bind "$path" "$root$path" 2>/dev/null || mountpoint -q "$root$path" \
     || die "cannot bind $path into $root"
