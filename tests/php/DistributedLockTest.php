@@ -187,7 +187,11 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
 
         $this->assertFalse($lock->release($r, 'owner-B'));
         $this->assertFalse($lock->renew($r, 'owner-B', 30));
-        $this->assertSame($before, $this->row($backend, $r));
+        // The row itself, not the seconds left, which the clock may have taken one from
+        // between the two looks.
+        $after = $this->row($backend, $r);
+        unset($before['left'], $after['left']);
+        $this->assertSame($before, $after);
     }
 
     /** @test @dataProvider backends */
