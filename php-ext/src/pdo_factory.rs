@@ -42,7 +42,7 @@ use crate::args::{self, Args};
 use crate::connection::{is_socket_host, PdoTarget, Settings};
 use crate::exceptions::{to_php, Op};
 use crate::handler::{self, handlers};
-use crate::pdo_session::ReadBound;
+use crate::pdo_session::{whole_seconds, ReadBound};
 use crate::php::{self, Noise};
 use crate::registry::Class;
 
@@ -67,7 +67,8 @@ pub fn open(target: &PdoTarget) -> PhpResult<(Zval, Option<ReadBound>)> {
     options.insert_at_index(ATTR_ERRMODE, ERRMODE_EXCEPTION)?;
     options.insert_at_index(ATTR_EMULATE_PREPARES, false)?;
     if !target.connect_timeout.is_zero() {
-        options.insert_at_index(ATTR_TIMEOUT, whole_seconds(target.connect_timeout))?;
+        let seconds = i64::try_from(whole_seconds(target.connect_timeout)).unwrap_or(i64::MAX);
+        options.insert_at_index(ATTR_TIMEOUT, seconds)?;
     }
     for (attribute, value) in tls_attributes(&target.tls, target.over_socket).map_err(|e| to_php(Op::Configure, &e))? {
         match value {
@@ -100,11 +101,6 @@ const NET_READ_TIMEOUT: &str = "mysqlnd.net_read_timeout";
 /// (`disable_functions`, a PHP without mysqlnd).
 fn set_ini(name: &str, value: &str) -> Option<String> {
     php::call_function("ini_set", vec![&name, &value], Noise::Quiet).ok()?.string()
-}
-
-/// A bound in whole seconds, rounded up (never 0, which would mean none).
-fn whole_seconds(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_secs()).unwrap_or(i64::MAX).saturating_add(i64::from(d.subsec_nanos() > 0)).max(1)
 }
 
 /// mysqlnd's TLS attributes (`PDO::MYSQL_ATTR_SSL_*`).

@@ -49,11 +49,16 @@ pub struct ReadBound {
 }
 
 impl ReadBound {
-    /// `limit` rounded up to whole seconds (at least one: 0 would mean none).
+    /// `limit` in [`whole_seconds`].
     pub fn new(limit: Duration, peer: String) -> ReadBound {
-        let seconds = limit.as_secs() + u64::from(limit.subsec_nanos() > 0);
-        ReadBound { limit: Duration::from_secs(seconds.max(1)), peer }
+        ReadBound { limit: Duration::from_secs(whole_seconds(limit)), peer }
     }
+}
+
+/// A bound as mysqlnd and PDO count it: whole seconds, rounded up, at least one (0
+/// would mean none).
+pub fn whole_seconds(d: Duration) -> u64 {
+    d.as_secs().saturating_add(u64::from(d.subsec_nanos() > 0)).max(1)
 }
 
 /// A MySQL session reached through a PDO object.
