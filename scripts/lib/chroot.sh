@@ -76,17 +76,28 @@ chroot_mount_proc() {
     || die "cannot mount /proc in $1"
 }
 
-# chroot_bind ROOT PATH: PATH of the host at the same path inside ROOT (once). A PATH
-# ROOT already sees (a clone under /tmp, which ROOT shares) is not bound again: a bind
-# there would be a mount point on the host's own directory, which could then not be
-# removed ("Device or resource busy").
+# chroot_bind ROOT PATH: PATH of the host at the same path inside ROOT. Nothing is done
+# when ROOT already sees PATH there: through an earlier bind, or through ROOT's /tmp for a
+# clone under /tmp (a bind there would be a mount point on the host's own directory, which
+# could then not be removed: "Device or resource busy"). A mount at that place which is not
+# PATH is left from a directory since removed (CI clones into the same path each run and
+# deletes the clone after): it is taken off first, or a build there would run in the
+# deleted directory ("Could not locate working directory"). Under a lock, so that two
+# suites binding at once never take off each other's bind.
 chroot_bind() {
   local root=$1 path=$2
   mkdir -p "$root$path"
   [ "$root$path" -ef "$path" ] && return 0
-  mountpoint -q "$root$path" && return 0
-  mount --bind "$path" "$root$path" 2>/dev/null || mountpoint -q "$root$path" \
-    || die "cannot bind $path into $root"
+  {
+    flock 8
+    if ! [ "$root$path" -ef "$path" ]; then
+      while mountpoint -q "$root$path"; do
+        umount -l "$root$path" || break
+      done
+      mount --bind "$path" "$root$path" 2>/dev/null
+    fi
+  } 8>"$root.bind.lock"
+  [ "$root$path" -ef "$path" ] || die "cannot bind $path into $root"
 }
 
 # chroot_cargo ROOT DIR [VAR=VALUE...] -- CARGO_ARGS...: the host's cargo (rustup's
