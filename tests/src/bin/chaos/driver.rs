@@ -37,6 +37,12 @@
 //!   Landed when the server answers again with an uptime no longer than the time since
 //!   the fault was sent. Ends every section.
 //!
+//! `--min-faults N` (default 0): when the time is up and a kind of `--faults` has landed
+//! fewer than N times (one needs a CLI holder at the moment it is tried, which a short run
+//! can miss), the chaos goes on with only the kinds still short, for at most
+//! `MIN_FAULTS_GRACE` more: the checker's `--require` then judges the exclusion under
+//! every kind instead of failing the run for the schedule's luck.
+//!
 //! Lease mode on a cluster (`--lease`, `--node-dsns DSN1,DSN2,DSN3`, the cluster's
 //! directory as `--db-dir` and its script as `--cluster-script`, alias `--mariadb-script`:
 //! `scripts/galera.sh`, or `scripts/group-replication.sh`, which has the same commands):
@@ -86,6 +92,8 @@ const FAULT_GAP_SECONDS: (f64, f64) = (1.0, 3.0);
 const MAX_STOPPED: usize = 2;
 /// How long the workers get to finish their section after the stop file appears.
 const WIND_DOWN: Duration = Duration::from_secs(12);
+/// How much longer the chaos may go on for a kind short of `--min-faults`.
+const MIN_FAULTS_GRACE: Duration = Duration::from_secs(30);
 const TICK: Duration = Duration::from_millis(50);
 /// How often and how long the driver looks for a fault to land.
 const LANDING_POLL: Duration = Duration::from_millis(2);
@@ -203,6 +211,8 @@ struct Options {
     isolate_nodes: Vec<u32>,
     ttl: String,
     stop_seconds: (f64, f64),
+    /// Landings of each kind of `faults` the chaos goes on for (within MIN_FAULTS_GRACE).
+    min_faults: u32,
 }
 
 fn options(args: &[String]) -> Result<Options, String> {
@@ -225,6 +235,7 @@ fn options(args: &[String]) -> Result<Options, String> {
         isolate_nodes: vec![3, 1],
         ttl: TTL_SECONDS.to_owned(),
         stop_seconds: STOP_SECONDS,
+        min_faults: 0,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -243,6 +254,9 @@ fn options(args: &[String]) -> Result<Options, String> {
             "--seconds" => o.seconds = number(value)?,
             "--seed" => o.seed = value.parse().map_err(|_| format!("--seed {value}: not an integer"))?,
             "--restarts" => o.restarts = value.parse().map_err(|_| format!("--restarts {value}: not an integer"))?,
+            "--min-faults" => {
+                o.min_faults = value.parse().map_err(|_| format!("--min-faults {value}: not an integer"))?;
+            }
             "--fault-gap" => {
                 let (low, high) =
                     value.split_once(',').ok_or_else(|| format!("--fault-gap {value}: expected LOW,HIGH"))?;
@@ -296,7 +310,7 @@ fn options(args: &[String]) -> Result<Options, String> {
     }
     if o.dir.as_os_str().is_empty() || o.db_dir.as_os_str().is_empty() || o.dsn.is_empty() || o.specs.is_empty() {
         return Err("usage: chaos drive --dir DIR --db-dir DIR --mariadb-script PATH --dsn URL [--seconds N] \
-                    [--seed N] [--restarts N] [--fault-gap LOW,HIGH] [--faults KIND,...|none] [--victims KIND,...] \
+                    [--seed N] [--restarts N] [--min-faults N] [--fault-gap LOW,HIGH] [--faults KIND,...|none] [--victims KIND,...] \
                     --worker \"KIND NAME keep-alive|plain PROGRAM ARGS...\"..."
             .to_owned());
     }
@@ -481,7 +495,24 @@ impl Driver {
         let mut node_ops: Vec<Instant> =
             (1..=ops).map(|i| self.start + seconds.mul_f64(f64::from(i) / f64::from(ops + 1) * 0.85)).collect();
         let mut next_fault = self.start + self.fault_gap();
-        while Instant::now() < end {
+        let mut extended = false;
+        loop {
+            let now = Instant::now();
+            if now >= end {
+                let short = self.short_kinds();
+                if short.is_empty() || now >= end + MIN_FAULTS_GRACE {
+                    break;
+                }
+                if !extended {
+                    extended = true;
+                    println!(
+                        "chaos: time is up with {} landed fewer than {} times: going on (at most {} s) with only those",
+                        short.join(", "),
+                        self.o.min_faults,
+                        MIN_FAULTS_GRACE.as_secs()
+                    );
+                }
+            }
             if self.node_op.as_ref().is_some_and(|op| op.thread.is_finished()) {
                 self.finish_node_op()?;
             }
@@ -502,11 +533,22 @@ impl Driver {
                 restarts.remove(0);
                 self.start_restart();
             } else if !restarting && now >= next_fault && !self.o.faults.is_empty() {
-                next_fault = if self.inject()? { now + self.fault_gap() } else { now + Duration::from_millis(200) };
+                next_fault =
+                    if self.inject(extended)? { now + self.fault_gap() } else { now + Duration::from_millis(200) };
             }
             std::thread::sleep(TICK);
         }
         Ok(())
+    }
+
+    /// The kinds of `--faults` that landed fewer than `--min-faults` times so far.
+    fn short_kinds(&self) -> Vec<&'static str> {
+        HOLDER_FAULTS
+            .iter()
+            .zip(self.landed)
+            .filter(|(k, n)| *n < self.o.min_faults && self.o.faults.iter().any(|f| f == *k))
+            .map(|(k, _)| *k)
+            .collect()
     }
 
     fn fault_gap(&mut self) -> Duration {
@@ -728,13 +770,15 @@ impl Driver {
         Ok(())
     }
 
-    /// Injects one fault, trying the enabled kinds that landed least so far first.
+    /// Injects one fault, trying the enabled kinds that landed least so far first (with
+    /// `only_short`, only those still short of `--min-faults`).
     /// False when none could be aimed at anybody or none landed.
-    fn inject(&mut self) -> Result<bool, String> {
+    fn inject(&mut self, only_short: bool) -> Result<bool, String> {
         let mut kinds: Vec<(u32, u64, &'static str)> = HOLDER_FAULTS
             .iter()
             .enumerate()
             .filter(|(_, k)| self.o.faults.iter().any(|f| f == *k))
+            .filter(|(i, _)| !only_short || self.landed[*i] < self.o.min_faults)
             .map(|(i, k)| (self.landed[i], self.rng.next_u64(), *k))
             .collect();
         kinds.sort_unstable();
