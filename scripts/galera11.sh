@@ -7,7 +7,7 @@
 #   scripts/galera11.sh start|stop|wait|status DIR | kill|restart|isolate|rejoin DIR K
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-in_root=$(bash "$here/sid.sh" root)
-me=galera11.sh
-export in_root me
+MYSQLLOCK_SERVER_CHROOT=$(bash "$here/sid.sh" root)
+MYSQLLOCK_SCRIPT_NAME=galera11.sh
+export MYSQLLOCK_SERVER_CHROOT MYSQLLOCK_SCRIPT_NAME
 exec bash "$here/galera.sh" "$@"

@@ -25,12 +25,14 @@
 # MYSQLLOCK_TEST_TLS_PORT (see tls_env in scripts/lib/servers.sh).
 #
 # scripts/mariadb11.sh runs this script for MariaDB 11.8 LTS (Debian sid's, in the chroot of
-# scripts/sid.sh): it sets $me and $in_root, and every server program then runs inside
-# that chroot, which shares the host's /tmp, so DIR (under /tmp) means the same inside.
+# scripts/sid.sh): it sets MYSQLLOCK_SCRIPT_NAME and MYSQLLOCK_SERVER_CHROOT (prefixed, so
+# that nothing in a caller's environment turns them on by chance), and every server
+# program then runs inside that chroot, which shares the host's /tmp, so DIR (under /tmp)
+# means the same inside.
 set -euo pipefail
-me=${me:-mariadb.sh}
+me=${MYSQLLOCK_SCRIPT_NAME:-mariadb.sh}
 # The chroot the server programs run in; empty: the host's.
-in_root=${in_root:-}
+in_root=${MYSQLLOCK_SERVER_CHROOT:-}
 # shellcheck source=scripts/lib/servers.sh
 . "$(dirname "$0")/lib/servers.sh"
 # shellcheck source=scripts/lib/standalone.sh

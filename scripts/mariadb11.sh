@@ -10,12 +10,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 # Called from inside the chroot (a PHP suite of the matrix restarting its server), the
 # server programs are right here.
 if [ "${MYSQLLOCK_IN_SID:-}" = 1 ]; then
-  in_root=
+  MYSQLLOCK_SERVER_CHROOT=
 else
-  in_root=$(bash "$here/sid.sh" root)
+  MYSQLLOCK_SERVER_CHROOT=$(bash "$here/sid.sh" root)
 fi
-me=mariadb11.sh
+MYSQLLOCK_SCRIPT_NAME=mariadb11.sh
 # The kind of server, for tests that tell MariaDB from MySQL (lib/standalone.sh).
-server_kind=mariadb
-export in_root me server_kind
+MYSQLLOCK_SERVER_KIND=mariadb
+export MYSQLLOCK_SERVER_CHROOT MYSQLLOCK_SCRIPT_NAME MYSQLLOCK_SERVER_KIND
 exec bash "$here/mariadb.sh" "$@"
