@@ -14,7 +14,9 @@ python3 scripts/check-doc-links.py --self-test
 python3 scripts/check-doc-links.py
 cargo fmt --all -- --check
 cargo clippy --release --locked --workspace --all-targets -- -D warnings
-# core/tests/tls.rs is `test = false` (it needs a TLS-only server): --all-targets leaves it out.
+# core/tests/tls.rs is `test = false` (it needs a TLS-only server): --all-targets leaves it out;
 cargo clippy --release --locked -p mysqllock-core --test tls -- -D warnings
+# tests/tests/cluster.rs too (it needs a 3-node cluster).
+cargo clippy --release --locked -p mysqllock-tests --test cluster -- -D warnings
 RUSTDOCFLAGS=-Dwarnings cargo doc --release --locked --workspace --no-deps --quiet
 echo "lint: module graph, doc links, fmt, clippy and rustdoc clean"
