@@ -46,10 +46,11 @@
 # directories: chmod 755 it, or use DIR=$(mktemp -d) itself, which start opens up).
 #
 # scripts/galera11.sh runs this script for MariaDB 11.8 LTS with sid's galera-4: it sets
-# MYSQLLOCK_SCRIPT_NAME and MYSQLLOCK_SERVER_CHROOT, and every server program (mariadb-install-db, mariadbd with its rsync
-# SST, --wsrep-recover, the client) then runs inside the chroot of scripts/sid.sh, which
-# shares the host's /tmp: DIR must be under /tmp. The chroot's user mysql has a uid of its
-# own, so node dirs are chowned to it from inside.
+# MYSQLLOCK_SCRIPT_NAME and MYSQLLOCK_SERVER_CHROOT, and every server program
+# (mariadb-install-db, mariadbd with its rsync SST, --wsrep-recover, the client) then runs
+# inside the chroot of scripts/sid.sh, which shares the host's /tmp: DIR must be under
+# /tmp. The chroot's user mysql has a uid of its own, so node dirs are chowned to it from
+# inside.
 set -euo pipefail
 me=${MYSQLLOCK_SCRIPT_NAME:-galera.sh}
 # The chroot the server programs run in; empty: the host's.

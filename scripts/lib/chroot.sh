@@ -94,7 +94,8 @@ chroot_bind() {
       while mountpoint -q "$root$path"; do
         umount -l "$root$path" || break
       done
-      mount --bind "$path" "$root$path" 2>/dev/null
+      # Its failure is told below, by the check that counts (callers run under set -e).
+      mount --bind "$path" "$root$path" || true
     fi
   } 8>"$root.bind.lock"
   [ "$root$path" -ef "$path" ] || die "cannot bind $path into $root"

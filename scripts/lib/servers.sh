@@ -13,8 +13,9 @@ die() {
   exit 1
 }
 
-# server PROGRAM ARGS...: a server program, on the host or, when the caller set $in_root
-# (scripts/mariadb11.sh and galera11.sh do), inside that chroot.
+# server PROGRAM ARGS...: a server program, on the host or, when the caller's $in_root names
+# a chroot (mariadb.sh and galera.sh take it from MYSQLLOCK_SERVER_CHROOT, which
+# scripts/mariadb11.sh and galera11.sh set), inside that chroot.
 server() {
   if [ -n "${in_root:-}" ]; then
     chroot "$in_root" "$@"

@@ -15,13 +15,15 @@ me=chroot-bind
 
 [ "$(id -u)" -eq 0 ] || { echo "$me: needs root (mount --bind), as scripts/sid.sh does"; exit 1; }
 
-scratch=$(mktemp -d /var/tmp/mysqllock-chroot-bind.XXXXXX)
+scratch=$(mktemp -d /var/tmp/mysqllock-chroot-bind.XXXXXX) && [ -d "$scratch" ] \
+  || { echo "$me: cannot make a scratch directory under /var/tmp"; exit 1; }
 root=$scratch/root
 mkdir -p "$root"
 # Every mount under the scratch directory comes off before anything is removed: a bind
 # still in place would let rm reach the directory it shows.
 cleanup() {
   local mount
+  [ -n "$scratch" ] && [ "$scratch" != / ] || return 0
   for _ in 1 2 3; do
     awk -v s="$scratch/" 'index($5, s) == 1 { print $5 }' /proc/self/mountinfo | sort -r \
       | while read -r mount; do umount -l "$mount" 2>/dev/null; done
