@@ -39,9 +39,11 @@
 //!
 //! `--min-faults N` (default 0): when the time is up and a kind of `--faults` has landed
 //! fewer than N times (one needs a CLI holder at the moment it is tried, which a short run
-//! can miss), the chaos goes on with only the kinds still short, for at most
-//! `MIN_FAULTS_GRACE` more: the checker's `--require` then judges the exclusion under
-//! every kind instead of failing the run for the schedule's luck.
+//! can miss), the chaos goes on for at most `MIN_FAULTS_GRACE` more, injecting only the
+//! kinds still short (a restart or node operation already due still runs), and ends once
+//! none is short and every stopped holder has had its full stop: the checker's
+//! `--require` then judges the exclusion under every kind instead of failing the run for
+//! the schedule's luck. An injection under way when the grace ends finishes first.
 //!
 //! Lease mode on a cluster (`--lease`, `--node-dsns DSN1,DSN2,DSN3`, the cluster's
 //! directory as `--db-dir` and its script as `--cluster-script`, alias `--mariadb-script`:
@@ -500,7 +502,10 @@ impl Driver {
             let now = Instant::now();
             if now >= end {
                 let short = self.short_kinds();
-                if short.is_empty() || now >= end + MIN_FAULTS_GRACE {
+                // A stop that landed during the extension keeps its holder stopped past the
+                // TTL, as any other: the wind-down would let it go at once.
+                let done = short.is_empty() && (!extended || self.stopped.is_empty());
+                if done || now >= end + MIN_FAULTS_GRACE {
                     break;
                 }
                 if !extended {
