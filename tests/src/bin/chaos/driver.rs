@@ -501,7 +501,7 @@ impl Driver {
         loop {
             let now = Instant::now();
             if now >= end {
-                let short = self.short_kinds();
+                let short: Vec<&str> = self.kinds(true).into_iter().map(|(_, k)| k).collect();
                 // A stop that landed during the extension keeps its holder stopped past the
                 // TTL, as any other: the wind-down would let it go at once.
                 let done = short.is_empty() && (!extended || self.stopped.is_empty());
@@ -546,13 +546,16 @@ impl Driver {
         Ok(())
     }
 
-    /// The kinds of `--faults` that landed fewer than `--min-faults` times so far.
-    fn short_kinds(&self) -> Vec<&'static str> {
+    /// The kinds of `--faults` (with their place in HOLDER_FAULTS), or with `only_short`
+    /// those of them that landed fewer than `--min-faults` times so far.
+    fn kinds(&self, only_short: bool) -> Vec<(usize, &'static str)> {
         HOLDER_FAULTS
             .iter()
-            .zip(self.landed)
-            .filter(|(k, n)| *n < self.o.min_faults && self.o.faults.iter().any(|f| f == *k))
-            .map(|(k, _)| *k)
+            .enumerate()
+            .filter(|(i, k)| {
+                self.o.faults.iter().any(|f| f == *k) && (!only_short || self.landed[*i] < self.o.min_faults)
+            })
+            .map(|(i, k)| (i, *k))
             .collect()
     }
 
@@ -779,13 +782,8 @@ impl Driver {
     /// `only_short`, only those still short of `--min-faults`).
     /// False when none could be aimed at anybody or none landed.
     fn inject(&mut self, only_short: bool) -> Result<bool, String> {
-        let mut kinds: Vec<(u32, u64, &'static str)> = HOLDER_FAULTS
-            .iter()
-            .enumerate()
-            .filter(|(_, k)| self.o.faults.iter().any(|f| f == *k))
-            .filter(|(i, _)| !only_short || self.landed[*i] < self.o.min_faults)
-            .map(|(i, k)| (self.landed[i], self.rng.next_u64(), *k))
-            .collect();
+        let mut kinds: Vec<(u32, u64, &'static str)> =
+            self.kinds(only_short).into_iter().map(|(i, k)| (self.landed[i], self.rng.next_u64(), k)).collect();
         kinds.sort_unstable();
         let holders = self.holders();
         for (_, _, kind) in kinds {
