@@ -101,6 +101,53 @@ chroot_bind() {
   [ "$root$path" -ef "$path" ] || die "cannot bind $path into $root"
 }
 
+# chroot_run ROOT [--bind PATH]... [--cwd DIR] [--set NAME=VALUE]... -- CMD ARGS...: CMD
+# inside ROOT, in a mount namespace of its own (unshare --mount --propagation private), where
+# /proc, /dev, /tmp and each PATH of the host (at the same path) are mounted for CMD alone:
+# the kernel takes them away when CMD and whatever it started have ended, even on kill -9,
+# so nothing of the host stays reachable through ROOT afterwards (an `rm -rf` of the cache
+# cannot descend into the host's files). A PATH ROOT already sees (through its /tmp) is not
+# bound again. CMD sees a clean environment, not the caller's: PATH, HOME=/root, LANG,
+# TMPDIR=/tmp, the project's own MYSQLLOCK_* variables and the --set ones; a TMPDIR or
+# LD_PRELOAD of the caller's shell means nothing inside ROOT.
+chroot_run() {
+  local root=$1 cwd=/ binds=() sets=() name
+  shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    case $1 in
+      --bind) binds+=("${2:?chroot_run: --bind needs a path}"); shift 2 ;;
+      --cwd) cwd=${2:?chroot_run: --cwd needs a directory}; shift 2 ;;
+      --set) sets+=("${2:?chroot_run: --set needs NAME=VALUE}"); shift 2 ;;
+      *) die "chroot_run: unknown option $1" ;;
+    esac
+  done
+  [ "${1:-}" = -- ] || die "chroot_run: no -- before the command"
+  shift
+  [ $# -gt 0 ] || die "chroot_run: no command"
+  local env=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+             LANG=C.UTF-8 TMPDIR=/tmp)
+  for name in $(compgen -e); do
+    case $name in MYSQLLOCK_*) env+=("$name=${!name}") ;; esac
+  done
+  env+=("${sets[@]}")
+  unshare --mount --propagation private -- /bin/bash -euc '
+    root=$1 cwd=$2 nbinds=$3 nenv=$4
+    shift 4
+    mount -t proc proc "$root/proc"
+    mount --rbind /dev "$root/dev"
+    mkdir -p "$root/tmp"
+    mount --bind /tmp "$root/tmp"
+    while [ "$nbinds" -gt 0 ]; do
+      mkdir -p "$root$1"
+      [ "$root$1" -ef "$1" ] || mount --bind "$1" "$root$1"
+      shift; nbinds=$((nbinds - 1))
+    done
+    env=()
+    while [ "$nenv" -gt 0 ]; do env+=("$1"); shift; nenv=$((nenv - 1)); done
+    exec chroot "$root" /usr/bin/env -i -C "$cwd" "${env[@]}" "$@"
+  ' chroot_run "$root" "$cwd" "${#binds[@]}" "${#env[@]}" "${binds[@]}" "${env[@]}" "$@"
+}
+
 # chroot_cargo ROOT DIR [VAR=VALUE...] -- CARGO_ARGS...: the host's cargo (rustup's
 # toolchain, bound into ROOT at its own paths, so nothing is installed there) run inside
 # ROOT in DIR with the VARs set: a build against a library or PHP that only ROOT has.
