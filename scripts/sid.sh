@@ -5,26 +5,14 @@
 # (scripts/mariadb11.sh runs it). MySQL 9.7 has a chroot of its own
 # (scripts/mysql.sh): sid's mysql-server-core and mariadb-server-core conflict.
 #
-#   scripts/sid.sh root            # makes the chroot (once; debootstrap needs root) and
-#                                  # prints its path
-#   scripts/sid.sh run CMD...      # CMD inside it, in the current directory, with the same
-#                                  # environment and MYSQLLOCK_IN_SID=1; the repository and
-#                                  # /tmp are the host's, at the same paths, so paths mean
-#                                  # the same on both sides
-#   scripts/sid.sh ext X.Y         # builds the extension for PHP X.Y with the host's Rust
-#                                  # toolchain and prints the .so's path inside the chroot
-#                                  # (/build/phpX.Y/release/...; ROOT/build/... on the host)
+#   scripts/sid.sh root | run CMD... | ext X.Y    # as every PHP chroot: scripts/lib/php-chroot.sh
 #
-# Kept under /var/cache/mysqllock/sid-php (MYSQLLOCK_SID_ROOT overrides). The extension's
-# builds live in the chroot's /build/phpX.Y, so they stay incremental from run to run.
+# Kept under /var/cache/mysqllock/sid-php (MYSQLLOCK_SID_ROOT overrides). Inside, the
+# project's scripts see MYSQLLOCK_IN_CHROOT=sid.
 set -euo pipefail
 me=sid.sh
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/.." && pwd)
-# shellcheck source=scripts/lib/servers.sh
-. "$here/lib/servers.sh"
-# shellcheck source=scripts/lib/chroot.sh
-. "$here/lib/chroot.sh"
+# shellcheck source=scripts/lib/php-chroot.sh
+. "$(dirname "$0")/lib/php-chroot.sh"
 
 root=${MYSQLLOCK_SID_ROOT:-/var/cache/mysqllock/sid-php}
 
@@ -67,45 +55,13 @@ install_symfony_8() {
     rm -rf /tmp/symfony-8'
 }
 
+# The binds are for the users of `root` that still enter with a bare chroot (the servers
+# of scripts/mariadb11.sh and galera11.sh, scripts/package.sh); `run` and `ext` need none.
 ensure() {
-  chroot_ensure "$root" "PHP 8.4/8.5 + MariaDB 11.8" install_sid_php
+  chroot_ensure "$root" "PHP 8.4/8.5 + MariaDB 11.8" install_sid_php sid
   chroot_bind "$root" /tmp
   chroot_bind "$root" /dev
   chroot_bind "$root" "$repo"
 }
 
-cmd=${1:?usage: sid.sh root | run CMD... | ext X.Y}
-shift
-case "$cmd" in
-  root)
-    ensure
-    echo "$root"
-    ;;
-  run)
-    [ $# -gt 0 ] || die "usage: sid.sh run CMD..."
-    ensure
-    # The current directory must exist inside: the repository and /tmp do.
-    # MYSQLLOCK_IN_SID tells the project's scripts that they already run inside.
-    MYSQLLOCK_IN_SID=1 exec chroot "$root" /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$PWD" "$@"
-    ;;
-  ext)
-    version=${1:?usage: sid.sh ext X.Y}
-    [[ $version =~ ^[0-9]+\.[0-9]+$ ]] || die "ext $version: a PHP version is X.Y"
-    ensure
-    [ -x "$root/usr/bin/php$version" ] || die "PHP $version is not in $root"
-    target=/build/php$version
-    mkdir -p "$root$target"
-    chroot_cargo "$root" "$repo" CARGO_TARGET_DIR="$target" \
-      PHP="/usr/bin/php$version" PHP_CONFIG="/usr/bin/php-config$version" \
-      -- build --release --locked -p mysqllock-php >&2 \
-      || die "building the extension for PHP $version failed"
-    so=$target/release/libmysqllock_php.so
-    # The path inside the chroot; the same file is $root$so on the host.
-    chroot "$root" "php$version" -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' \
-      || die "PHP $version cannot load $so"
-    echo "$so"
-    ;;
-  *)
-    die "usage: sid.sh root | run CMD... | ext X.Y"
-    ;;
-esac
+php_chroot_main "$root" sid ensure "$@"

@@ -1,7 +1,8 @@
 # shellcheck shell=bash disable=SC2154
 # (SC2154: $me is set by the sourcing script.)
-# Debian sid chroots for what Debian 12 lacks (sourced by scripts/mysql.sh and
-# scripts/sid.sh; lib/servers.sh first, for die). Each is made once by debootstrap and kept
+# Debian chroots for what Debian 12 lacks (sourced by scripts/mysql.sh, scripts/sid.sh and
+# scripts/trixie.sh; lib/servers.sh first, for die): sid ones, and a trixie one for Debian
+# 13's PHP stack. Each is made once by debootstrap and kept
 # under /var/cache/mysqllock, so later runs pay nothing; its package list is remembered
 # inside it, and a chroot made for an older list gets the missing packages on its next use
 # instead of being rebuilt. Several suites may need a chroot at the same time: the first
@@ -9,12 +10,12 @@
 
 mirror=${MYSQLLOCK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
-# chroot_ensure ROOT LABEL INSTALL: ROOT exists with what INSTALL (a function taking ROOT,
-# whose steps are chained with &&: it is called with ||, where set -e does not act)
-# installs. The list INSTALL installs is what `declare -f INSTALL` prints: when that
-# changes, INSTALL runs again on the existing chroot.
+# chroot_ensure ROOT LABEL INSTALL [SUITE]: ROOT exists, a Debian SUITE (sid by default),
+# with what INSTALL (a function taking ROOT, whose steps are chained with &&: it is called
+# with ||, where set -e does not act) installs. The list INSTALL installs is what
+# `declare -f INSTALL` prints: when that changes, INSTALL runs again on the existing chroot.
 chroot_ensure() {
-  local root=$1 label=$2 install=$3 want
+  local root=$1 label=$2 install=$3 suite=${4:-sid} want
   want=$(declare -f "$install" | md5sum | cut -c1-32)
   if [ "$(cat "$root/.mysqllock-packages" 2>/dev/null)" = "$want" ]; then
     chroot_mount_proc "$root"
@@ -26,7 +27,7 @@ chroot_ensure() {
   flock 9
   if [ "$(cat "$root/.mysqllock-packages" 2>/dev/null)" != "$want" ]; then
     if [ ! -x "$root/usr/bin/apt-get" ]; then
-      chroot_bootstrap "$root" "$label"
+      chroot_bootstrap "$root" "$label" "$suite"
     fi
     chroot_mount_proc "$root"
     echo "$me: installing the $label packages in $root (log: $root.log)" >&2
@@ -39,22 +40,23 @@ chroot_ensure() {
   chroot_mount_proc "$root"
 }
 
-# chroot_bootstrap ROOT LABEL: a minimal sid (and experimental, pinned low as Debian ships
-# it) in ROOT, made in ROOT.tmp and moved into place when complete.
+# chroot_bootstrap ROOT LABEL SUITE: a minimal Debian SUITE in ROOT (for sid also
+# experimental, pinned low as Debian ships it), made in ROOT.tmp and moved into place when
+# complete.
 chroot_bootstrap() {
-  local root=$1 label=$2 tmp=$1.tmp
+  local root=$1 label=$2 suite=$3 tmp=$1.tmp
   command -v debootstrap >/dev/null 2>&1 || {
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
   } || die "debootstrap is missing and could not be installed"
   umount "$tmp/proc" 2>/dev/null || true
   rm -rf "$tmp"
-  echo "$me: building the $label chroot in $root (debootstrap sid, about 2 minutes, once)" >&2
-  debootstrap --variant=minbase sid "$tmp" "$mirror" >"$root.log" 2>&1 \
-    || { tail -20 "$root.log" >&2; die "debootstrap sid failed (log: $root.log)"; }
+  echo "$me: building the $label chroot in $root (debootstrap $suite, about 2 minutes, once)" >&2
+  debootstrap --variant=minbase "$suite" "$tmp" "$mirror" >"$root.log" 2>&1 \
+    || { tail -20 "$root.log" >&2; die "debootstrap $suite failed (log: $root.log)"; }
   cp /etc/resolv.conf "$tmp/etc/resolv.conf"
   # A minbase chroot has no /etc/hosts: without it nothing resolves localhost.
   cp /etc/hosts "$tmp/etc/hosts"
-  echo "deb $mirror experimental main" >"$tmp/etc/apt/sources.list.d/experimental.list"
+  [ "$suite" != sid ] || echo "deb $mirror experimental main" >"$tmp/etc/apt/sources.list.d/experimental.list"
   # Packages must not start their services in the chroot (mariadb-server would).
   printf '#!/bin/sh\nexit 101\n' >"$tmp/usr/sbin/policy-rc.d"
   chmod +x "$tmp/usr/sbin/policy-rc.d"
@@ -150,20 +152,19 @@ chroot_run() {
 
 # chroot_cargo ROOT DIR [VAR=VALUE...] -- CARGO_ARGS...: the host's cargo (rustup's
 # toolchain, bound into ROOT at its own paths, so nothing is installed there) run inside
-# ROOT in DIR with the VARs set: a build against a library or PHP that only ROOT has.
+# ROOT (through chroot_run: DIR and the toolchain are bound for this command alone) in DIR
+# with the VARs set: a build against a library or PHP that only ROOT has.
 chroot_cargo() {
-  local root=$1 dir=$2 vars=()
+  local root=$1 dir=$2 sets=()
   local cargo_home=${CARGO_HOME:-$HOME/.cargo} rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
   shift 2
   while [ $# -gt 0 ] && [ "$1" != -- ]; do
-    vars+=("$1")
+    sets+=(--set "$1")
     shift
   done
   [ "${1:-}" = -- ] || die "chroot_cargo: no -- before cargo's arguments"
   shift
-  chroot_bind "$root" "$cargo_home"
-  chroot_bind "$root" "$rustup_home"
-  chroot "$root" /usr/bin/env -C "$dir" \
-    PATH="$cargo_home/bin:/usr/local/bin:/usr/bin:/bin" HOME="$HOME" \
-    CARGO_HOME="$cargo_home" RUSTUP_HOME="$rustup_home" "${vars[@]}" cargo "$@"
+  chroot_run "$root" --bind "$cargo_home" --bind "$rustup_home" --bind "$dir" --cwd "$dir" \
+    --set PATH="$cargo_home/bin:/usr/local/bin:/usr/bin:/bin" --set HOME="$HOME" \
+    --set CARGO_HOME="$cargo_home" --set RUSTUP_HOME="$rustup_home" "${sets[@]}" -- cargo "$@"
 }
