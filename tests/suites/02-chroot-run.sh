@@ -25,6 +25,24 @@ for tool in unshare nsenter flock ldd; do
   command -v "$tool" >/dev/null || { echo "$me: $tool is missing"; exit 1; }
 done
 
+# The suite runs in a mount namespace of its own whose /tmp is a scratch directory:
+# chroot_run binds /tmp into every root, so should the rule ever break (a mount outliving
+# its command, in the caller's namespace), an rm here could otherwise go through such a
+# bind into the machine's real /tmp. (Seen once, while this suite was proved by breaking
+# chroot_run on purpose: it emptied the shared machine's /tmp.)
+if [ "${MYSQLLOCK_CHROOT_RUN_OWN_TMP:-}" != 1 ]; then
+  own_tmp=$(mktemp -d /var/tmp/mysqllock-chroot-run-tmp.XXXXXX) && [ -d "$own_tmp" ] \
+    || { echo "$me: cannot make a scratch /tmp under /var/tmp"; exit 1; }
+  chmod 1777 "$own_tmp"
+  # shellcheck disable=SC2016 # the inner shell expands
+  unshare --mount --propagation private -- /bin/bash -c \
+    'mount --bind "$1" /tmp && MYSQLLOCK_CHROOT_RUN_OWN_TMP=1 exec /bin/bash "$2"' _ "$own_tmp" "$0"
+  rc=$?
+  # Its mounts ended with the namespace: none of them was ever in this one.
+  rm -rf --one-file-system "$own_tmp"
+  exit $rc
+fi
+
 scratch=$(mktemp -d /var/tmp/mysqllock-chroot-run.XXXXXX) && [ -d "$scratch" ] \
   || { echo "$me: cannot make a scratch directory under /var/tmp"; exit 1; }
 # The host's /tmp is bound into every root: what the commands leave there goes here.
@@ -162,9 +180,9 @@ case_a_killed_command_leaves_no_mount() {
   # The checker must see the mounts of a live command, or its "none" below means nothing.
   n=$(everywhere "$root" | wc -l)
   if [ "$n" -ge 4 ] && [ -z "$(chroot_host_mounts "$root")" ]; then
-    ok "a running command's mounts ($n under the root) are in its own namespace, none in the host's"
+    ok "a running command's mounts ($n under the root) are in its own namespace, none in the caller's"
   else
-    not_ok "a running command: $n mounts seen under the root in any namespace (want 4 or more), host: $(chroot_host_mounts "$root" | tr '\n' ' ')"
+    not_ok "a running command: $n mounts seen under the root in any namespace (want 4 or more), the caller's: $(chroot_host_mounts "$root" | tr '\n' ' ')"
   fi
   kill -9 "${pids[-1]}"
   wait "${pids[-1]}" 2>/dev/null
@@ -201,18 +219,29 @@ case_four_commands_at_once_see_the_bind() {
 }
 
 case_removing_the_cache_leaves_the_host_alone() {
-  local root
+  local root fake_tmp out
   root=$(new_root removed)
-  chroot_run "$root" --bind "$host" -- /bin/true || { not_ok "a command with a bind failed"; return; }
-  # What an administrator or a disk cleaner does to /var/cache; a bind of the same
-  # file system as the cache is no other device to --one-file-system, so only the rule
-  # (no mount outlives its command) keeps the host's files out of its reach.
-  rm -rf --one-file-system "$root"
-  if [ ! -e "$root" ] && [ "$(cat "$host/marker" 2>/dev/null)" = "host data" ] \
-     && [ "$(cat "$shared/marker" 2>/dev/null)" = "host tmp data" ]; then
+  fake_tmp=$scratch/fake-tmp
+  mkdir -p "$fake_tmp" && echo "tmp data" >"$fake_tmp/marker"
+  # The run and the removal happen in a mount namespace of this case's own, whose /tmp is
+  # a scratch directory: should the rule ever break (a mount of chroot_run outliving its
+  # command), the rm below would reach only that directory and $host, never the host's
+  # real /tmp. The rm is what an administrator or a disk cleaner does to /var/cache; a bind
+  # of the same file system as the cache is no other device to --one-file-system, so only
+  # the rule keeps the bound directories out of its reach.
+  # shellcheck disable=SC2016 # the inner shell expands
+  out=$(unshare --mount --propagation private -- /bin/bash -c '
+    mount --bind "$1" /tmp || exit 3
+    me=chroot-run
+    . scripts/lib/servers.sh && . scripts/lib/chroot.sh
+    chroot_run "$2" --bind "$3" -- /bin/true || { echo "the command failed"; exit 1; }
+    rm -rf --one-file-system "$2" 2>&1
+    echo "root left: $([ -e "$2" ] && echo yes || echo no); bound: $(cat "$3/marker" 2>&1); /tmp: $(cat /tmp/marker 2>&1)"
+    ' _ "$fake_tmp" "$root" "$host" 2>&1)
+  if [ "$out" = "root left: no; bound: host data; /tmp: tmp data" ]; then
     ok "rm -rf --one-file-system of the cache root after a run leaves the bound host directory and /tmp intact"
   else
-    not_ok "rm -rf of the cache root: root still there: $([ -e "$root" ] && echo yes || echo no); host marker: '$(cat "$host/marker" 2>&1)'; /tmp marker: '$(cat "$shared/marker" 2>&1)'"
+    not_ok "rm -rf --one-file-system of the cache root after a run: $out"
   fi
 }
 
