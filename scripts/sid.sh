@@ -5,7 +5,8 @@
 # (scripts/mariadb11.sh runs it). MySQL 9.7 has a chroot of its own
 # (scripts/mysql.sh): sid's mysql-server-core and mariadb-server-core conflict.
 #
-#   scripts/sid.sh root | run CMD... | ext X.Y    # as every PHP chroot: scripts/lib/php-chroot.sh
+#   scripts/sid.sh root | run CMD... | ext X.Y | clean   # as every PHP chroot:
+#                                                        # scripts/lib/php-chroot.sh
 #
 # Kept under /var/cache/mysqllock/sid-php (MYSQLLOCK_SID_ROOT overrides). Inside, the
 # project's scripts see MYSQLLOCK_IN_CHROOT=sid.
@@ -14,7 +15,7 @@ me=sid.sh
 # shellcheck source=scripts/lib/php-chroot.sh
 . "$(dirname "$0")/lib/php-chroot.sh"
 
-root=${MYSQLLOCK_SID_ROOT:-/var/cache/mysqllock/sid-php}
+root=$sid_root
 
 # What the chroot holds. Changing this list makes the next use install what is new. The
 # steps are chained with && (set -e does not reach into a function called with ||).
@@ -41,27 +42,26 @@ install_sid_php() {
 # for Symfony 8. Debian's autoload.php files find each other relative to their own
 # directory, so the copy is complete on its own.
 install_symfony_8() {
-  chroot "$1" /bin/sh -e -c '
-    rm -rf /opt/symfony-8 /tmp/symfony-8 && mkdir -p /opt/symfony-8 /tmp/symfony-8/debs /tmp/symfony-8/files
+  # The work directory is the host's /tmp (chroot_run binds it): a name of its own there.
+  # shellcheck disable=SC2016 # the script is the chroot's shell's
+  chroot_run "$1" -- /bin/sh -e -c '
+    rm -rf /opt/symfony-8 && mkdir -p /opt/symfony-8
+    work=$(mktemp -d /tmp/mysqllock-symfony-8.XXXXXX) && chmod 755 "$work"
+    trap "rm -rf \"$work\"" EXIT
+    mkdir -p "$work/debs" "$work/files"
     apt-get -o Acquire::Check-Valid-Until=false -s -t experimental install --no-install-recommends \
       php-symfony-lock php-symfony-console php-symfony-framework-bundle \
-      | sed -n "s/^Inst \([^ ]*\) .*(\([^ ]*\) .*/\1=\2/p" >/tmp/symfony-8/list
-    grep -q "^php-symfony-lock=8" /tmp/symfony-8/list
-    cd /tmp/symfony-8/debs
-    apt-get -o Acquire::Check-Valid-Until=false -qq download $(cat /tmp/symfony-8/list)
-    for deb in *.deb; do dpkg-deb -x "$deb" /tmp/symfony-8/files; done
+      | sed -n "s/^Inst \([^ ]*\) .*(\([^ ]*\) .*/\1=\2/p" >"$work/list"
+    grep -q "^php-symfony-lock=8" "$work/list"
+    cd "$work/debs"
+    apt-get -o Acquire::Check-Valid-Until=false -qq download $(cat "$work/list")
+    for deb in *.deb; do dpkg-deb -x "$deb" "$work/files"; done
     cp -a /usr/share/php /opt/symfony-8/php
-    cp -a /tmp/symfony-8/files/usr/share/php/. /opt/symfony-8/php/
-    rm -rf /tmp/symfony-8'
+    cp -a "$work/files/usr/share/php/." /opt/symfony-8/php/'
 }
 
-# The binds are for the users of `root` that still enter with a bare chroot (the servers
-# of scripts/mariadb11.sh and galera11.sh, scripts/package.sh); `run` and `ext` need none.
 ensure() {
   chroot_ensure "$root" "PHP 8.4/8.5 + MariaDB 11.8" install_sid_php sid
-  chroot_bind "$root" /tmp
-  chroot_bind "$root" /dev
-  chroot_bind "$root" "$repo"
 }
 
 php_chroot_main "$root" sid ensure "$@"

@@ -13,7 +13,7 @@ me=trixie.sh
 # shellcheck source=scripts/lib/php-chroot.sh
 . "$(dirname "$0")/lib/php-chroot.sh"
 
-root=${MYSQLLOCK_TRIXIE_ROOT:-/var/cache/mysqllock/trixie-php}
+root=$trixie_root
 
 # What the chroot holds (a changed list is installed on the next use; as sid.sh's). With
 # mariadb-client and python3 a PHP test marks a table crashed through the test server's

@@ -8,12 +8,16 @@
 #   SCRIPT root          # makes the chroot (once; debootstrap needs root), prints its path
 #   SCRIPT run CMD...    # CMD inside it (chroot_run: the repository and /tmp are the host's,
 #                        # at the same paths, so paths mean the same on both sides), in the
-#                        # current directory, with the project's MYSQLLOCK_* environment and
+#                        # current directory, with the project's MYSQLLOCK_* environment,
 #                        # MYSQLLOCK_IN_CHROOT=SUITE (the project's scripts then know they
-#                        # already run inside)
+#                        # already run inside), TERM, and SYMFONY_LOCK_SRC and
+#                        # COMPOSER_ROOT_VERSION when set; nothing else of the caller's (a
+#                        # TMPDIR of the host's, say) reaches CMD
 #   SCRIPT ext X.Y       # builds the extension for the chroot's PHP X.Y with the host's Rust
 #                        # toolchain and prints the .so's path inside the chroot
 #                        # (/build/phpX.Y/release/...; ROOT/build/... on the host)
+#   SCRIPT clean         # removes the chroot (refused while a server runs in it); the next
+#                        # use builds it again
 #
 # The extension's builds live in the chroot's /build/phpX.Y, so they stay incremental from
 # run to run, and are linked against the chroot's own C library and PHP: a .so built in one
@@ -28,7 +32,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # php_chroot_main ROOT SUITE ENSURE CMD ARGS...: the command CMD on the chroot ROOT (a
 # Debian SUITE); ENSURE is the calling script's function that makes ROOT ready.
 php_chroot_main() {
-  local root=$1 suite=$2 ensure=$3 usage="usage: $me root | run CMD... | ext X.Y"
+  local root=$1 suite=$2 ensure=$3 usage="usage: $me root | run CMD... | ext X.Y | clean"
   shift 3
   # One chroot cannot reach another: their caches live on the host.
   [ -z "${MYSQLLOCK_IN_CHROOT:-}" ] \
@@ -45,7 +49,12 @@ php_chroot_main() {
       [ $# -gt 0 ] || die "usage: $me run CMD..."
       "$ensure"
       # The current directory must exist inside: the repository and /tmp do.
-      chroot_run "$root" --bind "$repo" --cwd "$PWD" --set "MYSQLLOCK_IN_CHROOT=$suite" -- "$@"
+      local sets=(--set "MYSQLLOCK_IN_CHROOT=$suite") name
+      for name in TERM SYMFONY_LOCK_SRC COMPOSER_ROOT_VERSION; do
+        [ -z "${!name:-}" ] || sets+=(--set "$name=${!name}")
+      done
+      chroot_command "$root" --bind "$repo" --cwd "$PWD" "${sets[@]}" -- "$@"
+      exec "${chroot_cmd[@]}"
       ;;
     ext)
       local version=${1:-} target so
@@ -63,6 +72,9 @@ php_chroot_main() {
       chroot_run "$root" -- "php$version" -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' \
         || die "PHP $version cannot load $so"
       echo "$so"
+      ;;
+    clean)
+      chroot_clean "$root"
       ;;
     *)
       die "$usage"
