@@ -174,7 +174,9 @@ cat >"$work/lock.php" <<'PHP'
 use ItsMieger\MySqlSharedLocks\SharedLock;
 
 [, $name, $go, $ext, $tag] = $argv;
-$libc = glob('/lib/ld-musl-*') ? 'musl' : 'glibc';
+// The libc this PHP runs on, from the loader mapped into it: a musl loader merely
+// installed beside glibc (Debian's musl-tools) must not make a glibc PHP ask for musl.
+$libc = str_contains((string) file_get_contents('/proc/self/maps'), '/ld-musl-') ? 'musl' : 'glibc';
 printf("php_%s-%s_php%d.%d-%s-%s-%s%s%s.zip\n", $ext, $tag, PHP_MAJOR_VERSION, PHP_MINOR_VERSION,
     php_uname('m'), strtolower(PHP_OS_FAMILY), $libc, PHP_DEBUG ? '-debug' : '', PHP_ZTS ? '-zts' : '');
 if (!extension_loaded($ext)) {
