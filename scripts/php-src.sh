@@ -25,7 +25,7 @@
 # A cold build takes minutes (measured on 2 cores: see docs/php.md); the build log is
 # CACHE/build-KIND.log.
 set -euo pipefail
-me=php-src.sh
+me="php-src.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 
@@ -79,12 +79,14 @@ declare -A needs_common=(
   [/usr/bin/gcc]=gcc [/usr/bin/make]=make [/usr/bin/dpkg-source]=dpkg-dev
   [/usr/bin/xz]=xz-utils
 )
+# shellcheck disable=SC2034 # read through the nameref of install_needs
 declare -A needs_zts=(
   [/usr/bin/pkg-config]=pkg-config [/usr/include/libxml2/libxml/parser.h]=libxml2-dev
   [/usr/include/sqlite3.h]=libsqlite3-dev [/usr/include/openssl/ssl.h]=libssl-dev
   [/usr/include/oniguruma.h]=libonig-dev [/usr/include/zlib.h]=zlib1g-dev
   [/usr/include/x86_64-linux-gnu/ffi.h]=libffi-dev
 )
+# shellcheck disable=SC2034 # read through the nameref of install_needs
 declare -A needs_musl=([/usr/bin/musl-gcc]=musl-tools)
 
 # install_needs KIND: installs the packages KIND's build lacks (nothing when all are there).
@@ -96,8 +98,9 @@ install_needs() {
   [ ${#missing[@]} -eq 0 ] && return 0
   [ "$(id -u)" -eq 0 ] || die "building PHP needs ${missing[*]}: install them (as root: apt-get install ${missing[*]})"
   echo "$me: installing ${missing[*]}" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
-    || die "apt-get install ${missing[*]} failed"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
+    die "apt-get install ${missing[*]} failed"
+  fi
 }
 
 # fetch_source: the source package's files in $cache/source (downloaded once); prints the
@@ -191,7 +194,9 @@ build() {
 # suite never runs on something else by mistake.
 verify() {
   local kind=$1 prefix=$2 php=$2/bin/php info
-  [ -x "$php" ] && [ -x "$prefix/bin/php-config" ] || die "$prefix has no bin/php or bin/php-config"
+  if [ ! -x "$php" ] || [ ! -x "$prefix/bin/php-config" ]; then
+    die "$prefix has no bin/php or bin/php-config"
+  fi
   info=$("$php" -n -i) || die "$php -i failed"
   case $kind in
     zts)
