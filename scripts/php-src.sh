@@ -65,9 +65,10 @@ configure_musl() {
     CC=musl-gcc CFLAGS=-O2
 }
 
-# php.ini of a build (in PREFIX/etc, where the build reads it): the source's production
-# settings, as Debian's, with what Debian's CLI php.ini changes, and Debian's PHP library
-# path, where PHPUnit, Symfony and Laravel are (/usr/share/php).
+# php.ini of the ZTS build (in PREFIX/etc, where it reads it), which runs the PHP suites:
+# the source's production settings, as Debian's, with what Debian's CLI php.ini changes,
+# and Debian's PHP library path, where PHPUnit, Symfony and Laravel are (/usr/share/php).
+# The musl build runs with PHP's defaults.
 write_ini() {
   cp php.ini-production "$1/php.ini"
   printf '\n; %s\n%s\n%s\n' "scripts/php-src.sh: as Debian's CLI php.ini" \
@@ -131,7 +132,8 @@ fetch_source() {
 
 # recipe KIND DSC: what decides the build; the prefix keeps it in .mysqllock-recipe.
 recipe() {
-  declare -f "configure_$1" write_ini
+  declare -f "configure_$1"
+  [ "$1" != zts ] || declare -f write_ini
   basename "$2"
 }
 
@@ -165,6 +167,10 @@ build() {
     started=$SECONDS
     if ! (
       set -e
+      # The compiler's temporary files stay beside the build: /tmp is shared with whatever
+      # else runs (and cleans it) meanwhile.
+      mkdir "$work/tmp"
+      export TMPDIR=$work/tmp
       cd "$work"
       dpkg-source -x --skip-patches "$dsc" src
       cd src
@@ -172,7 +178,7 @@ build() {
       make -j"$(nproc)"
       make install INSTALL_ROOT="$prefix.stage"
       mkdir -p "$prefix.stage$prefix/etc/conf.d"
-      write_ini "$prefix.stage$prefix/etc"
+      [ "$kind" != zts ] || write_ini "$prefix.stage$prefix/etc"
     ) >"$cache/build-$kind.log" 2>&1; then
       tail -n 8 "$cache/build-$kind.log" | cut -c1-400 >&2
       die "building PHP $php_minor ($kind) failed (log: $cache/build-$kind.log)"
