@@ -862,4 +862,37 @@ namespace MySqlLock {
          */
         public static function fromUrl(string $url): \PDO {}
     }
+
+    /**
+     * The end of a request for worker-mode servers, which serve many requests in one PHP
+     * request (FrankenPHP's worker mode, RoadRunner, Swoole, ReactPHP, Laravel Octane):
+     * PHP's own request end, where the extension releases what a request left, never
+     * comes between them. Call it in the worker loop after each request.
+     *
+     * It does what request end does: every lock of SharedLock and of SessionLock still
+     * held is released (SessionLocks on your PDOs and mysqlis too), and the extension's
+     * own connections are closed, as is a PDO made by SharedLock::getConnection() (the
+     * next request connects anew). What the worker set up once stays: the settings of
+     * SharedLock::configureConnection() and php.ini, SharedLock::setTable(), and a PDO
+     * given to SharedLock::setConnection() (its locks released; the PDO is yours and
+     * stays open). A SharedLockHandle of a released lock is stale: its release() throws.
+     * DistributedLock leases are not touched: they outlive requests by design and end by
+     * release() or their TTL.
+     *
+     * Safe to call at any time outside the extension's own calls: when nothing is held it
+     * does nothing and returns 0.
+     *
+     * ```php
+     * $handler = static function (): void { ... };   // may lock and forget to release
+     * while (frankenphp_handle_request($handler)) {
+     *     \MySqlLock\end_request();
+     * }
+     * ```
+     *
+     * @return int how many SharedLock and SessionLock locks were still held (all
+     *         released now): more than 0 means the request forgot some
+     * @throws \InvalidArgumentException when called from code the extension is running
+     *         itself (a PDO subclass, an error handler inside a lock call)
+     */
+    function end_request(): int {}
 }

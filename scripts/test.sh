@@ -8,8 +8,9 @@
 # PHPUnit) runs against which. Each suite is a script that finds its server in
 # MYSQLLOCK_TEST_DSN (and the server's kind in MYSQLLOCK_TEST_SERVER, its script in
 # MYSQLLOCK_SERVER_SCRIPT); it runs once per server, as NAME@SERVER. A suite whose header
-# says `# matrix: php` runs once per row of the matrix instead, as NAME@SERVER/phpX.Y, with
-# the row in its environment (tests/suites/lib/php.sh). A suite whose header says
+# says `# matrix: php` runs once per row of the matrix instead, as NAME@SERVER/phpX.Y (a
+# ZTS row's as phpX.Y-zts), with the row in its environment (tests/suites/lib/php.sh);
+# `# matrix: php home=zts` runs on the rows of that home only. A suite whose header says
 # `# server: none` (lint, header) or `# server: own` (it starts its own servers) runs once.
 # A suite that needs a fresh server (restarts) starts one of the same kind with that script.
 #
@@ -107,10 +108,17 @@ for s in tests/suites/*.sh; do
     continue
   fi
   if grep -q '^# matrix: php' "$s"; then
+    # `# matrix: php home=H`: only the rows whose PHP lives in H (a suite that needs a
+    # thread-safe PHP runs on the zts rows).
+    only_home=$(sed -n 's/^# matrix: php home=\([a-z]*\).*/\1/p' "$s" | head -n 1)
     # fd 3: a suite reading its standard input must not eat the rows.
     while read -r -u 3 server php home symfony laravel phpunit; do
       case " $servers " in *" $server "*) ;; *) continue ;; esac
-      job "$name@$server/php$php" "$server" with_row "$server" "$php" "$home" "$symfony" "$laravel" "$phpunit" bash "$s"
+      [ -z "$only_home" ] || [ "$home" = "$only_home" ] || continue
+      # A thread-safe PHP is named as such (php8.2-zts), beside the NTS one of the version.
+      label=php$php
+      [ "$home" != zts ] || label=$label-zts
+      job "$name@$server/$label" "$server" with_row "$server" "$php" "$home" "$symfony" "$laravel" "$phpunit" bash "$s"
     done 3<<<"$rows"
     continue
   fi

@@ -12,8 +12,9 @@
 //! every core error; `pdo_session` and `mysqli_session` let the core run on a user's PDO
 //! or mysqli (sharing `driver`); `pdo_factory` opens the PDOs the extension hands out,
 //! with the TLS settings as PDO takes them; `options` reads the `$options` array of the
-//! acquiring methods; `ini` holds the php.ini settings. All lock decisions are the
-//! core's.
+//! acquiring methods; `ini` holds the php.ini settings; `worker` has
+//! `MySqlLock\end_request()`, the request end of worker-mode servers. All lock decisions
+//! are the core's.
 
 #![cfg_attr(windows, feature(abi_vectorcall))]
 
@@ -35,6 +36,7 @@ mod php;
 mod registry;
 mod session_lock;
 mod state;
+mod worker;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -54,6 +56,7 @@ pub fn module(module: ModuleBuilder) -> ModuleBuilder {
         .version(env!("CARGO_PKG_VERSION"))
         .shutdown_function(module_shutdown)
         .request_shutdown_function(request_shutdown)
+        .function(worker::end_request_function())
         .info_function(ini::info)
 }
 

@@ -98,18 +98,44 @@ impl Default for Leases {
 pub fn with<T>(f: impl FnOnce(&mut State) -> Result<T, Error>) -> Result<T, Error> {
     THREAD.with(|thread| {
         let Ok(mut slot) = thread.state.try_borrow_mut() else {
-            return Err(Error::InvalidArgument {
-                what: "call",
-                reason: "the extension was called from code that it is running itself (a PDO or mysqli subclass, \
-                         an error handler); call it again afterwards"
-                    .to_owned(),
-            });
+            return Err(reentered());
         };
         // The causes kept for the previous operation's exception are stale now.
         driver::clear_causes();
         let state = slot.get_or_insert_with(State::from_ini);
         state.follow_fork();
         f(state)
+    })
+}
+
+/// The refusal of a call made from code the extension is running itself.
+fn reentered() -> Error {
+    Error::InvalidArgument {
+        what: "call",
+        reason: "the extension was called from code that it is running itself (a PDO or mysqli subclass, \
+                 an error handler); call it again afterwards"
+            .to_owned(),
+    }
+}
+
+/// `MySqlLock\end_request()`: what request end does to `SharedLock` and `SessionLock`,
+/// for a worker that serves many requests in one PHP request (FrankenPHP's worker mode,
+/// RoadRunner, Swoole, Octane), where request end never comes between them. Returns how
+/// many locks were still held (all of them released now). See [`State::end_request`].
+pub fn end_request() -> Result<usize, Error> {
+    THREAD.with(|thread| {
+        let Ok(mut slot) = thread.state.try_borrow_mut() else {
+            return Err(reentered());
+        };
+        driver::clear_causes();
+        let Some(state) = slot.as_mut() else {
+            return Ok(0);
+        };
+        state.follow_fork();
+        let held = state.end_request();
+        // What the releases' failures left as causes belongs to no exception.
+        driver::clear_causes();
+        Ok(held)
     })
 }
 
@@ -544,6 +570,42 @@ impl State {
         for attached in native {
             close(attached.locker);
         }
+    }
+
+    /// The worker's request end ([`end_request`]): every `SharedLock` and `SessionLock`
+    /// lock still held is released, on the user's PDOs and mysqlis too, and the
+    /// extension's own connections (and a `getConnection()` PDO) are closed, as at
+    /// request end. What the worker set up stays: the settings of
+    /// `configureConnection()` and php.ini, the table, a PDO given to `setConnection()`
+    /// (its locks released, the PDO left open: it is the user's), and the lockers of
+    /// live `SessionLock` objects on the user's connections. Returns how many locks were
+    /// held. Failures are not reported: a session that fails to release has lost its
+    /// connection, and the server freed its GET_LOCKs with it, as at request end.
+    fn end_request(&mut self) -> usize {
+        let lockers = self.current.iter().chain(self.retired.iter().map(|r| &r.locker));
+        let held = lockers.chain(self.attached.iter().map(|a| &a.locker)).map(|l| l.held().count()).sum();
+        if let Some(mut locker) = self.current.take() {
+            if locker.connector().pdo().is_some() && !locker.connector().owns_pdo() {
+                let _ = locker.release_all();
+                self.current = Some(locker);
+            } else {
+                close(locker);
+            }
+        }
+        for retired in self.retired.drain(..) {
+            close(retired.locker);
+        }
+        for attached in &mut self.attached {
+            let _ = attached.locker.release_all();
+        }
+        let (native, user): (Vec<Attached>, Vec<Attached>) =
+            std::mem::take(&mut self.attached).into_iter().partition(|a| a.locker.connector().object().is_none());
+        self.attached = user;
+        for attached in native {
+            close(attached.locker);
+        }
+        self.prune();
+        held
     }
 
     // -----------------------------------------------------------------------------

@@ -4,9 +4,11 @@
 # is a failure with a message, never a skip).
 #
 # The row (tests/matrix, set by scripts/test.sh; Debian 12's PHP when run by hand):
-# MYSQLLOCK_PHP (X.Y), MYSQLLOCK_PHP_HOME (host, or sid or trixie: the chroot of
+# MYSQLLOCK_PHP (X.Y), MYSQLLOCK_PHP_HOME (host; sid or trixie: the chroot of
 # scripts/sid.sh or scripts/trixie.sh, where the suite then re-runs itself with the
-# extension built there for that PHP), MYSQLLOCK_SYMFONY,
+# extension built there for that PHP; or zts: the thread-safe PHP scripts/php-src.sh
+# builds from Debian's source, on the host, with the extension built for it in a cargo
+# target dir of its own), MYSQLLOCK_SYMFONY,
 # MYSQLLOCK_LARAVEL, MYSQLLOCK_PHPUNIT (the versions the row expects; each suite checks the
 # ones it uses with need_version).
 : "${MYSQLLOCK_ROOT:?MYSQLLOCK_ROOT is not set (the repository root)}"
@@ -24,6 +26,8 @@ fail() {
   exit 1
 }
 
+php=/usr/bin/php$php_version
+zts=0
 case $php_home in
   host) ;;
   sid | trixie)
@@ -33,12 +37,23 @@ case $php_home in
       exec bash "scripts/$php_home.sh" run bash "$0" "$@"
     fi
     ;;
-  *) fail "MYSQLLOCK_PHP_HOME=$php_home: host, sid or trixie" ;;
+  zts)
+    [ "$php_version" = 8.2 ] || fail "a ZTS PHP is built for 8.2 only (scripts/php-src.sh), not $php_version"
+    if [ -z "${MYSQLLOCK_PHP_EXT:-}" ]; then
+      MYSQLLOCK_PHP_EXT=$(bash scripts/php-src.sh ext zts) || fail "no extension for the ZTS PHP"
+      export MYSQLLOCK_PHP_EXT
+    fi
+    zts_prefix=$(bash scripts/php-src.sh prefix zts)
+    php=$zts_prefix/bin/php
+    # WebServerTest's php-fpm: this PHP's, not Debian's.
+    export MYSQLLOCK_PHP_FPM=$zts_prefix/sbin/php-fpm
+    zts=1
+    ;;
+  *) fail "MYSQLLOCK_PHP_HOME=$php_home: host, sid, trixie or zts" ;;
 esac
 
 # The extension for this PHP (tests/php/support/ChildProcess.php reads the same variable).
 so=${MYSQLLOCK_PHP_EXT:-$MYSQLLOCK_BIN/libmysqllock_php.so}
-php=/usr/bin/php$php_version
 phpunit=/usr/bin/phpunit
 
 # need_version WHAT WANT HAVE: the row's WANT is HAVE or a prefix of it (13 matches 13.31.0).
@@ -107,6 +122,7 @@ phpunit_options() {
 "$php" -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' || fail "PHP $php_version cannot load $so as the mysqllock extension"
 have_php=$("$php" -r 'echo PHP_VERSION;')
 need_version PHP "$php_version" "$have_php"
+[ "$("$php" -r 'echo PHP_ZTS;')" = "$zts" ] || fail "$php: PHP_ZTS is not $zts, as MYSQLLOCK_PHP_HOME=$php_home says"
 have_phpunit=$("$php" "$phpunit" --version | sed -n 's/^PHPUnit \([0-9][0-9.]*\).*/\1/p')
 need_version PHPUnit "${MYSQLLOCK_PHPUNIT:-}" "$have_phpunit"
 phpunit_major=${have_phpunit%%.*}
