@@ -216,7 +216,11 @@ fn a_session_that_does_not_own_its_insert_id_still_takes_a_left_row() {
 struct NotOwned(mysqllock_core::MysqlSession);
 
 impl Session for NotOwned {
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<mysqllock_core::Outcome, mysqllock_core::SessionError> {
+    fn execute(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<mysqllock_core::Outcome, mysqllock_core::SessionError> {
         self.0.execute(sql, params)
     }
     fn connection_id(&self) -> u64 {

@@ -275,7 +275,11 @@ impl Sql {
         let n = utf8mb4_literal(name);
         let recorded =
             if self.upgraded { format!(", {}, {}", utf8mb4_literal(holder.0), holder.1) } else { String::new() };
-        let take = if take_over && !self.upgraded { format!(" {}", take_over_left(&n, &ttl.to_string())) } else { String::new() };
+        let take = if take_over && !self.upgraded {
+            format!(" {}", take_over_left(&n, &ttl.to_string()))
+        } else {
+            String::new()
+        };
         format!(
             "SELECT IS_FREE_LOCK({n}), GET_LOCK({n}, {wait:.6}); \
              {claim} VALUES ({n}, CONNECTION_ID(), UNIX_TIMESTAMP(), {ttl}, \
@@ -350,7 +354,8 @@ mod tests {
     #[test]
     fn names_in_a_batch_are_hex_literals_that_cannot_inject() {
         let sql = Sql::new(&Table::default(), false);
-        let batch = sql.wait_and_claim("x'); DROP TABLE t; --", std::time::Duration::from_millis(1500), 60, ("h", 7), true);
+        let batch =
+            sql.wait_and_claim("x'); DROP TABLE t; --", std::time::Duration::from_millis(1500), 60, ("h", 7), true);
         assert!(!batch.contains("DROP"), "{batch}");
         let hex: String = "x'); DROP TABLE t; --".bytes().map(|b| format!("{b:02X}")).collect();
         assert!(batch.contains(&format!("GET_LOCK(_utf8mb4 X'{hex}', ")), "{batch}");
