@@ -135,16 +135,15 @@ final class Raw extends Way
 }
 
 /**
- * The protocol's hand-written floor (issue 34): the statements the extension sends for a
- * name it takes again and again on the original table, written by hand through PDO, so
- * that what the extension adds above them is its own cost and what they cost above raw
- * GET_LOCK is the protocol's. An uncontended lock is the claim that takes the row left
- * by the last release over in place (INSERT ... ON DUPLICATE KEY UPDATE, prepared); a
+ * The protocol's hand-written floor (issue 34): the statements the extension sends on
+ * the original table, written by hand through PDO, so that what the extension adds above
+ * them is its own cost and what they cost above raw GET_LOCK is the protocol's. An
+ * uncontended lock is the claim (INSERT ... IF(GET_LOCK(?, 0) = 1, 1, NULL), prepared); a
  * lock found busy queues at once on the server with the sleep-and-claim batch (text,
- * through an emulating PDO: the extension's native connection sends it the same way),
- * as the extension does for a name it found contended; release lets go of the GET_LOCK
- * in a statement that checks the row and writes nothing. Each step checks its outcome,
- * so the floor cannot pass for faster by doing less.
+ * through an emulating PDO: the extension's native connection sends it as text too), as
+ * the extension does for a name it found contended; release is the DELETE that lets go
+ * of the GET_LOCK in the same statement (prepared). Each step checks its outcome, so the
+ * floor cannot pass for faster by doing less.
  */
 final class Floor extends Way
 {
@@ -159,33 +158,16 @@ final class Floor extends Way
     {
         $this->pdo = pdo();
         $this->claim = $this->pdo->prepare('INSERT INTO shared_locks (name, connection_id, created, ttl, lock_acquired) '
-            . 'VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), 60, IF(GET_LOCK(?, 0) = 1, 1, NULL)) ' . self::takeOver('?'));
-        $this->rel = $this->pdo->prepare('SELECT RELEASE_LOCK(CAST(name AS CHAR)) FROM shared_locks '
-            . 'WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 1');
-    }
-
-    /** The ON DUPLICATE KEY UPDATE of the product's claims, for a name written as `$n`. */
-    private static function takeOver(string $n): string
-    {
-        $free = "lock_acquired = 1 AND (BINARY CAST(name AS CHAR) = BINARY $n "
-            . 'OR NOT (IS_USED_LOCK(CAST(name AS CHAR)) <=> connection_id))';
-        return "ON DUPLICATE KEY UPDATE created = IF($free AND LAST_INSERT_ID(lock_acquired), UNIX_TIMESTAMP(), created), "
-            . "ttl = IF($free, 60, ttl), name = IF($free, $n, name), connection_id = IF($free, CONNECTION_ID(), connection_id)";
-    }
-
-    /** Whether an outcome of a claim is the row: inserted, or taken over. */
-    private function took(int $affected): bool
-    {
-        return $affected === 1 || (int) $this->pdo->lastInsertId() === 1;
+            . 'VALUES (?, CONNECTION_ID(), UNIX_TIMESTAMP(), 60, IF(GET_LOCK(?, 0) = 1, 1, NULL))');
+        $this->rel = $this->pdo->prepare('DELETE FROM shared_locks WHERE name = ? AND connection_id = CONNECTION_ID() '
+            . 'AND RELEASE_LOCK(CAST(name AS CHAR)) = 1');
     }
 
     public function lock(string $name): void
     {
         $this->name = $name;
-        if (!$this->contended) {
-            if ($this->claimAlone($name)) {
-                return;
-            }
+        if (!$this->contended && $this->claimAlone($name)) {
+            return;
         }
         // Busy: sleep in GET_LOCK and claim in the same round trip (a text batch, which
         // only an emulating PDO sends; statements prepared before keep their mode).
@@ -193,12 +175,12 @@ final class Floor extends Way
         $this->pdo->setAttribute(PDO::ATTR_EMULATE_PREPARES, true);
         $st = $this->pdo->query("SELECT IS_FREE_LOCK($n), GET_LOCK($n, 30); INSERT INTO shared_locks "
             . "(name, connection_id, created, ttl, lock_acquired) VALUES ($n, CONNECTION_ID(), UNIX_TIMESTAMP(), 60, "
-            . "IF(IS_USED_LOCK($n) <=> CONNECTION_ID(), 1, NULL)) " . self::takeOver($n));
+            . "IF(IS_USED_LOCK($n) <=> CONNECTION_ID(), 1, NULL))");
         $this->pdo->setAttribute(PDO::ATTR_EMULATE_PREPARES, false);
         // The next lock queues at once while the name stays busy, as the extension's does.
         $this->contended = (int) $st->fetchColumn() !== 1;
         $st->nextRowset();
-        if (!$this->took($st->rowCount())) {
+        if ($st->rowCount() !== 1) {
             fail("the floor's waiter did not get $name");
         }
     }
@@ -207,10 +189,7 @@ final class Floor extends Way
     private function claimAlone(string $name): bool
     {
         try {
-            $this->claim->execute(array_fill(0, 7, $name));
-            if (!$this->took($this->claim->rowCount())) {
-                fail("the floor's claim of $name found the row taken");
-            }
+            $this->claim->execute([$name, $name]);
             return true;
         } catch (PDOException $e) {
             if (($e->errorInfo[1] ?? 0) !== 1048) {
@@ -223,7 +202,7 @@ final class Floor extends Way
     public function release(): void
     {
         $this->rel->execute([$this->name]);
-        if ((int) $this->rel->fetchColumn() !== 1) {
+        if ($this->rel->rowCount() !== 1) {
             fail("the floor's release of $this->name found the lock not held");
         }
     }

@@ -16,14 +16,13 @@ const COLUMNS: usize = 9;
 const UNKNOWN: &str = "-";
 
 /// Whether the row's holder still holds it: "alive" (its session holds the GET_LOCK),
-/// "free" (it does not: it released the lock and left the row, or it ended; the next
-/// acquirer takes the row over), or "pending" (the row
+/// "dead" (it does not: the next acquirer will reclaim the row), or "pending" (the row
 /// is taken without the GET_LOCK: being acquired, or kept by "at least" after release).
 fn state(row: &LockStatus) -> &'static str {
     match (row.acquired, row.holder_alive) {
         (false, _) => "pending",
         (true, true) => "alive",
-        (true, false) => "free",
+        (true, false) => "dead",
     }
 }
 
@@ -288,7 +287,7 @@ mod tests {
         let text = table(&[row(-0.3, true, false)]);
         assert_eq!(
             second_line(&text),
-            ["nightly", "42", "-", "-", "-", "2023-11-14T22:13:20Z", "2023-11-14T22:14:20Z", "-1", "free"]
+            ["nightly", "42", "-", "-", "-", "2023-11-14T22:13:20Z", "2023-11-14T22:14:20Z", "-1", "dead"]
         );
     }
 

@@ -61,14 +61,6 @@ pub trait Session {
         None
     }
 
-    /// Whether this session's `LAST_INSERT_ID()` is the library's own, read by no
-    /// application, so that a statement may report its verdict there (the lease claims
-    /// that take a free row over in place do). False for an application's PDO or mysqli,
-    /// whose `lastInsertId()` the application may read after a lock call.
-    fn owns_insert_id(&self) -> bool {
-        false
-    }
-
     /// How many columns the lock table has, when the session learned it while it was set
     /// up ([`Connector::connect_learning`]); `None` when it did not look, or the table was
     /// missing or not readable.
@@ -106,10 +98,6 @@ impl<S: Session + ?Sized> Session for Box<S> {
 
     fn topology(&self) -> Option<Topology> {
         (**self).topology()
-    }
-
-    fn owns_insert_id(&self) -> bool {
-        (**self).owns_insert_id()
     }
 
     fn lock_table_columns(&self) -> Option<usize> {

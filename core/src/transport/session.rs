@@ -521,11 +521,6 @@ impl Session for MysqlSession {
         Some(self.topology)
     }
 
-    /// The core's own connection: no application reads its `LAST_INSERT_ID()`.
-    fn owns_insert_id(&self) -> bool {
-        true
-    }
-
     fn lock_table_columns(&self) -> Option<usize> {
         self.lock_table_columns
     }
