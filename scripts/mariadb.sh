@@ -27,8 +27,8 @@
 # scripts/mariadb11.sh runs this script for MariaDB 11.8 LTS (Debian sid's, in the chroot of
 # scripts/sid.sh): it sets MYSQLLOCK_SCRIPT_NAME and MYSQLLOCK_SERVER_CHROOT (prefixed, so
 # that nothing in a caller's environment turns them on by chance), and every server
-# program then runs inside that chroot, which shares the host's /tmp, so DIR (under /tmp)
-# means the same inside.
+# program then runs inside that chroot (through chroot_run: in a mount namespace of its own,
+# where the host's /tmp is bound, so DIR, under /tmp, means the same inside).
 set -euo pipefail
 me=${MYSQLLOCK_SCRIPT_NAME:-mariadb.sh}
 # The chroot the server programs run in; empty: the host's.
@@ -37,6 +37,8 @@ in_root=${MYSQLLOCK_SERVER_CHROOT:-}
 . "$(dirname "$0")/lib/servers.sh"
 # shellcheck source=scripts/lib/standalone.sh
 . "$(dirname "$0")/lib/standalone.sh"
+# shellcheck source=scripts/lib/chroot.sh
+. "$(dirname "$0")/lib/chroot.sh"
 
 cmd=${1:?usage: $me start|stop|restart DIR}
 dir=${2:?usage: $me start|stop|restart DIR}

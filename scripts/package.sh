@@ -9,6 +9,8 @@
 #                                            # "sums - FILE"
 #   scripts/package.sh check-glibc FILE...   # the newest GLIBC_ version each ELF file
 #                                            # needs; fails when one is above the floor
+#   scripts/package.sh clean                 # removes the cache below (the next build
+#                                            # is a cold one)
 #
 # What is built is the manifest [workspace.metadata.package] in Cargo.toml (read by
 # scripts/lib/package_manifest.py): the glibc floor, the target, the PHP versions and where
@@ -22,7 +24,8 @@
 # used: it hands bindgen zig's clang headers, which crash older libclang (Debian 12's 14)
 # while ext-php-rs generates the PHP bindings; bindgen reads the system's headers instead,
 # which describe the same types. The extension for a "sid" PHP is built inside the chroot
-# (its php must run there), with the host's toolchain and this cache bound in.
+# (its php must run there), with the host's toolchain and this cache bound in for that
+# command alone (chroot_cargo, through chroot_run).
 #
 # Caches, so that a second run only packs: the venv, zig's cache and the builds
 # (target/{host,phpX.Y}) in MYSQLLOCK_PACKAGE_CACHE (default /var/cache/mysqllock/package),
@@ -38,11 +41,11 @@ repo=$(cd "$here/.." && pwd)
 # shellcheck source=scripts/lib/chroot.sh
 . "$here/lib/chroot.sh"
 
-cache=${MYSQLLOCK_PACKAGE_CACHE:-/var/cache/mysqllock/package}
+cache=$package_cache
 dist=${MYSQLLOCK_DIST:-$repo/dist}
 builds=$cache/target
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # load_manifest [TAG]: the manifest's values as shell variables (tag, ext, glibc, triple,
 # arch, os, libc, checksums, cli_archive, lib_archive, zig_tools, and the parallel arrays
@@ -168,10 +171,9 @@ build_sid() {
   root=$(bash "$here/sid.sh" root) || die "the sid chroot is not available"
   [ -x "$root/usr/bin/php$minor" ] && [ -x "$root/usr/bin/php-config$minor" ] \
     || die "PHP $minor is not in $root (scripts/sid.sh installs it)"
-  php_check chroot "$root" "php$minor"
-  chroot_bind "$root" "$cache"
+  php_check chroot_run "$root" -- "php$minor"
   mapfile -t env_words < <(cargo_env)
-  chroot_cargo "$root" "$repo" "${env_words[@]}" CARGO_TARGET_DIR="$builds/php$minor" \
+  chroot_cargo "$root" "$repo" --bind "$cache" "${env_words[@]}" CARGO_TARGET_DIR="$builds/php$minor" \
     PHP="/usr/bin/php$minor" PHP_CONFIG="/usr/bin/php-config$minor" \
     -- build --release --locked --target "$triple" -p mysqllock-php \
     || die "building the extension for PHP $minor (in $root) failed"
@@ -247,6 +249,7 @@ package() {
 cmd=build
 case "${1:-}" in
   list|check-glibc|build) cmd=$1; shift ;;
+  clean) chroot_clean "$cache"; exit 0 ;;
   -h|--help) usage; exit 0 ;;
 esac
 tag_arg=()
