@@ -262,6 +262,18 @@ fn the_first_lock_on_the_original_table_is_one_claim_that_is_not_refused() {
 }
 
 #[test]
+fn only_a_session_opened_for_a_lease_looks_at_the_lock_table() {
+    locker(); // the table exists
+    let (mut leases, _) = fresh(config());
+    leases.acquire(&unique("rt-look-lease"), 5.0, 30.0).unwrap();
+    assert_eq!(leases.session().unwrap().lock_table_columns(), Some(5), "the original table has five columns");
+    // A process that takes session locks only never pays for the look.
+    let (mut sessions, _) = fresh(config());
+    sessions.lock_session(&unique("rt-look-session"), 0.0).unwrap();
+    assert_eq!(sessions.session().unwrap().lock_table_columns(), None);
+}
+
+#[test]
 fn the_first_lock_on_an_upgraded_table_is_one_claim_with_a_token() {
     fenced_locker(); // the table is upgraded
     let name = unique("rt-fresh-fenced");

@@ -65,8 +65,9 @@ pub struct Locker<C: Connector> {
     /// every character set stores, table changes).
     schema: Option<Schema>,
     /// Whether `sql.upgraded` (do the claims name the upgrade's columns?) is known. The
-    /// core's own sessions learn the table's width in their setup round trip
-    /// ([`open_slot`](Self::open_slot)); until the shape is known, `sql` assumes an
+    /// core's own sessions learn the table's width in their setup round trip when they
+    /// open for a lease ([`open_slot_for_lease`](Self::open_slot_for_lease)); until the
+    /// shape is known, `sql` assumes an
     /// upgraded table and the first claim tells: on the original table it fails to
     /// prepare (unknown column, nothing ran) and is sent again without them. So taking a
     /// lock needs no look at information_schema, which a short-lived process would pay
@@ -157,15 +158,17 @@ impl<C: Connector> Locker<C> {
     }
 
     fn session_of(&mut self, slot: usize) -> Result<&mut C::Session> {
-        self.open_slot(slot)?;
         let Locker { slots, connector, .. } = self;
         Ok(slots[slot].open(connector, None)?.0)
     }
 
-    /// Opens session `slot` if it is not open. While the table's shape is unknown, the
-    /// session learns it in its setup where it can, so the first claim names the columns
-    /// the table has ([`Connector::connect_learning`]): five are the original table's.
-    fn open_slot(&mut self, slot: usize) -> Result<()> {
+    /// Opens session `slot` for a lease, if it is not open: while the table's shape is
+    /// unknown, the session learns it in its setup where it can, so the first claim names
+    /// the columns the table has ([`Connector::connect_learning`]): five are the original
+    /// table's. Only for a lease: the look costs the server about as much as a statement
+    /// (bench/server_cost.sh), which a session that only takes session locks, or only
+    /// reads, would pay for nothing.
+    fn open_slot_for_lease(&mut self, slot: usize) -> Result<()> {
         if self.slots[slot].session.is_some() {
             return Ok(());
         }
@@ -329,7 +332,6 @@ impl<C: Connector> Locker<C> {
         slot: usize,
         f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>,
     ) -> Result<T> {
-        self.open_slot(slot)?;
         let Locker { slots, connector, sql, table, leases, .. } = self;
         let (session, get_lock_fractions) = slots[slot].open(connector, None)?;
         let result = f(&mut Db { session, sql, table, get_lock_fractions }, leases);
@@ -488,6 +490,7 @@ impl<C: Connector> Locker<C> {
         }
         let expect_busy = self.contended.contains(name);
         let slot = self.slot_for_new_lease();
+        self.open_slot_for_lease(slot)?;
         let claim = |locker: &mut Self| {
             let others = locker.other_sessions(slot);
             let ours = |id: u64| others.contains(&id);
