@@ -17,6 +17,11 @@
 # with the instant the command ended. Errors (server restarting, session killed) are
 # logged and the loop goes on.
 #
+# With CHAOS_TOKENS=0 (the original table, which has no tokens: `chaos drive --table
+# original`; mysqllock sets no MYSQLLOCK_TOKEN there) TOKEN is the section's identity, the
+# MONO_NS of its `acquired` line (see journal.rs), and nothing is written to the guard,
+# which needs tokens.
+#
 # With CHAOS_LEASE=1 (the cluster chaos, tests/suites/70-galera.sh) it runs
 # `mysqllock run NAME --lease --ttl TTL --timeout T` on the node DSN names (owner:
 # mysqllock's default host:PID:random). mysqllock does not tell its command the local
@@ -42,7 +47,7 @@ if [ $# != 4 ]; then
 fi
 mysqllock=$1 journal=$2 name=$3
 export MYSQLLOCK_DSN=$4
-for var in CHAOS_BIN CHAOS_DIR CHAOS_KEEP_ALIVE CHAOS_SEED CHAOS_WORKER CHAOS_TTL CHAOS_TIMEOUT CHAOS_STOP; do
+for var in CHAOS_BIN CHAOS_DIR CHAOS_KEEP_ALIVE CHAOS_SEED CHAOS_WORKER CHAOS_TTL CHAOS_TIMEOUT CHAOS_STOP CHAOS_TOKENS; do
   if [ -z "${!var:-}" ]; then
     echo "worker-cli: $var is not set (run me through chaos drive)" >&2
     exit 2
@@ -72,11 +77,18 @@ section='
 chaos=$CHAOS_BIN token=${MYSQLLOCK_TOKEN:-} holder=$PPID
 # Named here: inside lost() below, $1 and $2 would be the function arguments (none).
 journal=$1 end_file=$2 breaking=$5
-if [ -z "$token" ]; then
+acquired=$("$chaos" now) || exit 0
+if [ "$CHAOS_TOKENS" = 0 ]; then
+  token=$acquired # the section identity
+elif [ -z "$token" ]; then
   echo "worker-cli: the command got no MYSQLLOCK_TOKEN (is the table upgraded?)" >&2
   exit 0
 fi
-"$chaos" journal "$1" acquired "$MYSQLLOCK_NAME" "$token" "$4" "$holder" || exit 0
+"$chaos" journal "$1" --at "$acquired" acquired "$MYSQLLOCK_NAME" "$token" "$4" "$holder" || exit 0
+# The fenced resource needs tokens: none on the original table.
+guard() {
+  [ "$CHAOS_TOKENS" = 0 ] || "$chaos" guard "$1" "$MYSQLLOCK_NAME" "$token" "$holder"
+}
 lost() {
   if [ "$breaking" != ignore-loss ]; then
     "$chaos" journal "$journal" lost "$MYSQLLOCK_NAME" "$token" "$holder"
@@ -85,10 +97,10 @@ lost() {
   exit 0
 }
 trap lost TERM
-"$chaos" guard begin "$MYSQLLOCK_NAME" "$token" "$holder"
+guard begin
 sleep "$3" & # the work done under the lock (the behaviour under test)
 wait $!
-"$chaos" guard end "$MYSQLLOCK_NAME" "$token" "$holder"
+guard end
 printf "%s %s\n" "$token" "$("$chaos" now)" >"$2"
 exit 0'
 
