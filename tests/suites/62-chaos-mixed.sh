@@ -19,8 +19,11 @@
 # it locks every name once itself (--final-probe). `chaos check` then proves from the
 # journals alone that no two sections of a name overlapped, that every fault kind landed
 # at least CHAOS_MIN_FAULTS times, that every kind of caller (cli, php, c, original)
-# completed sections, and that every name was acquired again within CHAOS_PROGRESS_WITHIN
-# seconds of every fault (no wedged name). Without tokens, rule 2 (tokens increase) and
+# completed sections — each at least CHAOS_KIND_FLOOR per second (none starved by the
+# others) and at least the share CHAOS_OK_SHARE of its acquisitions (a lock that reports
+# acquisitions it does not hold and learns so at release fails here, even with no
+# overlap) — and that every name was acquired again within CHAOS_PROGRESS_WITHIN seconds
+# of every fault (no wedged name). Without tokens, rule 2 (tokens increase) and
 # the fenced guard are off (tests/src/bin/chaos/journal.rs says why); 60-chaos keeps them
 # on the upgraded table. 61-chaos-selftest.sh shows this checker catching a broken
 # original-package worker in such a run.
@@ -28,11 +31,13 @@
 # Environment: MYSQLLOCK_ROOT, MYSQLLOCK_BIN (set by scripts/test.sh); optional
 # CHAOS_SECONDS, CHAOS_SEED, CHAOS_RESTARTS (default 2), CHAOS_FLOOR (acquisitions per
 # second, default 1), CHAOS_FAULT_GAP (default 1,3), CHAOS_MIN_FAULTS (default 2),
-# CHAOS_PROGRESS_WITHIN (seconds, default 20), CHAOS_KEEP=1 keeps the run's files.
+# CHAOS_PROGRESS_WITHIN (seconds, default 20), CHAOS_KIND_FLOOR (sections released ok per
+# second and kind, default 0.2), CHAOS_OK_SHARE (default 0.5), CHAOS_KEEP=1 keeps the
+# run's files.
 set -uo pipefail
 root=${MYSQLLOCK_ROOT:?MYSQLLOCK_ROOT is not set (the repository root)}
 bin=${MYSQLLOCK_BIN:?MYSQLLOCK_BIN is not set (the target/release directory)}
-cd "$root"
+cd "$root" || exit 1
 
 seconds=${CHAOS_SECONDS:-40}
 seed=${CHAOS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
@@ -41,6 +46,8 @@ floor=${CHAOS_FLOOR:-1}
 fault_gap=${CHAOS_FAULT_GAP:-1,3}
 min_faults=${CHAOS_MIN_FAULTS:-2}
 within=${CHAOS_PROGRESS_WITHIN:-20}
+kind_floor=${CHAOS_KIND_FLOOR:-0.2}
+ok_share=${CHAOS_OK_SHARE:-0.5}
 
 fail() {
   echo "62-chaos-mixed: $*" >&2
@@ -110,7 +117,7 @@ for ((i = 0; i < restarts && i < 2; i++)); do
 done
 progress_after=$(IFS=,; echo "${faults[*]}")
 "$bin/chaos" check --dir "$run" --seed "$seed" --kinds cli,php,c,original --floor "$floor" --require "$require" \
-  --progress-after "$progress_after" --progress-within "$within"
+  --kind-floor "$kind_floor" --ok-share "$ok_share" --progress-after "$progress_after" --progress-within "$within"
 verdict=$?
 echo "62-chaos-mixed: $((SECONDS - start)) s for the run and the check"
 if [ "$verdict" != 0 ]; then

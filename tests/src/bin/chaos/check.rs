@@ -53,7 +53,11 @@
 //!    driver journals only faults it saw land).
 //! 4. Progress: acquisitions (all `acquired` lines) per second of chaos (between the
 //!    driver's chaos-start and chaos-end) at least `--floor`, and every caller kind in
-//!    `--kinds` has sections released `ok`.
+//!    `--kinds` has sections released `ok`; with `--kind-floor R`, at least R of them per
+//!    second of chaos (no kind of caller starved by the others), and with `--ok-share F`,
+//!    at least the fraction F of its acquisitions (a lock that reports acquisitions it
+//!    does not hold, and learns so at release, fails this even when nobody overlapped:
+//!    faults end a few sections each, not most of them).
 //! 5. Progress after each fault (`--progress-after KIND,...`): for every landed fault of
 //!    those kinds, some worker journaled an `acquired` after the fault's LANDED_NS (for
 //!    the cluster faults `node-restart` and `node-rejoin`, landed = the cluster showed
@@ -364,6 +368,10 @@ pub struct Options {
     progress_after: Vec<String>,
     /// `--progress-within S`: rule 5 per name, within S seconds.
     progress_within: Option<f64>,
+    /// `--kind-floor R`: sections released ok per second of chaos, per kind of `kinds`.
+    kind_floor: f64,
+    /// `--ok-share F`: the share of each kind's acquisitions released ok.
+    ok_share: f64,
     seed: String,
 }
 
@@ -375,6 +383,8 @@ fn options(args: &[String]) -> Result<Options, String> {
         require: Vec::new(),
         progress_after: Vec::new(),
         progress_within: None,
+        kind_floor: 0.0,
+        ok_share: 0.0,
         seed: "?".into(),
     };
     let mut it = args.iter();
@@ -386,6 +396,15 @@ fn options(args: &[String]) -> Result<Options, String> {
             "--floor" => o.floor = value.parse().map_err(|_| format!("--floor {value}: not a number"))?,
             "--kinds" => o.kinds = list().collect(),
             "--progress-after" => o.progress_after = list().collect(),
+            "--kind-floor" => {
+                o.kind_floor = value.parse().map_err(|_| format!("--kind-floor {value}: not a number"))?
+            }
+            "--ok-share" => {
+                o.ok_share = value.parse().map_err(|_| format!("--ok-share {value}: not a number"))?;
+                if !(0.0..=1.0).contains(&o.ok_share) {
+                    return Err(format!("--ok-share {value}: a fraction from 0 to 1"));
+                }
+            }
             "--progress-within" => {
                 let s: f64 = value.parse().map_err(|_| format!("--progress-within {value}: not a number"))?;
                 if !(s.is_finite() && s > 0.0) {
@@ -406,7 +425,7 @@ fn options(args: &[String]) -> Result<Options, String> {
     }
     if o.dir.as_os_str().is_empty() {
         return Err("usage: chaos check --dir DIR [--floor ACQ_PER_S] [--kinds cli,php,c] \
-                    [--require KIND=N,...] [--progress-after KIND,...] [--progress-within S] [--seed N]"
+                    [--kind-floor R] [--ok-share F] [--require KIND=N,...] [--progress-after KIND,...] [--progress-within S] [--seed N]"
             .to_owned());
     }
     Ok(o)
@@ -556,8 +575,26 @@ fn judge(run: &Run, o: &Options) -> (String, bool) {
         shortfalls.push(format!("{rate:.2} acquisitions/s is below the floor of {:.2}/s", o.floor));
     }
     for kind in &o.kinds {
-        if released_ok.get(kind).copied().unwrap_or(0) == 0 {
+        let ok = released_ok.get(kind).copied().unwrap_or(0);
+        let acquired = acquisitions.get(kind).copied().unwrap_or(0);
+        if ok == 0 {
             shortfalls.push(format!("no {kind} caller completed a section (release ok)"));
+            continue;
+        }
+        let per_second = if seconds > 0.0 { ok as f64 / seconds } else { 0.0 };
+        if per_second < o.kind_floor {
+            shortfalls.push(format!(
+                "{kind} callers completed {per_second:.2} sections/s, below the floor of {:.2}/s per kind",
+                o.kind_floor
+            ));
+        }
+        let share = ok as f64 / acquired as f64;
+        if share < o.ok_share {
+            shortfalls.push(format!(
+                "{kind} callers released {ok} of {acquired} sections ok ({:.0}%), fewer than {:.0}%",
+                share * 100.0,
+                o.ok_share * 100.0
+            ));
         }
     }
     let mut after: Vec<String> = Vec::new();
@@ -651,6 +688,8 @@ mod tests {
             kinds: Vec::new(),
             progress_after: Vec::new(),
             progress_within: None,
+            kind_floor: 0.0,
+            ok_share: 0.0,
             require: require.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect(),
             seed: "0".into(),
         };
@@ -854,6 +893,8 @@ mod tests {
             kinds: Vec::new(),
             progress_after: vec!["kill9".to_owned()],
             progress_within: Some(5.0),
+            kind_floor: 0.0,
+            ok_share: 0.0,
             require: Vec::new(),
             seed: "0".into(),
         };
@@ -886,6 +927,52 @@ mod tests {
         // The chaos ended 3 s after the fault: the next acquisition may come after that.
         let near_end = ["phase 0s chaos-start", "fault 1s 1.1s kill9 pid a 1 100", "phase 4s chaos-end"];
         let (report, failed) = per_name(&run(&workers, &near_end));
+        assert!(!failed, "{report}");
+    }
+
+    #[test]
+    fn a_kind_that_mostly_loses_its_sections_or_is_starved_fails() {
+        // php: 1 of 4 released ok (its lock said "acquired" and then "not held");
+        // original: one section in 10 s of chaos.
+        let workers: [(&str, &[&str]); 2] = [
+            (
+                "php-1",
+                &[
+                    "acquired 1s a 1 3s 100",
+                    "release 1.1s a 1 lost 100",
+                    "acquired 2s a 2 4s 100",
+                    "release 2.1s a 2 lost 100",
+                    "acquired 3s a 3 5s 100",
+                    "release 3.1s a 3 lost 100",
+                    "acquired 4s a 4 6s 100",
+                    "release 4.1s a 4 ok 100",
+                ],
+            ),
+            ("original-2", &["acquired 5s a 5 7s 200", "release 5.1s a 5 ok 200"]),
+        ];
+        let r = run(&workers, &["phase 0s chaos-start", "phase 10s chaos-end"]);
+        let judged = |kind_floor: f64, ok_share: f64| {
+            let o = Options {
+                dir: PathBuf::new(),
+                floor: 0.0,
+                kinds: vec!["php".to_owned(), "original".to_owned()],
+                progress_after: Vec::new(),
+                progress_within: None,
+                kind_floor,
+                ok_share,
+                require: Vec::new(),
+                seed: "0".into(),
+            };
+            judge(&r, &o)
+        };
+        let (report, failed) = judged(0.0, 0.5);
+        assert!(failed && report.contains("php callers released 1 of 4 sections ok (25%), fewer than 50%"), "{report}");
+        let (report, failed) = judged(0.2, 0.0);
+        assert!(
+            failed && report.contains("original callers completed 0.10 sections/s, below the floor of 0.20/s"),
+            "{report}"
+        );
+        let (report, failed) = judged(0.1, 0.25);
         assert!(!failed, "{report}");
     }
 
