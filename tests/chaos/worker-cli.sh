@@ -11,11 +11,12 @@
 # protected resource) under $MYSQLLOCK_TOKEN, holds 50-400 ms, and notes the instant it
 # ends, after which mysqllock releases. The section command always exits 0, so
 # mysqllock's exit code speaks only of the lock: 0 = released OK, 76 = lost while the
-# command ran, 75 = never acquired, 128+N = mysqllock was killed (no release: the kill
-# ends the section), anything else = error. If mysqllock sees the lease lost, it sends
-# the command SIGTERM: the command journals `lost`. The loop then journals `release`
-# with the instant the command ended. Errors (server restarting, session killed) are
-# logged and the loop goes on.
+# command ran, 75 = never acquired, 128+N = mysqllock was killed (its release reported
+# nothing: the kill ends the section, or the command's end if the command had ended
+# already, journaled as `error`), anything else = error. If mysqllock sees the lease
+# lost, it sends the command SIGTERM: the command journals `lost`. The loop then
+# journals `release` with the instant the command ended. Errors (server restarting,
+# session killed) are logged and the loop goes on.
 #
 # With CHAOS_TOKENS=0 (the original table, which has no tokens: `chaos drive --table
 # original`; mysqllock sets no MYSQLLOCK_TOKEN there) TOKEN is the section's identity, the
@@ -137,8 +138,12 @@ while [ ! -e "$CHAOS_STOP" ]; do
   if [ "$broken" = ignore-loss ]; then
     reported=ok
   fi
-  # A run killed by a signal reported nothing about its release: the kill ends it.
-  if [ -s "$end_file" ] && [ "$rc" -lt 128 ]; then
+  # A run killed by a signal reported nothing about its release, so the kill ends the
+  # section; but a command that had ended before (it wrote the end file) worked under the
+  # lock no longer than that, and the lock may have been released and taken by the next
+  # holder before the kill: the section ends there, with an unknown (`error`) release.
+  if [ -s "$end_file" ]; then
+    [ "$rc" -lt 128 ] || reported=error
     read -r token ended <"$end_file"
     "$CHAOS_BIN" journal "$journal" --at "$ended" release "$name" "$token" "$reported" "$holder" \
       || { echo "worker-cli $CHAOS_WORKER: cannot write the journal" >&2; exit 2; }

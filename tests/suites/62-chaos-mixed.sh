@@ -32,7 +32,7 @@
 # CHAOS_SECONDS, CHAOS_SEED, CHAOS_RESTARTS (default 2), CHAOS_FLOOR (acquisitions per
 # second, default 1), CHAOS_FAULT_GAP (default 1,3), CHAOS_MIN_FAULTS (default 2),
 # CHAOS_PROGRESS_WITHIN (seconds, default 20), CHAOS_KIND_FLOOR (sections released ok per
-# second and kind, default 0.2), CHAOS_OK_SHARE (default 0.5), CHAOS_KEEP=1 keeps the
+# second and kind, default 0.1), CHAOS_OK_SHARE (default 0.5), CHAOS_KEEP=1 keeps the
 # run's files.
 set -uo pipefail
 root=${MYSQLLOCK_ROOT:?MYSQLLOCK_ROOT is not set (the repository root)}
@@ -46,7 +46,7 @@ floor=${CHAOS_FLOOR:-1}
 fault_gap=${CHAOS_FAULT_GAP:-1,3}
 min_faults=${CHAOS_MIN_FAULTS:-2}
 within=${CHAOS_PROGRESS_WITHIN:-20}
-kind_floor=${CHAOS_KIND_FLOOR:-0.2}
+kind_floor=${CHAOS_KIND_FLOOR:-0.1}
 ok_share=${CHAOS_OK_SHARE:-0.5}
 
 fail() {
