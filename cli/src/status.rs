@@ -16,13 +16,14 @@ const COLUMNS: usize = 9;
 const UNKNOWN: &str = "-";
 
 /// Whether the row's holder still holds it: "alive" (its session holds the GET_LOCK),
-/// "dead" (it does not: the next acquirer will reclaim the row), or "pending" (the row
+/// "free" (it does not: it released the lock and left the row, or it ended; the next
+/// acquirer takes the row over), or "pending" (the row
 /// is taken without the GET_LOCK: being acquired, or kept by "at least" after release).
 fn state(row: &LockStatus) -> &'static str {
     match (row.acquired, row.holder_alive) {
         (false, _) => "pending",
         (true, true) => "alive",
-        (true, false) => "dead",
+        (true, false) => "free",
     }
 }
 
@@ -287,7 +288,7 @@ mod tests {
         let text = table(&[row(-0.3, true, false)]);
         assert_eq!(
             second_line(&text),
-            ["nightly", "42", "-", "-", "-", "2023-11-14T22:13:20Z", "2023-11-14T22:14:20Z", "-1", "dead"]
+            ["nightly", "42", "-", "-", "-", "2023-11-14T22:13:20Z", "2023-11-14T22:14:20Z", "-1", "free"]
         );
     }
 

@@ -60,6 +60,21 @@ pub trait Session {
     fn topology(&self) -> Option<Topology> {
         None
     }
+
+    /// Whether this session's `LAST_INSERT_ID()` is the library's own, read by no
+    /// application, so that a statement may report its verdict there (the lease claims
+    /// that take a free row over in place do). False for an application's PDO or mysqli,
+    /// whose `lastInsertId()` the application may read after a lock call.
+    fn owns_insert_id(&self) -> bool {
+        false
+    }
+
+    /// How many columns the lock table has, when the session learned it while it was set
+    /// up ([`Connector::connect_learning`]); `None` when it did not look, or the table was
+    /// missing or not readable.
+    fn lock_table_columns(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Lets a caller choose the session kind at run time (`Locker<C>` with
@@ -92,6 +107,14 @@ impl<S: Session + ?Sized> Session for Box<S> {
     fn topology(&self) -> Option<Topology> {
         (**self).topology()
     }
+
+    fn owns_insert_id(&self) -> bool {
+        (**self).owns_insert_id()
+    }
+
+    fn lock_table_columns(&self) -> Option<usize> {
+        (**self).lock_table_columns()
+    }
 }
 
 /// Produces the session a [`Locker`](crate::Locker) runs on, when it first needs one and again after
@@ -99,6 +122,15 @@ impl<S: Session + ?Sized> Session for Box<S> {
 pub trait Connector {
     type Session: Session;
     fn connect(&mut self) -> Result<Self::Session>;
+
+    /// [`connect`](Connector::connect), and learn in the same round trip how many
+    /// columns `table` has, where the session can ([`Session::lock_table_columns`]): a
+    /// locker's first session asks, so that its first claim names the columns the table
+    /// has instead of being refused on the original table and sent again.
+    fn connect_learning(&mut self, table: &Table) -> Result<Self::Session> {
+        let _ = table;
+        self.connect()
+    }
 
     /// Where a keep-alive thread opens its own connection to the same server and table.
     /// `None` when sessions come from elsewhere (an application's PDO): keep-alive is

@@ -56,6 +56,14 @@ impl Session for Counted {
         self.log.lock().push(Trip::Batch);
         self.inner.execute_batch(sql)
     }
+
+    fn owns_insert_id(&self) -> bool {
+        self.inner.owns_insert_id()
+    }
+
+    fn lock_table_columns(&self) -> Option<usize> {
+        self.inner.lock_table_columns()
+    }
 }
 
 struct Counting {
@@ -68,6 +76,11 @@ impl Connector for Counting {
     type Session = Counted;
     fn connect(&mut self) -> Result<Counted> {
         Ok(Counted { inner: MysqlSession::connect(&self.config)?, log: self.log.clone(), batches: self.batches })
+    }
+
+    fn connect_learning(&mut self, table: &mysqllock_core::Table) -> Result<Counted> {
+        let inner = MysqlSession::connect_learning(&self.config, table)?;
+        Ok(Counted { inner, log: self.log.clone(), batches: self.batches })
     }
 }
 
@@ -136,6 +149,52 @@ fn uncontended_lock_and_release_take_one_round_trip_each() {
     assert_eq!(trips(&log), [Trip::Statement]);
     a.release(&name).unwrap();
     assert_eq!(trips(&log), [Trip::Statement]);
+}
+
+#[test]
+fn a_name_taken_again_is_released_and_taken_again_in_one_statement_each() {
+    let name = unique("rt-again");
+    let (mut a, log) = counted(true);
+    a.acquire(&name, 5.0, 30.0).unwrap();
+    a.release(&name).unwrap();
+    trips(&log);
+    a.acquire(&name, 5.0, 30.0).unwrap();
+    assert_eq!(trips(&log), [Trip::Statement]);
+    a.release(&name).unwrap();
+    assert_eq!(trips(&log), [Trip::Statement], "the GET_LOCK goes, the row stays");
+    assert_eq!(rows(&name), vec![(name.clone(), a.connection_id().unwrap(), 1)]);
+    a.acquire(&name, 5.0, 30.0).unwrap();
+    assert_eq!(trips(&log), [Trip::Statement], "the left row is taken over in the claim");
+    assert_held_by(&name, a.connection_id().unwrap());
+    a.release(&name).unwrap();
+}
+
+#[test]
+fn a_row_another_session_left_is_taken_over_in_one_statement() {
+    let name = unique("rt-left-other");
+    let mut other = locker();
+    for _ in 0..2 {
+        other.acquire(&name, 0.0, 30.0).unwrap();
+        other.release(&name).unwrap();
+    }
+    let (mut a, log) = counted(true);
+    a.acquire(&name, 5.0, 30.0).unwrap();
+    assert_eq!(trips(&log), [Trip::Statement]);
+    assert_held_by(&name, a.connection_id().unwrap());
+    a.release(&name).unwrap();
+}
+
+#[test]
+fn a_waiter_takes_a_left_row_over_in_the_round_trip_that_wakes_it() {
+    let name = unique("rt-wake-left");
+    let mut holder = locker();
+    holder.acquire(&name, 0.0, 30.0).unwrap();
+    holder.release(&name).unwrap(); // from now on the holder's releases leave the row
+    let (waiter, log) = counted(true);
+    let mut waiter = contended_acquire(&mut holder, waiter, &log, &name);
+    assert_eq!(trips(&log), [Trip::Statement, Trip::Batch]);
+    assert_held_by(&name, waiter.connection_id().unwrap());
+    waiter.release(&name).unwrap();
 }
 
 #[test]
@@ -236,13 +295,14 @@ fn fresh(config: Config) -> (Locker<Counting>, Log) {
 }
 
 #[test]
-fn the_first_lock_on_the_original_table_needs_no_table_lookup() {
+fn the_first_lock_on_the_original_table_is_one_claim_that_is_not_refused() {
     locker(); // the table exists
     let name = unique("rt-fresh");
     let (mut a, log) = fresh(config());
     let lease = a.acquire(&name, 5.0, 30.0).unwrap();
-    // the claim naming the upgrade's columns is refused unrun, then sent without them
-    assert_eq!(trips(&log), [Trip::Statement; 2]);
+    // the setup learned the table's width: no claim naming the upgrade's columns to be
+    // refused, and no look at information_schema
+    assert_eq!(trips(&log), [Trip::Statement]);
     assert_eq!(lease.token, None);
     assert_held_by(&name, a.connection_id().unwrap());
     a.release(&name).unwrap();

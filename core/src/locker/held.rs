@@ -44,11 +44,14 @@ pub(super) struct Held {
     /// The keep-alive gave up on it; kept after the thread is stopped, so a release that
     /// failed and is retried still reports the loss.
     pub(super) renewal_failed: bool,
+    /// Its release lets go of the GET_LOCK only and leaves the row for the next
+    /// acquisition to take over in place (see [`Locker::release`]).
+    pub(super) leave_row: bool,
 }
 
 impl Held {
     pub(super) fn new(slot: usize, token: Option<u64>, at_least: i64, keep_alive: Option<KeepAlive>) -> Held {
-        Held { slot, token, at_least, keep_alive, renewal_failed: false }
+        Held { slot, token, at_least, keep_alive, renewal_failed: false, leave_row: false }
     }
 
     pub(super) fn renewal_failed(&self) -> bool {
@@ -101,18 +104,28 @@ pub(super) struct Slot<S> {
     pub(super) leases: usize,
     /// The session's server waits in GET_LOCK for fractions of a second.
     pub(super) get_lock_fractions: bool,
+    /// Names whose rows this session released in place and left (see
+    /// [`Sql::release_leaving`](super::sql::Sql::release_leaving)), for the end of the
+    /// holder to tidy up. An entry may be stale (someone took the row over since): the
+    /// tidying statement checks each row.
+    pub(super) left: HashSet<String>,
 }
 
 impl<S> Slot<S> {
     pub(super) fn vacant() -> Slot<S> {
-        Slot { session: None, leases: 0, get_lock_fractions: false }
+        Slot { session: None, leases: 0, get_lock_fractions: false, left: HashSet::new() }
     }
 
-    /// The session, opened if there is none, and whether its server waits in GET_LOCK
-    /// for fractions of a second.
-    pub(super) fn open<C: Connector<Session = S>>(&mut self, connector: &mut C) -> Result<(&mut S, bool)> {
+    /// The session, opened if there is none (learning how many columns `learn` has, when
+    /// given: see [`Connector::connect_learning`]), and whether its server waits in
+    /// GET_LOCK for fractions of a second.
+    pub(super) fn open<C: Connector<Session = S>>(
+        &mut self,
+        connector: &mut C,
+        learn: Option<&Table>,
+    ) -> Result<(&mut S, bool)> {
         if self.session.is_none() {
-            let (session, fractions) = open(connector)?;
+            let (session, fractions) = open(connector, learn)?;
             self.get_lock_fractions = fractions;
             self.session = Some(session);
         }

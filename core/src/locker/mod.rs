@@ -12,7 +12,7 @@ pub use held::{AcquireOptions, Lease, LockStatus};
 use held::{Held, Slot};
 use keepalive::KeepAlive;
 use protocol::Db;
-use sql::{Sql, UPGRADE_COLUMNS};
+use sql::{Sql, ORIGINAL_COLUMNS, UPGRADE_COLUMNS};
 use table::topology_of;
 
 use crate::config::Table;
@@ -80,13 +80,33 @@ pub struct Locker<C: Connector> {
     spreading_refused: bool,
     /// Names whose last acquisition here found the GET_LOCK busy. Under contention the
     /// next one would too (the waiter our release woke holds it), so it queues at once:
-    /// one statement less per acquisition. Bounded by [`CONTENDED_NAMES`].
+    /// one statement less per acquisition. Bounded by [`NAMES_REMEMBERED`].
     contended: HashSet<String>,
+    /// Names this locker acquired before. A name taken again is likely to be taken again
+    /// after: its release leaves the row for that next acquisition to take over in place
+    /// (one row write per cycle instead of an INSERT and a DELETE), where a name taken
+    /// once is deleted at release as before, so a table used with ever new names does
+    /// not fill up with left rows. Bounded by [`NAMES_REMEMBERED`].
+    acquired_before: HashSet<String>,
 }
 
-/// How many contended names a locker remembers; past it, it forgets them all (a wrong
-/// guess costs one statement, nothing else).
-const CONTENDED_NAMES: usize = 1024;
+/// How many names a locker remembers in each of its memories (contended, acquired
+/// before); past it, it forgets them all (a wrong guess costs a statement or a row
+/// write, nothing else).
+const NAMES_REMEMBERED: usize = 1024;
+
+/// How many left rows one session keeps track of; past it, releases delete their rows.
+const LEFT_ROWS_PER_SESSION: usize = 1024;
+
+/// `set` with `name` in it, forgetting everything first when it is full.
+fn remember(set: &mut HashSet<String>, name: &str) {
+    if !set.contains(name) {
+        if set.len() >= NAMES_REMEMBERED {
+            set.clear();
+        }
+        set.insert(name.to_owned());
+    }
+}
 
 impl<C: Connector> Locker<C> {
     /// A locker that connects on first use.
@@ -103,6 +123,7 @@ impl<C: Connector> Locker<C> {
             lost: HashMap::new(),
             spreading_refused: false,
             contended: HashSet::new(),
+            acquired_before: HashSet::new(),
         }
     }
 
@@ -132,6 +153,7 @@ impl<C: Connector> Locker<C> {
         self.shape_known = false;
         self.sql = Sql::new(&self.table, true);
         self.contended.clear();
+        self.acquired_before.clear();
     }
 
     fn set_upgraded(&mut self, upgraded: bool) {
@@ -155,8 +177,25 @@ impl<C: Connector> Locker<C> {
     }
 
     fn session_of(&mut self, slot: usize) -> Result<&mut C::Session> {
+        self.open_slot(slot)?;
         let Locker { slots, connector, .. } = self;
-        Ok(slots[slot].open(connector)?.0)
+        Ok(slots[slot].open(connector, None)?.0)
+    }
+
+    /// Opens session `slot` if it is not open. While the table's shape is unknown, the
+    /// session learns it in its setup where it can, so the first claim names the columns
+    /// the table has ([`Connector::connect_learning`]): five are the original table's.
+    fn open_slot(&mut self, slot: usize) -> Result<()> {
+        if self.slots[slot].session.is_some() {
+            return Ok(());
+        }
+        let Locker { slots, connector, table, shape_known, .. } = self;
+        let learn = (!*shape_known).then_some(&*table);
+        let columns = slots[slot].open(connector, learn)?.0.lock_table_columns();
+        if !self.shape_known && columns == Some(ORIGINAL_COLUMNS) {
+            self.set_upgraded(false);
+        }
+        Ok(())
     }
 
     /// Whether the first session is open (no statement is run to check).
@@ -255,7 +294,9 @@ impl<C: Connector> Locker<C> {
         if self.slots.len() > 1 && self.leases.len() < LEASES_PER_SESSION / 2 {
             // Few leases left: close the extra sessions that hold none.
             for slot in self.slots.iter_mut().skip(1).filter(|s| s.leases == 0) {
+                // Rows it left stay free for the next acquirer to take over.
                 slot.session = None;
+                slot.left.clear();
             }
         }
         Some(held)
@@ -310,8 +351,9 @@ impl<C: Connector> Locker<C> {
         slot: usize,
         f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>,
     ) -> Result<T> {
+        self.open_slot(slot)?;
         let Locker { slots, connector, sql, table, leases, .. } = self;
-        let (session, get_lock_fractions) = slots[slot].open(connector)?;
+        let (session, get_lock_fractions) = slots[slot].open(connector, None)?;
         let result = f(&mut Db { session, sql, table, get_lock_fractions }, leases);
         if matches!(result, Err(Error::ConnectionLost { .. })) {
             self.lose_slot(slot);
@@ -467,6 +509,7 @@ impl<C: Connector> Locker<C> {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: name.to_owned() });
         }
         let expect_busy = self.contended.contains(name);
+        let taken_before = self.acquired_before.contains(name);
         let slot = self.slot_for_new_lease();
         let claim = |locker: &mut Self| {
             let others = locker.other_sessions(slot);
@@ -499,6 +542,11 @@ impl<C: Connector> Locker<C> {
             }
         };
         self.remember_contention(name, acquired.contended);
+        remember(&mut self.acquired_before, name);
+        // The row is held now: no session of ours left it any more.
+        for s in &mut self.slots {
+            s.left.remove(name);
+        }
         let token = acquired.token;
         self.lost.remove(name);
         let connection_id = self.session_of(slot)?.connection_id();
@@ -526,19 +574,33 @@ impl<C: Connector> Locker<C> {
                 }
             }
         };
-        self.leases.insert(name.to_owned(), Held::new(slot, token, at_least, keep_alive));
+        let mut held = Held::new(slot, token, at_least, keep_alive);
+        held.leave_row = taken_before && self.leaves_rows(slot);
+        self.leases.insert(name.to_owned(), held);
         Ok(Lease { name: name.to_owned(), ttl, connection_id, token })
     }
 
     fn remember_contention(&mut self, name: &str, contended: bool) {
-        if !contended {
+        if contended {
+            remember(&mut self.contended, name);
+        } else {
             self.contended.remove(name);
-        } else if !self.contended.contains(name) {
-            if self.contended.len() >= CONTENDED_NAMES {
-                self.contended.clear();
-            }
-            self.contended.insert(name.to_owned());
         }
+    }
+
+    /// Whether a release on session `slot` may leave its row for the next acquisition to
+    /// take over in place: on the original table (an upgraded one's fencing tokens come
+    /// from INSERTs), known to be that ([`Sql::claim_or_take`]), on a session whose own
+    /// claims take such rows over (the core's own connection, see
+    /// [`Session::owns_insert_id`]: on an application's PDO the next claim would need
+    /// three statements more to reclaim it), which keeps track of fewer than
+    /// [`LEFT_ROWS_PER_SESSION`] left rows.
+    fn leaves_rows(&self, slot: usize) -> bool {
+        let slot = &self.slots[slot];
+        self.shape_known
+            && self.sql.claim_or_take.is_some()
+            && slot.session.as_ref().is_some_and(Session::owns_insert_id)
+            && slot.left.len() < LEFT_ROWS_PER_SESSION
     }
 
     /// One try: `Ok(None)` when another session holds the lock.
@@ -602,14 +664,23 @@ impl<C: Connector> Locker<C> {
         let renewal_failed = held.renewal_failed;
         let at_least = held.at_least;
         let slot = held.slot;
+        let leave = held.leave_row && !at_end && at_least == 0;
         let sql = self.sql.clone();
         let result = self.with_db_on(slot, |db, _| {
-            // Row and GET_LOCK in one statement when both are ours (the usual case).
-            let lingered = at_least > 0
-                && db.run(name, &sql.linger, &[at_least.into(), name.into(), at_least.into()])?.affected_rows == 1;
-            let release = if at_end { &sql.release_at_end } else { &sql.release };
-            if lingered || db.run(name, release, &[name.into()])?.affected_rows == 1 {
-                return Ok((1, Ok(true)));
+            if leave {
+                // The GET_LOCK only, the row checked and left for the next acquisition.
+                if db.run(name, &sql.release_leaving, &[name.into()])?.first(0).as_i64() == Some(1) {
+                    return Ok((1, Ok(true), true));
+                }
+            } else {
+                // Row and GET_LOCK in one statement when both are ours (the usual case).
+                let lingered = at_least > 0
+                    && db.run(name, &sql.linger, &[at_least.into(), name.into(), at_least.into()])?.affected_rows
+                        == 1;
+                let release = if at_end { &sql.release_at_end } else { &sql.release };
+                if lingered || db.run(name, release, &[name.into()])?.affected_rows == 1 {
+                    return Ok((1, Ok(true), false));
+                }
             }
             if at_end {
                 // The row is gone or no longer marked: leave it; the GET_LOCK goes.
@@ -617,14 +688,15 @@ impl<C: Connector> Locker<C> {
                     0,
                     db.run(name, &sql.release_if_mine, &[name.into(), name.into()])
                         .map(|o| o.first(0).as_i64() == Some(1)),
+                    false,
                 ));
             }
             // Something is off: clean up what is still ours, row first (so a waiter
             // woken by the GET_LOCK finds it gone), and find out what was lost.
             let deleted = db.run(name, &sql.delete_own, &[name.into()])?.affected_rows;
-            Ok((deleted, db.release_get_lock(name)))
+            Ok((deleted, db.release_get_lock(name), false))
         });
-        let (deleted, released) = match result {
+        let (deleted, released, left) = match result {
             Ok(r) => r,
             Err(e @ Error::ConnectionLost { .. }) => {
                 self.forget_lease(name);
@@ -633,6 +705,9 @@ impl<C: Connector> Locker<C> {
             Err(e) => return Err(e),
         };
         self.forget_lease(name);
+        if left {
+            self.slots[slot].left.insert(name.to_owned());
+        }
         match (deleted, released) {
             (1, Ok(_)) if renewal_failed => Err(Error::NotHeld { name: name.to_owned(), loss: Loss::RenewalFailed }),
             (1, Ok(true)) => Ok(()),
@@ -752,8 +827,30 @@ impl<C: Connector> Locker<C> {
                 Err(e) => errors.push(e),
             }
         }
+        self.delete_left_rows();
         self.lost.clear();
         errors
+    }
+
+    /// Deletes the rows this locker's sessions left at release and nobody took over
+    /// since, so a holder that ends leaves the table as the original package's unlock
+    /// would. Best effort: a row left behind (the session died first) is free anyway,
+    /// and the next acquirer of its name takes it over.
+    fn delete_left_rows(&mut self) {
+        const PER_STATEMENT: usize = 100;
+        for slot in 0..self.slots.len() {
+            let left: Vec<String> = self.slots[slot].left.drain().collect();
+            if left.is_empty() || self.slots[slot].session.is_none() {
+                continue;
+            }
+            for names in left.chunks(PER_STATEMENT) {
+                let sql = self.sql.delete_left(names.len());
+                let params: Vec<Value> = names.iter().map(|n| n.as_str().into()).collect();
+                if self.with_db_on(slot, |db, _| db.run(&names[0], &sql, &params)).is_err() {
+                    break;
+                }
+            }
+        }
     }
 }
 
@@ -764,8 +861,11 @@ impl<C: Connector> Locker<C> {
 /// server is in their setup round trip; others are asked once, unless a cluster is
 /// allowed: then they are taken to wait whole seconds only, which is right on every
 /// server (only less exact where fractions would do).
-fn open<C: Connector>(connector: &mut C) -> Result<(C::Session, bool)> {
-    let mut session = connector.connect()?;
+fn open<C: Connector>(connector: &mut C, learn: Option<&Table>) -> Result<(C::Session, bool)> {
+    let mut session = match learn {
+        Some(table) => connector.connect_learning(table)?,
+        None => connector.connect()?,
+    };
     let topology = match session.topology() {
         Some(known) => Some(known),
         None if connector.allows_cluster() => None,

@@ -80,6 +80,13 @@ impl<S: Session + ?Sized> Db<'_, S> {
     }
 }
 
+/// Whether a claim that may take a row over ([`Sql::claim_or_take`]) got the row: one
+/// affected row is an insert; an insert id of 1 a takeover, which may change nothing
+/// (our own row, retaken in the same second with the same TTL) and then counts no row.
+fn claimed_or_taken(out: &Outcome) -> bool {
+    out.affected_rows == 1 || out.last_insert_id == 1
+}
+
 /// Column `i` of a result row; NULL when a (third-party) session returned fewer.
 fn col(row: &[Value], i: usize) -> &Value {
     row.get(i).unwrap_or(&Value::Null)
@@ -443,12 +450,19 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             }
             return Ok(None);
         }
-        let batch = self.db.sql.wait_and_claim(self.name, timeout, self.ttl, (holder_host(), std::process::id()));
+        let take_over = self.takes_over();
+        let holder = (holder_host(), std::process::id());
+        let batch = self.db.sql.wait_and_claim(self.name, timeout, self.ttl, holder, take_over);
         match self.db.session.execute_batch(&batch) {
             Ok(outcomes) => {
                 self.contended |= outcomes.first().map(|o| o.first(0).as_i64()) != Some(Some(1));
                 self.holding_get_lock = true;
-                self.token = outcomes.get(1).map_or(0, |o| o.last_insert_id);
+                let claim = outcomes.get(1).cloned().unwrap_or_default();
+                if take_over && !claimed_or_taken(&claim) {
+                    // Granted, but the row is someone's: `inspect` tells whose.
+                    return Ok(Some(Wake::RowTaken));
+                }
+                self.token = claim.last_insert_id;
                 Ok(Some(Wake::Acquired))
             }
             // GET_LOCK timed out: the claim found NULL and wrote nothing.
@@ -487,8 +501,17 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 Err(e) => Err(classify(e, Some(self.name), self.db.table)),
             };
         }
-        let params = self.claim_params(true);
-        match self.db.session.execute(&sql.claim_trying, &params) {
+        let take_over = self.takes_over();
+        let (claim, params) = match &sql.claim_or_take {
+            Some(claim) if take_over => (claim, self.claim_or_take_params()),
+            _ => (&sql.claim_trying, self.claim_params(true)),
+        };
+        match self.db.session.execute(claim, &params) {
+            Ok(out) if take_over && !claimed_or_taken(&out) => {
+                // The row is someone's (GET_LOCK is ours, as after a duplicate key).
+                self.holding_get_lock = true;
+                Ok(Claim::RowTaken)
+            }
             Ok(out) => {
                 self.token = out.last_insert_id;
                 self.holding_get_lock = true;
@@ -521,6 +544,22 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         if self.db.sql.upgraded {
             params.extend([holder_host().into(), u64::from(std::process::id()).into()]);
         }
+        params
+    }
+
+    /// Whether the claims take a row left free over in place ([`Sql::claim_or_take`]):
+    /// on the original table, on a session whose `LAST_INSERT_ID()` is ours to report
+    /// the takeover in.
+    fn takes_over(&self) -> bool {
+        self.db.sql.claim_or_take.is_some() && self.db.session.owns_insert_id()
+    }
+
+    /// [`Sql::claim_or_take`]'s parameters: [`claim_params`](Self::claim_params), then
+    /// the takeover's, in the order its text names them (see `sql::take_over_left`).
+    fn claim_or_take_params(&self) -> Vec<Value> {
+        let (name, ttl) = (Value::from(self.name), Value::Int(self.ttl));
+        let mut params = self.claim_params(true);
+        params.extend([name.clone(), name.clone(), ttl, name.clone(), name.clone(), name]);
         params
     }
 

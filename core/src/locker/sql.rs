@@ -13,6 +13,10 @@ use crate::config::Table;
 /// in its index.
 pub(crate) const UPGRADE_COLUMNS: [&str; 3] = ["token", "holder_host", "holder_pid"];
 
+/// How many columns the original package's table has (`name`, `connection_id`,
+/// `created`, `ttl`, `lock_acquired`): a table of this width has none of the upgrade's.
+pub(crate) const ORIGINAL_COLUMNS: usize = 5;
+
 /// The statements of the TTL-lease protocol for one table.
 ///
 /// Wherever a statement names a GET_LOCK by the `name` column (`IS_USED_LOCK`,
@@ -34,6 +38,18 @@ pub(crate) struct Sql {
     /// On an upgraded table the INSERT also records the holder's host name and pid, and
     /// the OK packet's insert id is the fencing token: no extra round trip.
     pub claim_trying: String,
+    /// [`Sql::claim_trying`] that also takes over, in place, a row left free: one whose
+    /// owner released its GET_LOCK and left the row ([`Sql::release_leaving`]), or ended
+    /// without deleting it (the original package's rows outlive their sessions). Only on
+    /// the original table (an upgraded one hands out fencing tokens, which only an INSERT
+    /// can take from the table's AUTO_INCREMENT), and only on a session that owns its
+    /// `LAST_INSERT_ID()` ([`Session::owns_insert_id`](crate::Session::owns_insert_id)):
+    /// a takeover reports itself there as 1 (see `take_over_left`), since an update that
+    /// changes nothing (our own row, retaken in the same second) counts no affected row.
+    /// So: affected rows 1 = inserted, insert id 1 = taken over; neither = the row is
+    /// someone's (GET_LOCK is ours then, as after a duplicate key: `inspect` tells).
+    /// `None` on an upgraded table.
+    pub claim_or_take: Option<String>,
     /// Claim the row without the GET_LOCK (`lock_acquired = 0`), when someone else holds it.
     pub claim_pending: String,
     /// Claim the row while already holding the GET_LOCK (never GET_LOCK twice: it is
@@ -77,6 +93,17 @@ pub(crate) struct Sql {
     /// is gone. A row marked 0 (by anyone) stays until its TTL, as the original leaves
     /// it: a session ending never frees such a row early.
     pub release_at_end: String,
+    /// Release that writes nothing: lets go of the GET_LOCK, in a statement that reads
+    /// the row to check it is still ours, and leaves the row marked `lock_acquired = 1`.
+    /// A row in that state is free to everyone: its owner no longer holds the GET_LOCK,
+    /// which is how the original package, `inspect` and `status` tell a dead or finished
+    /// holder. The next acquisition takes it over in place ([`Sql::claim_or_take`]), one
+    /// row write per lock and release instead of an INSERT and a DELETE. One row back:
+    /// `RELEASE_LOCK`'s answer (1: released); none: the row is not ours (nothing released).
+    pub release_leaving: String,
+    /// Deletes rows this session left ([`Sql::release_leaving`]) and has not taken again:
+    /// the end of a holder tidies what it left. `{names}` is a list of placeholders.
+    delete_left: String,
     /// The lease's remaining time, counted to `created + ttl`: `created` is a whole
     /// second, so the true end may be up to a second later, never earlier. Callers
     /// asserting a minimum get the safe side.
@@ -136,9 +163,11 @@ impl Sql {
             )
         };
         let names = UPGRADE_COLUMNS.map(|c| format!("'{c}'")).join(", ");
+        let claim_trying = claim("IF(GET_LOCK(?, 0) = 1, 1, NULL)");
         Sql {
             upgraded,
-            claim_trying: claim("IF(GET_LOCK(?, 0) = 1, 1, NULL)"),
+            claim_or_take: (!upgraded).then(|| format!("{claim_trying} {}", take_over_left("?", "?"))),
+            claim_trying,
             claim_pending: claim("0"),
             claim_holding: claim("1"),
             inspect: format!(
@@ -174,6 +203,14 @@ impl Sql {
             delete_own: format!("DELETE FROM {t} WHERE name = ? AND connection_id = CONNECTION_ID()"),
             release: release(""),
             release_at_end: release("AND lock_acquired = 1 "),
+            release_leaving: format!(
+                "SELECT RELEASE_LOCK(CAST(name AS CHAR)) FROM {t} \
+                 WHERE name = ? AND connection_id = CONNECTION_ID() AND lock_acquired = 1"
+            ),
+            delete_left: format!(
+                "DELETE FROM {t} WHERE name IN ({{names}}) AND connection_id = CONNECTION_ID() AND lock_acquired = 1 \
+                 AND NOT (IS_USED_LOCK(CAST(name AS CHAR)) <=> connection_id)"
+            ),
             remaining: format!(
                 "SELECT l.created + l.ttl - UNIX_TIMESTAMP(NOW(6)), IS_USED_LOCK(CAST(l.name AS CHAR)) <=> CONNECTION_ID() \
                  FROM {t} AS l WHERE l.name = ? AND l.connection_id = CONNECTION_ID()"
@@ -218,18 +255,62 @@ impl Sql {
     /// previous owner lets go, without waking the client in between. Only for sessions
     /// that speak utf8mb4 (the name literal is `_utf8mb4`); `holder` is recorded on an
     /// upgraded table.
-    pub fn wait_and_claim(&self, name: &str, wait: std::time::Duration, ttl: i64, holder: (&str, u32)) -> String {
+    ///
+    /// `take_over`: the claim also takes over a row left free, as [`Sql::claim_or_take`]
+    /// does (the original table only, on a session that owns its `LAST_INSERT_ID()`).
+    pub fn wait_and_claim(
+        &self,
+        name: &str,
+        wait: std::time::Duration,
+        ttl: i64,
+        holder: (&str, u32),
+        take_over: bool,
+    ) -> String {
         let n = utf8mb4_literal(name);
         let recorded =
             if self.upgraded { format!(", {}, {}", utf8mb4_literal(holder.0), holder.1) } else { String::new() };
+        let take = if take_over && !self.upgraded { format!(" {}", take_over_left(&n, &ttl.to_string())) } else { String::new() };
         format!(
             "SELECT IS_FREE_LOCK({n}), GET_LOCK({n}, {wait:.6}); \
              {claim} VALUES ({n}, CONNECTION_ID(), UNIX_TIMESTAMP(), {ttl}, \
-             IF(IS_USED_LOCK({n}) <=> CONNECTION_ID(), 1, NULL){recorded})",
+             IF(IS_USED_LOCK({n}) <=> CONNECTION_ID(), 1, NULL){recorded}){take}",
             wait = wait.as_secs_f64(),
             claim = self.claim_columns,
         )
     }
+
+    /// [`Sql::delete_left`] for `count` names (bound in that order).
+    pub fn delete_left(&self, count: usize) -> String {
+        self.delete_left.replace("{names}", &vec!["?"; count].join(", "))
+    }
+}
+
+/// The `ON DUPLICATE KEY UPDATE` that turns a claim into a takeover of a row left free
+/// (see [`Sql::claim_or_take`]); `name` and `ttl` are the claim's, as placeholders or
+/// literals. The claim's INSERT evaluated its GET_LOCK before meeting the duplicate, so
+/// when this runs the GET_LOCK of our spelling is ours. The row is free when it is marked
+/// `lock_acquired = 1` (its owner had the GET_LOCK; a row marked 0 is pending or kept by
+/// "at least" and is never touched here) and either carries our own spelling (its owner,
+/// whoever it was, cannot hold the GET_LOCK that we hold: the locker never claims a
+/// name it holds) or its owner does not hold the GET_LOCK of the spelling it stored.
+/// The assignments run left to right, each seeing the ones before; none of them changes
+/// what the condition reads until `connection_id`, the last one, and `name` becoming our
+/// spelling keeps the condition true. Only the first reports the takeover, as
+/// `LAST_INSERT_ID(lock_acquired)`, which is 1 there: its argument must read the row, for
+/// the server evaluates `LAST_INSERT_ID(1)` (a constant) while it prepares the statement,
+/// whatever the condition before it says (seen on MariaDB 10.11: `IF(0 AND
+/// LAST_INSERT_ID(7), ...)` left 7 behind), and every failed takeover would then look like
+/// a successful one.
+fn take_over_left(name: &str, ttl: &str) -> String {
+    let free = format!(
+        "lock_acquired = 1 AND (BINARY CAST(name AS CHAR) = BINARY {name} \
+         OR NOT (IS_USED_LOCK(CAST(name AS CHAR)) <=> connection_id))"
+    );
+    format!(
+        "ON DUPLICATE KEY UPDATE created = IF({free} AND LAST_INSERT_ID(lock_acquired), UNIX_TIMESTAMP(), created), \
+         ttl = IF({free}, {ttl}, ttl), name = IF({free}, {name}, name), \
+         connection_id = IF({free}, CONNECTION_ID(), connection_id)"
+    )
 }
 
 /// Session locks name their GET_LOCK by the key's UTF-8 bytes in hexadecimal, bound as
@@ -263,19 +344,37 @@ mod tests {
     #[test]
     fn names_in_a_batch_are_hex_literals_that_cannot_inject() {
         let sql = Sql::new(&Table::default(), false);
-        let batch = sql.wait_and_claim("x'); DROP TABLE t; --", std::time::Duration::from_millis(1500), 60, ("h", 7));
+        let batch = sql.wait_and_claim("x'); DROP TABLE t; --", std::time::Duration::from_millis(1500), 60, ("h", 7), true);
         assert!(!batch.contains("DROP"), "{batch}");
         let hex: String = "x'); DROP TABLE t; --".bytes().map(|b| format!("{b:02X}")).collect();
         assert!(batch.contains(&format!("GET_LOCK(_utf8mb4 X'{hex}', ")), "{batch}");
         assert!(batch.contains("GET_LOCK(_utf8mb4 X'"), "{batch}");
         assert!(batch.contains(", 1.500000);"), "{batch}");
         assert_eq!(batch.matches(';').count(), 1, "two statements: {batch}");
+        assert!(batch.contains("ON DUPLICATE KEY UPDATE"), "{batch}");
+    }
+
+    #[test]
+    fn only_the_original_table_takes_rows_over_in_place() {
+        // An upgraded table's fencing token comes from an INSERT: no takeover there.
+        let upgraded = Sql::new(&Table::default(), true);
+        assert!(upgraded.claim_or_take.is_none());
+        let batch = upgraded.wait_and_claim("a", std::time::Duration::ZERO, 5, ("web", 42), true);
+        assert!(!batch.contains("ON DUPLICATE"), "{batch}");
+        let original = Sql::new(&Table::default(), false);
+        let claim = original.claim_or_take.as_deref().unwrap_or_default();
+        assert!(claim.starts_with(&original.claim_trying), "{claim}");
+        assert_eq!(claim.matches('?').count(), 9, "{claim}");
+        // The takeover reports itself before anything is assigned.
+        assert!(claim.contains("AND LAST_INSERT_ID(lock_acquired), UNIX_TIMESTAMP(), created)"), "{claim}");
+        let plain = original.wait_and_claim("a", std::time::Duration::ZERO, 5, ("web", 42), false);
+        assert!(!plain.contains("ON DUPLICATE"), "{plain}");
     }
 
     #[test]
     fn a_batch_on_an_upgraded_table_records_host_and_pid() {
         let sql = Sql::new(&Table::default(), true);
-        let batch = sql.wait_and_claim("a", std::time::Duration::ZERO, 5, ("web", 42));
+        let batch = sql.wait_and_claim("a", std::time::Duration::ZERO, 5, ("web", 42), true);
         assert!(batch.contains("holder_host, holder_pid)"), "{batch}");
         assert!(batch.ends_with("NULL), _utf8mb4 X'776562', 42)"), "{batch}");
     }

@@ -14,7 +14,7 @@ use mysql::{Conn, Params};
 use super::fallback::{self, outcomes, session_error, to_mysql};
 use super::literals::{check_values, inline};
 use super::wire::{self, OpenError};
-use crate::config::{Config, LONGEST_WAIT_PER_STATEMENT};
+use crate::config::{Config, Table, LONGEST_WAIT_PER_STATEMENT};
 use crate::error::{Error, Result, SessionError};
 use crate::session::{Connector, Session};
 use crate::topology::{self, Topology};
@@ -93,6 +93,9 @@ pub struct MysqlSession {
     /// The session's `wait_timeout` after the setup raised it, in seconds (also learned
     /// in the setup round trip).
     wait_timeout: Option<f64>,
+    /// How many columns the lock table has, when the setup looked
+    /// ([`MysqlSession::connect_learning`]).
+    lock_table_columns: Option<usize>,
     /// Statement texts run once already (see [`Session::execute`] below).
     seen: HashSet<String>,
     /// Statements prepared on the own client's session, by text.
@@ -119,8 +122,8 @@ enum Link {
 impl Link {
     /// Connects; returns whether the server looks like MariaDB, and the setup's answer
     /// when the setup travelled with the handshake.
-    fn open(config: &Config, started: Instant, set: &str) -> SetupStart {
-        let build = |greeting: &wire::Greeting| setup_query(looks_mariadb(version_of(&greeting.version)), set);
+    fn open(config: &Config, started: Instant, set: &str, probe: Option<&str>) -> SetupStart {
+        let build = |greeting: &wire::Greeting| setup_query(looks_mariadb(version_of(&greeting.version)), set, probe);
         let target = config.target();
         let why = loop {
             if CRATE_TARGETS.lock().contains(&target) {
@@ -199,12 +202,25 @@ impl MysqlSession {
     /// `config.read_timeout` (plus the wait a statement asks for, see
     /// [`Session::expect_wait`]) and `config.write_timeout`.
     pub fn connect(config: &Config) -> Result<Self> {
+        Self::connect_probing(config, None)
+    }
+
+    /// [`connect`](Self::connect), and learn in the setup's round trip how many columns
+    /// the lock table `table` has ([`Session::lock_table_columns`]), from a statement
+    /// that reads no row. A missing table (or one this account may not read) costs a
+    /// round trip more, and tells nothing.
+    pub fn connect_learning(config: &Config, table: &Table) -> Result<Self> {
+        Self::connect_probing(config, Some(&table_probe(table)))
+    }
+
+    fn connect_probing(config: &Config, probe: Option<&str>) -> Result<Self> {
         config.validate()?;
         let started = Instant::now();
         let connect_error = |e: SessionError| Error::Connect { target: config.target(), source: e };
         let set = session_settings(&config.charset);
-        let (mut link, mariadb, answer) = Link::open(config, started, &set).map_err(connect_error)?;
-        let (rows, wait_timeout) = setup(&mut link, mariadb, answer, &set).map_err(connect_error)?;
+        let (mut link, mariadb, answer) = Link::open(config, started, &set, probe).map_err(connect_error)?;
+        let (rows, wait_timeout, lock_table_columns) =
+            setup(&mut link, mariadb, answer, &set, probe).map_err(connect_error)?;
         let mut session = MysqlSession {
             id: link.connection_id(),
             link,
@@ -212,6 +228,7 @@ impl MysqlSession {
             batches: config.charset.eq_ignore_ascii_case("utf8mb4"),
             topology: Topology::from_probe(&rows),
             wait_timeout,
+            lock_table_columns,
             seen: HashSet::new(),
             prepared: HashMap::new(),
             unpreparable: HashSet::new(),
@@ -303,31 +320,64 @@ fn session_settings(charset: &str) -> String {
 /// MariaDB in `@@version` or has no `wsrep_on` (a build without Galera support) gets the
 /// full probe as well. MariaDB has no Group Replication, so the probe's third variable
 /// is not needed there.
-fn setup_query(mariadb: bool, set: &str) -> String {
+///
+/// `probe`, when given, goes last ([`table_probe`]).
+fn setup_query(mariadb: bool, set: &str, probe: Option<&str>) -> String {
+    let probe = probe.map(|p| format!("; {p}")).unwrap_or_default();
     match mariadb {
-        true => format!("{set}; {MARIADB_PROBE}"),
-        false => format!("{set}; SELECT @@session.wait_timeout; {}", topology::PROBE),
+        true => format!("{set}; {MARIADB_PROBE}{probe}"),
+        false => format!("{set}; SELECT @@session.wait_timeout; {}{probe}", topology::PROBE),
     }
+}
+
+/// A statement whose one row has as many values as `table` has columns, all NULL: it
+/// reads no row and cannot fail for want of a column (only for want of the table).
+fn table_probe(table: &Table) -> String {
+    format!("SELECT l.* FROM (SELECT 1) AS one LEFT JOIN {} AS l ON FALSE", table.sql_name())
 }
 
 /// Reads the setup's answer (running the setup first unless it travelled with the
 /// handshake): the topology probe's rows and the session's `wait_timeout`.
+///
+/// With `probe` ([`table_probe`], last in the query), also how many columns the table
+/// has. The server stops a query at its first failing statement, so an error may come
+/// from the probe (no such table, no right to read it): the setup is then run again
+/// without it, and the columns stay unknown.
 fn setup(
     link: &mut Link,
     mariadb: bool,
     answer: Option<wire::Answer>,
     set: &str,
-) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
+    probe: Option<&str>,
+) -> Result<(Vec<Vec<Value>>, Option<f64>, Option<usize>), SessionError> {
     let answer = match answer {
         Some(answer) => answer,
-        None => link.query(&setup_query(mariadb, set)),
+        None => link.query(&setup_query(mariadb, set, probe)),
     };
     let mut sets: Vec<Vec<Vec<Value>>> = match answer {
         Ok(outcomes) => outcomes.into_iter().map(|outcome| outcome.rows).collect(),
         // No such variable: not a Galera-capable MariaDB; the full probe tells.
-        Err(e) if mariadb && e.code == Some(UNKNOWN_SYSTEM_VARIABLE) => return full_probe(link),
+        Err(e) if mariadb && e.code == Some(UNKNOWN_SYSTEM_VARIABLE) => {
+            let (rows, wait_timeout) = full_probe(link)?;
+            return Ok((rows, wait_timeout, None));
+        }
+        Err(_) if probe.is_some() => return setup(link, mariadb, None, set, None),
         Err(e) => return Err(e),
     };
+    let columns = match probe {
+        Some(_) => sets.pop().and_then(|rows| Some(rows.first()?.len())),
+        None => None,
+    };
+    let (rows, wait_timeout) = topology_answer(link, mariadb, sets)?;
+    Ok((rows, wait_timeout, columns))
+}
+
+/// The topology probe's rows and the `wait_timeout` from the setup's result sets.
+fn topology_answer(
+    link: &mut Link,
+    mariadb: bool,
+    mut sets: Vec<Vec<Vec<Value>>>,
+) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
     if !mariadb {
         return Ok(probe_answer(sets));
     }
@@ -462,6 +512,15 @@ impl Session for MysqlSession {
         Some(self.topology)
     }
 
+    /// The core's own connection: no application reads its `LAST_INSERT_ID()`.
+    fn owns_insert_id(&self) -> bool {
+        true
+    }
+
+    fn lock_table_columns(&self) -> Option<usize> {
+        self.lock_table_columns
+    }
+
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
         // KILL cannot take a bound parameter; the id is an integer, formatted here.
         self.begin();
@@ -473,6 +532,10 @@ impl Connector for Config {
     type Session = MysqlSession;
     fn connect(&mut self) -> Result<MysqlSession> {
         MysqlSession::connect(self)
+    }
+
+    fn connect_learning(&mut self, table: &Table) -> Result<MysqlSession> {
+        MysqlSession::connect_learning(self, table)
     }
 
     fn keep_alive_config(&self) -> Option<Config> {
