@@ -89,10 +89,14 @@ import json, sys
 spec_file, work, root, dsn, port, user, password, cpu, *sets = sys.argv[1:]
 pin = ["taskset", "-c", cpu]
 rows = []
+bare = pin + ["php", "-n", "-d", "extension=mysqlnd.so", "-d", "extension=pdo.so", "-d", "extension=pdo_mysql.so"]
 def php(set):
-    return pin + ["php", "-n", "-d", "extension=mysqlnd.so", "-d", "extension=pdo.so", "-d", "extension=pdo_mysql.so",
-                  "-d", f"extension={work}/{set}/libmysqllock_php.so", "-d", f"mysqllock.dsn=\"{dsn}\""]
+    return bare + ["-d", f"extension={work}/{set}/libmysqllock_php.so", "-d", f"mysqllock.dsn=\"{dsn}\""]
+# Without the extension: what loading it costs, and the PDO script a user compares with
+# (issue 34: the cold SharedLock script, load included, against it).
+rows.append(dict(key="bare", label="`php -r ''` without the extension", argv=bare + ["-r", ""], group="bare"))
 rows.append(dict(key="empty", label="`php -r ''` (extension loaded)", argv=php("now") + ["-r", ""], group="php"))
+rows.append(dict(key="pdo-bare", label="PDO `GET_LOCK` + `RELEASE_LOCK`, without the extension", argv=bare + [f"{root}/bench/php/cold_once.php", "pdo", "cold-pdo-bare"], group="bare"))
 rows.append(dict(key="pdo", label="floor: PDO `GET_LOCK` + `RELEASE_LOCK`", argv=php("now") + [f"{root}/bench/php/cold_once.php", "pdo", "cold-pdo"], group="php"))
 for set in sets:
     tag = "" if set == "now" else f" [{set}]"

@@ -9,7 +9,8 @@
 //
 // SPEC_FILE: JSON, a list of {"key", "label", "argv", "group", "floor"}: group "php" rows
 // also get their time minus `php -r ''` (key "empty", paired: the median over rounds of
-// the difference within a round), "floor" names the row each is compared with.
+// the difference within a round), group "bare" rows (PHP without the extension) minus
+// `php -r ''` without it (key "bare"); "floor" names the row each is compared with.
 // Prints the table rows.
 declare(strict_types=1);
 
@@ -85,6 +86,8 @@ foreach ($impls as $key => $s) {
     $overEmpty = '';
     if ($s['group'] === 'php' && $key !== 'empty') {
         $overEmpty = $ms($pairedDiff($key, 'empty'));
+    } elseif ($s['group'] === 'bare' && $key !== 'bare') {
+        $overEmpty = $ms($pairedDiff($key, 'bare')) . ' (without the extension)';
     }
     $vs = '';
     if (($s['floor'] ?? '') !== '') {
@@ -100,3 +103,14 @@ foreach ($impls as $key => $s) {
     row($s['label'], $ms($median), $ms(quantile($sorted[$key], 0.9)), $overEmpty, $vs, $stmts[$key]);
 }
 echo "$runs runs of each, one of each per round, the order rotating (after one untimed run of each)\n";
+if (isset($impls['bare'], $impls['pdo-bare'], $impls['shared'])) {
+    // Issue 34's cold figures: what loading the extension costs a process, and the cold
+    // SharedLock script with that load included against a PDO script of a PHP without it,
+    // each minus `php -r ''` without the extension (paired).
+    $load = $pairedDiff('empty', 'bare');
+    $cold = $pairedDiff('shared', 'bare') / max(1.0, $pairedDiff('pdo-bare', 'bare'));
+    printf("\nload: `php -d extension=mysqllock.so -r ''` minus `php -r ''`, paired median: %s (target <= 0.30 ms: %s)\n",
+        $ms($load), $load <= 0.3e6 ? 'met' : 'not met');
+    printf("cold script, the load included: SharedLock %s / PDO %s over `php -r ''` without the extension = %.2f× (target <= 1.30×: %s)\n",
+        $ms($pairedDiff('shared', 'bare')), $ms($pairedDiff('pdo-bare', 'bare')), $cold, $cold <= 1.3 ? 'met' : 'not met');
+}

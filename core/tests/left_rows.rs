@@ -63,7 +63,7 @@ fn another_session_takes_a_left_row_over_at_once() {
     let name = unique("left-other");
     let (mut a, mut b) = (locker(), locker());
     left_by(&mut a, &name);
-    let lease = b.acquire(&name, 0.0, 45.0).unwrap();
+    b.acquire(&name, 0.0, 45.0).unwrap();
     assert_held_by(&name, b.connection_id().unwrap());
     assert_eq!(lease_of(&name).1, 45, "the row carries the new lease's TTL");
     // and it is really held: a third session finds it taken
@@ -216,7 +216,11 @@ fn a_session_that_does_not_own_its_insert_id_still_takes_a_left_row() {
 struct NotOwned(mysqllock_core::MysqlSession);
 
 impl Session for NotOwned {
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<mysqllock_core::Outcome, mysqllock_core::SessionError> {
+    fn execute(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<mysqllock_core::Outcome, mysqllock_core::SessionError> {
         self.0.execute(sql, params)
     }
     fn connection_id(&self) -> u64 {

@@ -675,8 +675,7 @@ impl<C: Connector> Locker<C> {
             } else {
                 // Row and GET_LOCK in one statement when both are ours (the usual case).
                 let lingered = at_least > 0
-                    && db.run(name, &sql.linger, &[at_least.into(), name.into(), at_least.into()])?.affected_rows
-                        == 1;
+                    && db.run(name, &sql.linger, &[at_least.into(), name.into(), at_least.into()])?.affected_rows == 1;
                 let release = if at_end { &sql.release_at_end } else { &sql.release };
                 if lingered || db.run(name, release, &[name.into()])?.affected_rows == 1 {
                     return Ok((1, Ok(true), false));

@@ -490,9 +490,14 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     /// Step 1: INSERT the row (and take the GET_LOCK in the same statement).
     fn claim(&mut self) -> Result<Claim> {
         let sql = self.db.sql;
+        let take_over = self.takes_over();
         if self.holding_get_lock {
-            let params = self.claim_params(false);
-            return match self.db.session.execute(&sql.claim_holding, &params) {
+            let (claim, params) = match &sql.claim_holding_or_take {
+                Some(claim) if take_over => (claim, self.claim_or_take_params(false)),
+                _ => (&sql.claim_holding, self.claim_params(false)),
+            };
+            return match self.db.session.execute(claim, &params) {
+                Ok(out) if take_over && !claimed_or_taken(&out) => Ok(Claim::RowTaken),
                 Ok(out) => {
                     self.token = out.last_insert_id;
                     Ok(Claim::Acquired)
@@ -501,9 +506,8 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
                 Err(e) => Err(classify(e, Some(self.name), self.db.table)),
             };
         }
-        let take_over = self.takes_over();
         let (claim, params) = match &sql.claim_or_take {
-            Some(claim) if take_over => (claim, self.claim_or_take_params()),
+            Some(claim) if take_over => (claim, self.claim_or_take_params(true)),
             _ => (&sql.claim_trying, self.claim_params(true)),
         };
         match self.db.session.execute(claim, &params) {
@@ -554,11 +558,12 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         self.db.sql.claim_or_take.is_some() && self.db.session.owns_insert_id()
     }
 
-    /// [`Sql::claim_or_take`]'s parameters: [`claim_params`](Self::claim_params), then
-    /// the takeover's, in the order its text names them (see `sql::take_over_left`).
-    fn claim_or_take_params(&self) -> Vec<Value> {
+    /// The parameters of [`Sql::claim_or_take`] (`trying`) or
+    /// [`Sql::claim_holding_or_take`]: [`claim_params`](Self::claim_params), then the
+    /// takeover's, in the order its text names them (see `sql::take_over_left`).
+    fn claim_or_take_params(&self, trying: bool) -> Vec<Value> {
         let (name, ttl) = (Value::from(self.name), Value::Int(self.ttl));
-        let mut params = self.claim_params(true);
+        let mut params = self.claim_params(trying);
         params.extend([name.clone(), name.clone(), ttl, name.clone(), name.clone(), name]);
         params
     }

@@ -50,6 +50,9 @@ pub(crate) struct Sql {
     /// someone's (GET_LOCK is ours then, as after a duplicate key: `inspect` tells).
     /// `None` on an upgraded table.
     pub claim_or_take: Option<String>,
+    /// [`Sql::claim_holding`] that takes a row left free over in place, as
+    /// [`Sql::claim_or_take`] does; `None` on an upgraded table.
+    pub claim_holding_or_take: Option<String>,
     /// Claim the row without the GET_LOCK (`lock_acquired = 0`), when someone else holds it.
     pub claim_pending: String,
     /// Claim the row while already holding the GET_LOCK (never GET_LOCK twice: it is
@@ -164,12 +167,15 @@ impl Sql {
         };
         let names = UPGRADE_COLUMNS.map(|c| format!("'{c}'")).join(", ");
         let claim_trying = claim("IF(GET_LOCK(?, 0) = 1, 1, NULL)");
+        let claim_holding = claim("1");
+        let or_take = |claim: &str| (!upgraded).then(|| format!("{claim} {}", take_over_left("?", "?")));
         Sql {
             upgraded,
-            claim_or_take: (!upgraded).then(|| format!("{claim_trying} {}", take_over_left("?", "?"))),
+            claim_or_take: or_take(&claim_trying),
+            claim_holding_or_take: or_take(&claim_holding),
             claim_trying,
+            claim_holding,
             claim_pending: claim("0"),
-            claim_holding: claim("1"),
             inspect: format!(
                 "SELECT IS_USED_LOCK(?) <=> CONNECTION_ID(), l.name, l.connection_id, l.lock_acquired, \
                  l.created, l.ttl, l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), \
@@ -269,7 +275,11 @@ impl Sql {
         let n = utf8mb4_literal(name);
         let recorded =
             if self.upgraded { format!(", {}, {}", utf8mb4_literal(holder.0), holder.1) } else { String::new() };
-        let take = if take_over && !self.upgraded { format!(" {}", take_over_left(&n, &ttl.to_string())) } else { String::new() };
+        let take = if take_over && !self.upgraded {
+            format!(" {}", take_over_left(&n, &ttl.to_string()))
+        } else {
+            String::new()
+        };
         format!(
             "SELECT IS_FREE_LOCK({n}), GET_LOCK({n}, {wait:.6}); \
              {claim} VALUES ({n}, CONNECTION_ID(), UNIX_TIMESTAMP(), {ttl}, \
@@ -344,7 +354,8 @@ mod tests {
     #[test]
     fn names_in_a_batch_are_hex_literals_that_cannot_inject() {
         let sql = Sql::new(&Table::default(), false);
-        let batch = sql.wait_and_claim("x'); DROP TABLE t; --", std::time::Duration::from_millis(1500), 60, ("h", 7), true);
+        let batch =
+            sql.wait_and_claim("x'); DROP TABLE t; --", std::time::Duration::from_millis(1500), 60, ("h", 7), true);
         assert!(!batch.contains("DROP"), "{batch}");
         let hex: String = "x'); DROP TABLE t; --".bytes().map(|b| format!("{b:02X}")).collect();
         assert!(batch.contains(&format!("GET_LOCK(_utf8mb4 X'{hex}', ")), "{batch}");

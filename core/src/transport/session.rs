@@ -219,16 +219,15 @@ impl MysqlSession {
         let connect_error = |e: SessionError| Error::Connect { target: config.target(), source: e };
         let set = session_settings(&config.charset);
         let (mut link, mariadb, answer) = Link::open(config, started, &set, probe).map_err(connect_error)?;
-        let (rows, wait_timeout, lock_table_columns) =
-            setup(&mut link, mariadb, answer, &set, probe).map_err(connect_error)?;
+        let learned = setup(&mut link, mariadb, answer, &set, probe).map_err(connect_error)?;
         let mut session = MysqlSession {
             id: link.connection_id(),
             link,
             charset: config.charset.clone(),
             batches: config.charset.eq_ignore_ascii_case("utf8mb4"),
-            topology: Topology::from_probe(&rows),
-            wait_timeout,
-            lock_table_columns,
+            topology: Topology::from_probe(&learned.topology),
+            wait_timeout: learned.wait_timeout,
+            lock_table_columns: learned.lock_table_columns,
             seen: HashSet::new(),
             prepared: HashMap::new(),
             unpreparable: HashSet::new(),
@@ -349,7 +348,7 @@ fn setup(
     answer: Option<wire::Answer>,
     set: &str,
     probe: Option<&str>,
-) -> Result<(Vec<Vec<Value>>, Option<f64>, Option<usize>), SessionError> {
+) -> Result<Learned, SessionError> {
     let answer = match answer {
         Some(answer) => answer,
         None => link.query(&setup_query(mariadb, set, probe)),
@@ -358,8 +357,8 @@ fn setup(
         Ok(outcomes) => outcomes.into_iter().map(|outcome| outcome.rows).collect(),
         // No such variable: not a Galera-capable MariaDB; the full probe tells.
         Err(e) if mariadb && e.code == Some(UNKNOWN_SYSTEM_VARIABLE) => {
-            let (rows, wait_timeout) = full_probe(link)?;
-            return Ok((rows, wait_timeout, None));
+            let (topology, wait_timeout) = full_probe(link)?;
+            return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
         }
         Err(_) if probe.is_some() => return setup(link, mariadb, None, set, None),
         Err(e) => return Err(e),
@@ -368,8 +367,18 @@ fn setup(
         Some(_) => sets.pop().and_then(|rows| Some(rows.first()?.len())),
         None => None,
     };
-    let (rows, wait_timeout) = topology_answer(link, mariadb, sets)?;
-    Ok((rows, wait_timeout, columns))
+    let (topology, wait_timeout) = topology_answer(link, mariadb, sets)?;
+    Ok(Learned { topology, wait_timeout, lock_table_columns: columns })
+}
+
+/// What a session's setup learned.
+struct Learned {
+    /// The topology probe's rows.
+    topology: Vec<Vec<Value>>,
+    /// The session's `wait_timeout` once raised.
+    wait_timeout: Option<f64>,
+    /// How many columns the lock table has, when the setup looked.
+    lock_table_columns: Option<usize>,
 }
 
 /// The topology probe's rows and the `wait_timeout` from the setup's result sets.

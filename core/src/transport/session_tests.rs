@@ -47,21 +47,37 @@ fn a_session_runs_on_the_projects_own_client() {
 fn the_short_mariadb_setup_learns_what_the_full_probe_learns() {
     let config = config();
     let set = session_settings(&config.charset);
-    let (mut link, mariadb, _) = Link::open(&config, std::time::Instant::now(), &set).unwrap();
+    let (mut link, mariadb, _) = Link::open(&config, std::time::Instant::now(), &set, None).unwrap();
     assert_eq!(mariadb, on_mariadb(), "the greeting tells MariaDB from MySQL");
     if !mariadb {
         // MySQL gets the full probe in its setup: the same rows as the probe alone.
-        let (rows, wait) = setup(&mut link, false, None, &set).unwrap();
+        let learned = setup(&mut link, false, None, &set, None).unwrap();
         let (full_rows, full_wait) = full_probe(&mut link).unwrap();
-        assert_eq!((rows, wait), (full_rows, full_wait));
+        assert_eq!((learned.topology, learned.wait_timeout), (full_rows, full_wait));
         return;
     }
-    let (short_rows, short_wait) = setup(&mut link, true, None, &set).unwrap();
+    let Learned { topology: short_rows, wait_timeout: short_wait, .. } =
+        setup(&mut link, true, None, &set, None).unwrap();
     let (full_rows, full_wait) = full_probe(&mut link).unwrap();
     assert_eq!(short_rows.len(), 2, "the MariaDB probe was not used: {full_rows:?}");
     assert_eq!(Topology::from_probe(&short_rows), Topology::from_probe(&full_rows));
     assert!(Topology::from_probe(&short_rows).mariadb);
     assert_eq!(short_wait, full_wait);
+}
+
+#[test]
+fn a_session_learns_the_lock_tables_width_in_its_setup() {
+    let config = config();
+    let mut admin = session();
+    admin.execute(&config.table.create_sql().replacen("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1), &[]).unwrap();
+    let learned = MysqlSession::connect_learning(&config, &config.table).unwrap();
+    assert_eq!(learned.lock_table_columns(), Some(5), "the original table has five columns");
+    assert_eq!(session().lock_table_columns(), None, "a session that did not look knows nothing");
+    // A missing table: the setup runs again without the probe, and the width stays unknown.
+    let missing = crate::config::Table::new("no_such_lock_table", config.table.quote_style()).unwrap();
+    let mut unknown = MysqlSession::connect_learning(&config, &missing).unwrap();
+    assert_eq!(unknown.lock_table_columns(), None);
+    assert!(unknown.execute("SELECT @@session.wait_timeout", &[]).unwrap().first(0).as_f64().unwrap() > 28_800.0);
 }
 
 #[test]
