@@ -3,9 +3,11 @@
 // (issue 34), one behaviour each. The original's processes are fixtures/original.php: a
 // model of its-mieger/mysql-shared-locks 1.x's protocol for interop tests (tests/chaos/
 // original-model.php), in a PHP without the extension, on its own PDO, which also reports
-// the steps it took. On this table mysqllock releases a name it took before by letting go
-// of its GET_LOCK and leaving the row marked acquired (a "left row"), which the original,
-// `isLocked()`, `mysqllock status` and every claim must read as free.
+// the steps it took. A holder that dies without releasing leaves its row marked acquired
+// (a "left row"; the original's rows always outlive its process), which the original,
+// `isLocked()`, `mysqllock status` and every claim must read as free. (Issue 34 also had
+// mysqllock leave such rows at release; measured costlier on MyISAM, that was not kept:
+// bench/RESULTS.md.)
 declare(strict_types=1);
 
 namespace MySqlLockTest;
@@ -57,18 +59,20 @@ final class OriginalInteropTest extends TestCase
     }
 
     /**
-     * $name taken and released twice by this process: the second release leaves the row
-     * (marked acquired, ours) and lets the GET_LOCK go. Returns our session's id.
+     * $name held by a mysqllock process that is then killed (kill -9: no release, no
+     * request end): its row stays, marked acquired, and its GET_LOCK ends with its
+     * session. Returns that session's id.
      */
     private function leaveRow(string $name, int $ttl = 30): int
     {
-        SharedLock::lock($name, 0, $ttl)->release();
-        $this->assertSame([], self::rows($name), 'a name taken once is deleted at release');
-        SharedLock::lock($name, 0, $ttl);
+        $holder = $this->startChild();
+        $this->assertReply('locked', $holder->call(['lock', $name, 0, $ttl]));
         $id = self::getLockHolder($name);
-        SharedLock::unlock($name);
-        $this->assertSame([['name' => $name, 'connection_id' => $id, 'lock_acquired' => 1]], $this->shape($name), 'a name taken again leaves its row');
-        $this->assertNull(self::getLockHolder($name), 'and lets its GET_LOCK go');
+        $this->assertNotNull($id);
+        $holder->kill();
+        $this->assertTrue(self::waitUntil(fn () => !self::sessionExists($id), 10), 'the killed holder\'s session did not end');
+        $this->assertSame([['name' => $name, 'connection_id' => $id, 'lock_acquired' => 1]], $this->shape($name), 'a killed holder leaves its row');
+        $this->assertNull(self::getLockHolder($name), 'and its GET_LOCK ends with its session');
         return $id;
     }
 
@@ -101,7 +105,7 @@ final class OriginalInteropTest extends TestCase
 
     /** @test */
     #[Test]
-    public function aRowMysqllockLeftIsTakenByAnOriginalProcessAtOnceWhichThenExcludesMysqllock(): void
+    public function aRowADeadMysqllockHolderLeftIsTakenByAnOriginalProcessAtOnceWhichThenExcludesMysqllock(): void
     {
         $name = $this->lockName();
         $this->leaveRow($name);
@@ -112,8 +116,7 @@ final class OriginalInteropTest extends TestCase
         $this->assertReply('locked', $original->call(['lock', $name, 0, 30]));
         $this->assertSame(['register duplicate', 'clean 1', ...self::FREE], $this->result($original->call(['trace'])));
         $this->assertHeldBy($id, $name);
-        // Excluded: this process, which left the row (its claims take left rows over),
-        // and another that never had the name.
+        // Excluded: this process and another.
         $this->assertTrue(self::taken($name), 'mysqllock took the name from the original');
         $this->assertReply('busy', $this->startChild()->call(['trylock', $name, 30]));
         $this->assertHeldBy($id, $name, 'mysqllock changed the row of a live original holder');
@@ -147,7 +150,7 @@ final class OriginalInteropTest extends TestCase
     {
         return [
             'one try, a session new to the name' => [0.0, false],
-            'one try, after taking a left row over on this session' => [0.0, true],
+            'one try, after taking a dead holder\'s row over on this session' => [0.0, true],
             'waiting (the queue-and-claim batch)' => [1.5, true],
         ];
     }
@@ -169,11 +172,10 @@ final class OriginalInteropTest extends TestCase
     {
         $name = $this->lockName();
         if ($tookOverBefore) {
-            // A takeover of a left row on this process's session first (it reports
-            // itself through the session's LAST_INSERT_ID()).
+            // A takeover of a dead holder's row on this process's session first.
             $other = $this->lockName('other');
             $this->leaveRow($other);
-            SharedLock::lock($other, 0, 30)->release(); // takes its own left row over
+            SharedLock::lock($other, 0, 30)->release();
         }
         if ($timeout > 0) {
             // A name this process found busy before: its next acquisition queues at once.
@@ -220,7 +222,7 @@ final class OriginalInteropTest extends TestCase
 
     public static function historiesOfTheName(): array
     {
-        return ['mysqllock never had the name' => [false], 'mysqllock left a row of it before' => [true]];
+        return ['mysqllock never had the name' => [false], 'a dead mysqllock holder left a row of it before' => [true]];
     }
 
     /**
@@ -252,8 +254,8 @@ final class OriginalInteropTest extends TestCase
     public static function waysTheHungHolderLetsGo(): array
     {
         return [
-            'it resumes, its first acquisition, release deletes' => ['resume', 1],
-            'it resumes, a name it took again, release leaves the row' => ['resume', 2],
+            'it resumes, its first acquisition' => ['resume', 1],
+            'it resumes, a name it took before' => ['resume', 2],
             'a mysqllock acquirer KILLs it' => ['kill', 2],
         ];
     }
@@ -329,40 +331,8 @@ final class OriginalInteropTest extends TestCase
         $this->leaveRow($name);
         $this->assertFalse(SharedLock::isLocked($name));
         $row = $this->cliStatus($name);
-        $this->assertSame('free', $row['state'], json_encode($row));
+        $this->assertSame('dead', $row['state'], json_encode($row));
         // The same, seen from another process: free for it to take.
         $this->assertReply('locked', $this->startChild()->call(['trylock', $name, 30]));
-    }
-
-    /**
-     * A left row is free before its TTL: another mysqllock process takes it at once and
-     * the process that left it, alive and idle, is not KILLed; nor is it after its TTL.
-     *
-     * @test
-     */
-    #[Test]
-    public function aLeftRowIsTakenAtOnceWithoutKillingTheProcessThatLeftIt(): void
-    {
-        foreach ([30, 1] as $ttl) {
-            $name = $this->lockName("left-$ttl");
-            $leaver = $this->startChild();
-            $this->assertReply('locked', $leaver->call(['lock', $name, 0, $ttl]));
-            $this->assertReply('released', $leaver->call(['release', $name]));
-            $this->assertReply('locked', $leaver->call(['lock', $name, 0, $ttl]));
-            $leaverId = self::getLockHolder($name);
-            $this->assertReply('released', $leaver->call(['release', $name]));
-            $this->assertSame([['name' => $name, 'connection_id' => $leaverId, 'lock_acquired' => 1]], $this->shape($name));
-            if ($ttl === 1) {
-                self::waitUntilExpired($name);
-            }
-            $taker = $this->startChild();
-            $this->assertReply('locked', $taker->call(['trylock', $name, 30]));
-            $takerId = self::getLockHolder($name);
-            $this->assertNotSame($leaverId, $takerId);
-            $this->assertHeldBy((int) $takerId, $name);
-            $this->assertTrue(self::sessionExists((int) $leaverId), 'the process that left the row was KILLed');
-            // The leaver goes on: it lost nothing, and the name is now someone else's.
-            $this->assertReply('busy', $leaver->call(['trylock', $name, 30]));
-        }
     }
 }
