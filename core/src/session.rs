@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use crate::config::{Config, Table};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result, SessionError};
 use crate::topology::Topology;
 use crate::value::{Outcome, Value};
@@ -16,21 +17,29 @@ use crate::value::{Outcome, Value};
 /// reports an error with [`SessionError::lost`] set.
 pub trait Session {
     /// Runs one statement with bound parameters (`?` placeholders), as a prepared
-    /// statement where the implementation can cache it.
+    /// statement where the implementation can cache it. The server answers it at once
+    /// (it asks for no wait).
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError>;
+
+    /// Runs a statement that asks the server to wait until `wait` before it answers (a
+    /// `GET_LOCK` whose timeout is `wait`'s budget): a session that bounds how long it
+    /// waits for an answer allows this statement that much more. The default runs it as
+    /// [`execute`](Session::execute): a session without such bounds (a user's PDO or
+    /// mysqli, whose own timeouts rule) has nothing to allow.
+    fn execute_waiting(&mut self, sql: &str, params: &[Value], wait: Deadline) -> Result<Outcome, SessionError> {
+        let _ = wait;
+        self.execute(sql, params)
+    }
+
+    /// The wait to ask the server for in one statement when the caller would wait `wait`:
+    /// `wait`, or less where the session cannot allow one statement that long (its reads
+    /// were bounded once, when it connected); the caller then waits again for the rest.
+    fn allowed_wait(&self, wait: Duration) -> Duration {
+        wait
+    }
 
     /// The server's `CONNECTION_ID()` of this session.
     fn connection_id(&self) -> u64;
-
-    /// Announces that the next statement (or batch) asks the server to wait up to `wait`
-    /// before it answers (a `GET_LOCK` with that timeout), and returns the wait to put in
-    /// it: `wait`, or less where the session cannot allow that long (the caller then
-    /// waits again for the rest). A session that bounds how long it waits for an answer
-    /// allows that much more for the next statement only; one without such bounds (a
-    /// user's PDO or mysqli, whose own timeouts rule) keeps the default.
-    fn expect_wait(&mut self, wait: Duration) -> Duration {
-        wait
-    }
 
     /// Whether [`execute_batch`](Session::execute_batch) works here. A waiter uses it
     /// to have the server claim the row the moment its GET_LOCK is granted, instead of
@@ -40,11 +49,12 @@ pub trait Session {
     }
 
     /// Runs several `;`-separated statements in one round trip (text protocol, so no
-    /// bound parameters: every value in `sql` is a literal the caller made safe) and
-    /// returns one outcome per statement. The server stops at the first failing
-    /// statement, whose error is returned. Only called when [`batches`](Session::batches).
-    fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
-        let _ = sql;
+    /// bound parameters: every value in `sql` is a literal the caller made safe), which
+    /// may ask the server to wait until `wait`, and returns one outcome per statement.
+    /// The server stops at the first failing statement, whose error is returned. Only
+    /// called when [`batches`](Session::batches).
+    fn execute_batch(&mut self, sql: &str, wait: Deadline) -> Result<Vec<Outcome>, SessionError> {
+        let _ = (sql, wait);
         Err(SessionError::client("this session cannot run statement batches"))
     }
 
@@ -76,20 +86,24 @@ impl<S: Session + ?Sized> Session for Box<S> {
         (**self).execute(sql, params)
     }
 
-    fn connection_id(&self) -> u64 {
-        (**self).connection_id()
+    fn execute_waiting(&mut self, sql: &str, params: &[Value], wait: Deadline) -> Result<Outcome, SessionError> {
+        (**self).execute_waiting(sql, params, wait)
     }
 
-    fn expect_wait(&mut self, wait: Duration) -> Duration {
-        (**self).expect_wait(wait)
+    fn allowed_wait(&self, wait: Duration) -> Duration {
+        (**self).allowed_wait(wait)
+    }
+
+    fn connection_id(&self) -> u64 {
+        (**self).connection_id()
     }
 
     fn batches(&self) -> bool {
         (**self).batches()
     }
 
-    fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
-        (**self).execute_batch(sql)
+    fn execute_batch(&mut self, sql: &str, wait: Deadline) -> Result<Vec<Outcome>, SessionError> {
+        (**self).execute_batch(sql, wait)
     }
 
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use mysqllock_core::{
-    AcquireOptions, Authentication, Config, Connector, Lease, Locker, MysqlSession, NativeLocker, Outcome, Result,
-    Session, SessionError, Value,
+    AcquireOptions, Authentication, Config, Connector, Deadline, Lease, Locker, MysqlSession, NativeLocker, Outcome,
+    Result, Session, SessionError, Value,
 };
 use parking_lot::Mutex;
 
@@ -39,6 +39,16 @@ impl Session for Counted {
         self.inner.execute(sql, params)
     }
 
+    fn execute_waiting(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        wait: Deadline,
+    ) -> std::result::Result<Outcome, SessionError> {
+        self.log.lock().push(Trip::Statement);
+        self.inner.execute_waiting(sql, params, wait)
+    }
+
     fn connection_id(&self) -> u64 {
         self.inner.connection_id()
     }
@@ -52,9 +62,9 @@ impl Session for Counted {
         self.inner.topology()
     }
 
-    fn execute_batch(&mut self, sql: &str) -> std::result::Result<Vec<Outcome>, SessionError> {
+    fn execute_batch(&mut self, sql: &str, wait: Deadline) -> std::result::Result<Vec<Outcome>, SessionError> {
         self.log.lock().push(Trip::Batch);
-        self.inner.execute_batch(sql)
+        self.inner.execute_batch(sql, wait)
     }
 
     fn lock_table_columns(&self) -> Option<usize> {

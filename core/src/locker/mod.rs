@@ -16,6 +16,7 @@ use sql::{Sql, ORIGINAL_COLUMNS, UPGRADE_COLUMNS};
 use table::topology_of;
 
 use crate::config::Table;
+use crate::deadline::Deadline;
 use crate::error::{Error, Loss, Result};
 use crate::fork;
 use crate::limits;
@@ -23,7 +24,6 @@ use crate::name::{self, Charset};
 use crate::session::{classify, Connector, Session};
 use crate::value::Value;
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
 
 /// Leases one session takes before the locker takes further leases on another. MariaDB
 /// walks a session's list of metadata locks (GET_LOCKs among them) on every lock request,
@@ -414,13 +414,13 @@ impl<C: Connector> Locker<C> {
     /// [`acquire`](Self::acquire) with keep-alive and "at least" (see [`AcquireOptions`]).
     /// Bad options are refused before anything is locked.
     pub fn acquire_with(&mut self, name: &str, timeout: f64, ttl: f64, options: &AcquireOptions) -> Result<Lease> {
-        let timeout = limits::duration("timeout", timeout)?;
-        self.recovering(timeout, |locker, timeout| locker.acquire_once(name, timeout, ttl, options))
+        let deadline = Deadline::after(limits::duration("timeout", timeout)?);
+        self.recovering(|locker| locker.acquire_once(name, deadline, ttl, options))
     }
 
-    /// Runs a whole acquisition (`op`, given the time left to wait) and recovers, once
-    /// each, from the two failures that say nothing about the lock itself, as the
-    /// original package did:
+    /// Runs a whole acquisition (`op`, which waits by the caller's deadline) and
+    /// recovers, once each, from the two failures that say nothing about the lock
+    /// itself, as the original package did:
     /// - the session turned out to be dead already (killed, timed out, server restarted
     ///   since the last call): the acquisition is run again on a fresh session. Not when
     ///   the session was opened for this very attempt: then the server is the problem.
@@ -430,14 +430,13 @@ impl<C: Connector> Locker<C> {
     ///
     /// Running it again is safe: a failed acquisition is undone, and what a lost session
     /// may have left (its GET_LOCK ends with it; a row naming it) is reclaimed as a dead
-    /// holder's by the next try. A retry waits only for the time left.
-    fn recovering<T>(&mut self, timeout: Duration, mut op: impl FnMut(&mut Self, Duration) -> Result<T>) -> Result<T> {
-        let deadline = Instant::now() + timeout;
+    /// holder's by the next try. A retry waits by the same deadline: only for the time
+    /// left, and its timeout still names the caller's figure.
+    fn recovering<T>(&mut self, mut op: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
         let (mut reconnected, mut repaired) = (false, false);
         loop {
             let had_session = self.is_connected();
-            let left = deadline.saturating_duration_since(Instant::now());
-            match op(self, left) {
+            match op(self) {
                 Err(Error::ConnectionLost { source, .. }) if had_session && !reconnected && !source.stalled => {
                     reconnected = true
                 }
@@ -467,7 +466,7 @@ impl<C: Connector> Locker<C> {
         Err(Error::RepairFailed { table: self.table.display_name(), reason })
     }
 
-    fn acquire_once(&mut self, name: &str, timeout: Duration, ttl: f64, options: &AcquireOptions) -> Result<Lease> {
+    fn acquire_once(&mut self, name: &str, deadline: Deadline, ttl: f64, options: &AcquireOptions) -> Result<Lease> {
         let ttl = limits::ttl_seconds(ttl)?;
         let at_least = limits::duration("at_least", options.at_least)?.as_secs_f64().ceil() as i64;
         let keep_alive = match (options.keep_alive, options.max_hold) {
@@ -496,7 +495,7 @@ impl<C: Connector> Locker<C> {
             let ours = |id: u64| others.contains(&id);
             locker.with_db_on(slot, |db, leases| {
                 let held_here = |n: &str| leases.get(n).is_some_and(|h| h.slot == slot);
-                protocol::acquire(db, name, timeout, ttl, &held_here, &ours, expect_busy)
+                protocol::acquire(db, name, deadline, ttl, &held_here, &ours, expect_busy)
             })
         };
         let mut acquired = claim(self);
@@ -515,7 +514,7 @@ impl<C: Connector> Locker<C> {
         let acquired = match acquired {
             Ok(acquired) => acquired,
             Err(e) => {
-                if matches!(e, Error::Timeout { .. }) && !timeout.is_zero() {
+                if matches!(e, Error::Timeout { .. }) && !deadline.budget().is_zero() {
                     self.remember_contention(name, true);
                 }
                 return Err(e);

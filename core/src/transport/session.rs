@@ -4,7 +4,7 @@
 //! prepare), and later runs are prepared.
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -13,8 +13,9 @@ use mysql::{Conn, Params};
 
 use super::fallback::{self, outcomes, session_error, to_mysql};
 use super::literals::{check_values, inline};
-use super::wire::{self, OpenError};
-use crate::config::{Config, Table, LONGEST_WAIT_PER_STATEMENT};
+use super::wire::{self, Bound, OpenError};
+use crate::config::{Config, Table};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result, SessionError};
 use crate::session::{Connector, Session};
 use crate::topology::{self, Topology};
@@ -102,8 +103,6 @@ pub struct MysqlSession {
     prepared: HashMap<String, wire::Prepared>,
     /// Texts the server refused to prepare: always written in.
     unpreparable: HashSet<String>,
-    /// What the next statement asks the server to wait ([`Session::expect_wait`]).
-    wait: Duration,
 }
 
 /// Prepared statements kept per session; lock statements are a handful of texts per
@@ -114,15 +113,15 @@ const STATEMENT_CACHE: usize = 64;
 enum Link {
     Own(Box<wire::Connection>),
     /// For what the wire client does not speak (see [`wire`]): another authentication
-    /// plugin, an old server. Its reads are bounded once, when connecting, so a wait is
-    /// split into statements of at most [`LONGEST_WAIT_PER_STATEMENT`].
+    /// plugin, an old server. Its socket is given each statement's bound as the own
+    /// client's is.
     Crate(Conn, fallback::Bounds),
 }
 
 impl Link {
-    /// Connects; returns whether the server looks like MariaDB, and the setup's answer
-    /// when the setup travelled with the handshake.
-    fn open(config: &Config, started: Instant, set: &str, probe: Option<&str>) -> SetupStart {
+    /// Connects under the connect's `bound`; returns whether the server looks like
+    /// MariaDB, and the setup's answer when the setup travelled with the handshake.
+    fn open(config: &Config, bound: Bound, set: &str, probe: Option<&str>) -> SetupStart {
         let build = |greeting: &wire::Greeting| setup_query(looks_mariadb(version_of(&greeting.version)), set, probe);
         let target = config.target();
         let why = loop {
@@ -131,7 +130,7 @@ impl Link {
             }
             let with_setup = !SETUP_APART.lock().contains(&target);
             let first: Option<&dyn Fn(&wire::Greeting) -> String> = if with_setup { Some(&build) } else { None };
-            match wire::Connection::open(config, started, first) {
+            match wire::Connection::open(config, bound, first) {
                 Ok((conn, answer)) => {
                     let mariadb = looks_mariadb(version_of(&conn.greeting().version));
                     return Ok((Link::Own(Box::new(conn)), mariadb, answer));
@@ -144,30 +143,21 @@ impl Link {
                 }
             }
         };
-        Self::open_crate(config, started, &why)
+        Self::open_crate(config, bound, &why)
     }
 
     /// Connects through the `mysql` crate, because of `why`.
-    fn open_crate(config: &Config, started: Instant, why: &str) -> SetupStart {
-        let (conn, bounds) = fallback::connect(config, started, why)?;
+    fn open_crate(config: &Config, bound: Bound, why: &str) -> SetupStart {
+        let (conn, bounds) = fallback::connect(config, bound, why)?;
         let mariadb = looks_mariadb(conn.server_version());
         Ok((Link::Crate(conn, bounds), mariadb, None))
     }
 
-    /// The connect (with the setup) is over: statements get their own bounds.
-    fn connected(&mut self) {
+    /// The bound of a statement that asks the server to wait until `wait`.
+    fn bound(&self, wait: Deadline) -> Bound {
         match self {
-            Link::Own(conn) => conn.connected(),
-            Link::Crate(_, bounds) => bounds.connected(),
-        }
-    }
-
-    /// The next statements ask the server to wait up to `wait` (see
-    /// [`Session::expect_wait`]).
-    fn expect(&mut self, wait: Duration) {
-        match self {
-            Link::Own(conn) => conn.expect(wait),
-            Link::Crate(_, bounds) => bounds.expect(wait),
+            Link::Own(conn) => conn.bound(wait),
+            Link::Crate(_, bounds) => bounds.statement(wait),
         }
     }
 
@@ -178,17 +168,20 @@ impl Link {
         }
     }
 
-    /// One text-protocol query, one outcome per statement in it.
-    fn query(&mut self, sql: &str) -> wire::Answer {
+    /// One text-protocol query under `bound`, one outcome per statement in it.
+    fn query(&mut self, sql: &str, bound: Bound) -> wire::Answer {
         match self {
-            Link::Own(conn) => conn.query(sql),
-            Link::Crate(conn, bounds) => bounds.answer(conn.query_iter(sql).map_err(session_error).and_then(outcomes)),
+            Link::Own(conn) => conn.query(sql, bound),
+            Link::Crate(conn, bounds) => {
+                bounds.apply(conn, &bound)?;
+                bounds.answer(conn.query_iter(sql).map_err(session_error).and_then(outcomes), &bound)
+            }
         }
     }
 
     /// The rows of each result set (a SET has none).
-    fn query_sets(&mut self, sql: &str) -> Result<Vec<Vec<Vec<Value>>>, SessionError> {
-        Ok(self.query(sql)?.into_iter().map(|outcome| outcome.rows).collect())
+    fn query_sets(&mut self, sql: &str, bound: Bound) -> Result<Vec<Vec<Vec<Value>>>, SessionError> {
+        Ok(self.query(sql, bound)?.into_iter().map(|outcome| outcome.rows).collect())
     }
 }
 
@@ -197,10 +190,10 @@ impl Link {
 type SetupStart = Result<(Link, bool, Option<wire::Answer>), SessionError>;
 
 impl MysqlSession {
-    /// Connects: TCP, TLS, the login and the session's setup, all within
-    /// `config.connect_timeout`. Every later read and write is bounded by
-    /// `config.read_timeout` (plus the wait a statement asks for, see
-    /// [`Session::expect_wait`]) and `config.write_timeout`.
+    /// Connects: TCP, TLS, the login and the session's setup, all by the connect's
+    /// deadline ([`Config::connect_deadline`], made here, once). Every later read and
+    /// write is bounded by `config.read_timeout` (plus the wait a statement asks for,
+    /// see [`Session::execute_waiting`]) and `config.write_timeout`.
     pub fn connect(config: &Config) -> Result<Self> {
         Self::connect_probing(config, None)
     }
@@ -215,11 +208,11 @@ impl MysqlSession {
 
     fn connect_probing(config: &Config, probe: Option<&str>) -> Result<Self> {
         config.validate()?;
-        let started = Instant::now();
+        let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
         let connect_error = |e: SessionError| Error::Connect { target: config.target(), source: e };
         let set = session_settings(&config.charset);
-        let (mut link, mariadb, answer) = Link::open(config, started, &set, probe).map_err(connect_error)?;
-        let learned = setup(&mut link, mariadb, answer, &set, probe).map_err(connect_error)?;
+        let (mut link, mariadb, answer) = Link::open(config, bound, &set, probe).map_err(connect_error)?;
+        let learned = setup(&mut link, mariadb, answer, &set, probe, bound).map_err(connect_error)?;
         let mut session = MysqlSession {
             id: link.connection_id(),
             link,
@@ -231,12 +224,10 @@ impl MysqlSession {
             seen: HashSet::new(),
             prepared: HashMap::new(),
             unpreparable: HashSet::new(),
-            wait: Duration::ZERO,
         };
         let mut topology = session.topology;
-        topology::complete(|sql| session.execute(sql, &[]), &mut topology).map_err(connect_error)?;
+        topology::complete(|sql| session.run(sql, &[], bound), &mut topology).map_err(connect_error)?;
         session.topology = topology;
-        session.link.connected();
         Ok(session)
     }
 
@@ -251,12 +242,6 @@ impl MysqlSession {
             config.connect_timeout = timeout;
         }
         Self::connect(&config)
-    }
-
-    /// Starts a statement: it gets the bound of the wait announced for it, if any.
-    fn begin(&mut self) {
-        let wait = std::mem::take(&mut self.wait);
-        self.link.expect(wait);
     }
 
     /// The seconds this session may sit idle before the server ends it (its
@@ -348,26 +333,27 @@ fn setup(
     answer: Option<wire::Answer>,
     set: &str,
     probe: Option<&str>,
+    bound: Bound,
 ) -> Result<Learned, SessionError> {
     let answer = match answer {
         Some(answer) => answer,
-        None => link.query(&setup_query(mariadb, set, probe)),
+        None => link.query(&setup_query(mariadb, set, probe), bound),
     };
     let mut sets: Vec<Vec<Vec<Value>>> = match answer {
         Ok(outcomes) => outcomes.into_iter().map(|outcome| outcome.rows).collect(),
         // No such variable: not a Galera-capable MariaDB; the full probe tells.
         Err(e) if mariadb && e.code == Some(UNKNOWN_SYSTEM_VARIABLE) => {
-            let (topology, wait_timeout) = full_probe(link)?;
+            let (topology, wait_timeout) = full_probe(link, bound)?;
             return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
         }
-        Err(_) if probe.is_some() => return setup(link, mariadb, None, set, None),
+        Err(_) if probe.is_some() => return setup(link, mariadb, None, set, None, bound),
         Err(e) => return Err(e),
     };
     let columns = match probe {
         Some(_) => sets.pop().and_then(|rows| Some(rows.first()?.len())),
         None => None,
     };
-    let (topology, wait_timeout) = topology_answer(link, mariadb, sets)?;
+    let (topology, wait_timeout) = topology_answer(link, mariadb, sets, bound)?;
     Ok(Learned { topology, wait_timeout, lock_table_columns: columns })
 }
 
@@ -386,6 +372,7 @@ fn topology_answer(
     link: &mut Link,
     mariadb: bool,
     mut sets: Vec<Vec<Vec<Value>>>,
+    bound: Bound,
 ) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
     if !mariadb {
         return Ok(probe_answer(sets));
@@ -400,12 +387,12 @@ fn topology_answer(
         }
     }
     // The variables are set either way (SET ran first).
-    full_probe(link)
+    full_probe(link, bound)
 }
 
 /// `SHOW VARIABLES` (the topology probe) and the session's `wait_timeout`.
-fn full_probe(link: &mut Link) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
-    Ok(probe_answer(link.query_sets(&format!("SELECT @@session.wait_timeout; {}", topology::PROBE))?))
+fn full_probe(link: &mut Link, bound: Bound) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
+    Ok(probe_answer(link.query_sets(&format!("SELECT @@session.wait_timeout; {}", topology::PROBE), bound)?))
 }
 
 /// The probe's rows (the last result) and the `wait_timeout` (the one before).
@@ -424,51 +411,51 @@ fn first(sql: &str, mut outcomes: Vec<Outcome>) -> Result<Outcome, SessionError>
 }
 
 impl MysqlSession {
-    /// Runs a statement prepared (binary protocol), preparing it on first need.
-    fn execute_prepared(&mut self, sql: &str, params: &[Value]) -> wire::Answer {
+    /// Runs a statement prepared (binary protocol) under `bound`, preparing it on first
+    /// need.
+    fn execute_prepared(&mut self, sql: &str, params: &[Value], bound: Bound) -> wire::Answer {
         let conn = match &mut self.link {
             Link::Own(conn) => conn,
             Link::Crate(conn, bounds) => {
                 // The crate keeps its own statement cache.
+                bounds.apply(conn, &bound)?;
                 let params = Params::Positional(params.iter().map(to_mysql).collect());
-                return bounds.answer(conn.exec_iter(sql, params).map_err(session_error).and_then(outcomes));
+                return bounds.answer(conn.exec_iter(sql, params).map_err(session_error).and_then(outcomes), &bound);
             }
         };
         if !self.prepared.contains_key(sql) {
             if self.prepared.len() >= STATEMENT_CACHE {
                 if let Some(old) = self.prepared.keys().next().cloned() {
                     if let Some(statement) = self.prepared.remove(&old) {
-                        conn.close(statement)?;
+                        conn.close(statement, bound)?;
                     }
                 }
             }
-            let statement = match conn.prepare(sql) {
+            let statement = match conn.prepare(sql, bound) {
                 Ok(statement) => statement,
                 // Not a statement the server prepares: written in every time.
                 Err(e) if e.code == Some(ER_UNSUPPORTED_PS) => {
                     self.unpreparable.insert(sql.to_owned());
-                    return conn.query(&inline(sql, params, &self.charset));
+                    return conn.query(&inline(sql, params, &self.charset), bound);
                 }
                 Err(e) => return Err(e),
             };
             self.prepared.insert(sql.to_owned(), statement);
         }
         match self.prepared.get(sql) {
-            Some(statement) => conn.execute(statement, params),
+            Some(statement) => conn.execute(statement, params, bound),
             None => Err(SessionError::lost("a prepared statement went missing")),
         }
     }
-}
 
-impl Session for MysqlSession {
-    /// A statement's first run travels as text with its values written in: a
-    /// short-lived process (a cron job taking one lock) never pays a prepare round trip.
-    /// From its second run on it is prepared once and executed: the server skips
-    /// parsing, about 5 µs per statement, which a process locking in a loop notices.
-    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
-        self.begin();
+    /// Runs one statement under `bound`. A statement's first run travels as text with
+    /// its values written in: a short-lived process (a cron job taking one lock) never
+    /// pays a prepare round trip. From its second run on it is prepared once and
+    /// executed: the server skips parsing, about 5 µs per statement, which a process
+    /// locking in a loop notices.
+    fn run(&mut self, sql: &str, params: &[Value], bound: Bound) -> Result<Outcome, SessionError> {
         if params.is_empty() {
-            return first(sql, self.link.query(sql)?);
+            return first(sql, self.link.query(sql, bound)?);
         }
         check_values(sql, params)?;
         // Through the mysql crate (the fallback), always prepared: its parameters are not
@@ -476,39 +463,42 @@ impl Session for MysqlSession {
         let written_in =
             matches!(self.link, Link::Own(_)) && (!self.seen.contains(sql) || self.unpreparable.contains(sql));
         let answer = if !written_in {
-            self.execute_prepared(sql, params)
+            self.execute_prepared(sql, params, bound)
         } else {
             if self.seen.len() >= 4 * STATEMENT_CACHE {
                 self.seen.clear();
             }
             self.seen.insert(sql.to_owned());
-            self.link.query(&inline(sql, params, &self.charset))
+            self.link.query(&inline(sql, params, &self.charset), bound)
         };
         first(sql, answer?)
+    }
+}
+
+impl Session for MysqlSession {
+    /// A statement answered at once: its reads bounded by `read_timeout`.
+    fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
+        self.execute_waiting(sql, params, Deadline::now())
+    }
+
+    /// Its reads may each block until `wait` ends and `read_timeout` more, on either
+    /// client: so a wait of any length is one statement here.
+    fn execute_waiting(&mut self, sql: &str, params: &[Value], wait: Deadline) -> Result<Outcome, SessionError> {
+        let bound = self.link.bound(wait);
+        self.run(sql, params, bound)
     }
 
     fn connection_id(&self) -> u64 {
         self.id
     }
 
-    /// The own client allows any wait (its reads are bounded per statement); the
-    /// `mysql` crate's reads were bounded when it connected, so a longer wait is cut.
-    fn expect_wait(&mut self, wait: Duration) -> Duration {
-        let wait = match self.link {
-            Link::Own(_) => wait,
-            Link::Crate(..) => wait.min(LONGEST_WAIT_PER_STATEMENT),
-        };
-        self.wait = wait;
-        wait
-    }
-
     fn batches(&self) -> bool {
         self.batches
     }
 
-    fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
-        self.begin();
-        self.link.query(sql).inspect_err(|e| {
+    fn execute_batch(&mut self, sql: &str, wait: Deadline) -> Result<Vec<Outcome>, SessionError> {
+        let bound = self.link.bound(wait);
+        self.link.query(sql, bound).inspect_err(|e| {
             // A syntax error at the first `;`: multi-statements are off somewhere on
             // the way (nothing ran). Statement by statement from now on.
             if e.code == Some(1064) {
@@ -527,8 +517,8 @@ impl Session for MysqlSession {
 
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
         // KILL cannot take a bound parameter; the id is an integer, formatted here.
-        self.begin();
-        self.link.query(&format!("KILL {id}")).map(|_| ())
+        let bound = self.link.bound(Deadline::now());
+        self.link.query(&format!("KILL {id}"), bound).map(|_| ())
     }
 }
 

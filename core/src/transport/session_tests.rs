@@ -47,18 +47,19 @@ fn a_session_runs_on_the_projects_own_client() {
 fn the_short_mariadb_setup_learns_what_the_full_probe_learns() {
     let config = config();
     let set = session_settings(&config.charset);
-    let (mut link, mariadb, _) = Link::open(&config, std::time::Instant::now(), &set, None).unwrap();
+    let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
+    let (mut link, mariadb, _) = Link::open(&config, bound, &set, None).unwrap();
     assert_eq!(mariadb, on_mariadb(), "the greeting tells MariaDB from MySQL");
     if !mariadb {
         // MySQL gets the full probe in its setup: the same rows as the probe alone.
-        let learned = setup(&mut link, false, None, &set, None).unwrap();
-        let (full_rows, full_wait) = full_probe(&mut link).unwrap();
+        let learned = setup(&mut link, false, None, &set, None, bound).unwrap();
+        let (full_rows, full_wait) = full_probe(&mut link, bound).unwrap();
         assert_eq!((learned.topology, learned.wait_timeout), (full_rows, full_wait));
         return;
     }
     let Learned { topology: short_rows, wait_timeout: short_wait, .. } =
-        setup(&mut link, true, None, &set, None).unwrap();
-    let (full_rows, full_wait) = full_probe(&mut link).unwrap();
+        setup(&mut link, true, None, &set, None, bound).unwrap();
+    let (full_rows, full_wait) = full_probe(&mut link, bound).unwrap();
     assert_eq!(short_rows.len(), 2, "the MariaDB probe was not used: {full_rows:?}");
     assert_eq!(Topology::from_probe(&short_rows), Topology::from_probe(&full_rows));
     assert!(Topology::from_probe(&short_rows).mariadb);
@@ -258,13 +259,14 @@ fn a_placeholder_count_mismatch_is_an_error_not_a_statement() {
 #[test]
 fn a_batch_returns_each_statements_outcome_and_stops_at_an_error() {
     let mut session = session();
-    let outcomes =
-        session.execute_batch("SET @mysqllock_t = 1; SELECT @mysqllock_t + 1; SELECT 'a' UNION SELECT 'b'").unwrap();
+    let outcomes = session
+        .execute_batch("SET @mysqllock_t = 1; SELECT @mysqllock_t + 1; SELECT 'a' UNION SELECT 'b'", Deadline::now())
+        .unwrap();
     assert_eq!(outcomes.len(), 3);
     assert_eq!(outcomes[1].first(0).as_i64(), Some(2));
     assert_eq!(outcomes[2].rows, vec![vec![Value::from("a")], vec![Value::from("b")]]);
     let e = session
-        .execute_batch("SET @mysqllock_t = 5; SELECT * FROM no_such_table_here; SET @mysqllock_t = 9")
+        .execute_batch("SET @mysqllock_t = 5; SELECT * FROM no_such_table_here; SET @mysqllock_t = 9", Deadline::now())
         .unwrap_err();
     assert_eq!(e.code, Some(1146));
     assert!(!e.lost);
@@ -287,11 +289,11 @@ fn the_mysql_crate_fallback_connects_and_runs_the_setup() {
     // speaks every plugin they offer a password account on), so it is called
     // directly: what an account on another plugin, or an old server, would get.
     let config = config();
-    let (mut link, mariadb, answer) =
-        Link::open_crate(&config, std::time::Instant::now(), "a test asked for it").unwrap();
+    let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
+    let (mut link, mariadb, answer) = Link::open_crate(&config, bound, "a test asked for it").unwrap();
     assert!(matches!(link, Link::Crate(..)) && answer.is_none());
     assert_eq!(mariadb, on_mariadb());
-    let who = link.query("SELECT CURRENT_USER(), _utf8mb4'ü''?'").unwrap();
+    let who = link.query("SELECT CURRENT_USER(), _utf8mb4'ü''?'", link.bound(Deadline::now())).unwrap();
     assert_eq!(who[0].rows[0][1], Value::from("ü'?"));
 }
 
@@ -299,9 +301,8 @@ fn the_mysql_crate_fallback_connects_and_runs_the_setup() {
 fn the_fallback_refuses_a_mode_that_requires_tls() {
     let mut config = config();
     config.tls.mode = Some(crate::config::SslMode::Required);
-    let e = Link::open_crate(&config, std::time::Instant::now(), "a test asked for it")
-        .err()
-        .expect("a plain connection was made");
+    let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
+    let e = Link::open_crate(&config, bound, "a test asked for it").err().expect("a plain connection was made");
     assert!(e.message.contains("ssl-mode=REQUIRED"), "{e}");
 }
 

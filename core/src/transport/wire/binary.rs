@@ -24,38 +24,34 @@ pub(super) const TYPE_VAR_STRING: u8 = 0xFD;
 pub(super) const UNSIGNED_FLAG: u16 = 0x20;
 
 impl Connection {
-    /// Prepares `sql` on the server (one round trip).
-    pub fn prepare(&mut self, sql: &str) -> Result<Prepared, SessionError> {
-        if self.broken {
-            return Err(SessionError::lost("the connection was lost earlier"));
-        }
-        self.command(COM_STMT_PREPARE, sql.as_bytes())?;
-        let packet = self.read_packet()?;
+    /// Prepares `sql` on the server (one round trip) under `bound`.
+    pub fn prepare(&mut self, sql: &str, bound: Bound) -> Result<Prepared, SessionError> {
+        let mut x = self.start(bound)?;
+        x.command(COM_STMT_PREPARE, sql.as_bytes())?;
+        let packet = x.read_packet()?;
         if packet.first() == Some(&0xFF) {
             return Err(server_error(&packet));
         }
         let mut c = Cursor::new(&packet);
         let (Some(0x00), Some(id), Some(columns), Some(params)) = (c.u8(), c.u32(), c.u16(), c.u16()) else {
-            return Err(self.malformed("a prepare response"));
+            return Err(x.malformed("a prepare response"));
         };
         for count in [params, columns] {
             if count > 0 {
                 for _ in 0..count {
-                    self.read_packet()?;
+                    x.read_packet()?;
                 }
-                if !is_eof(&self.read_packet()?) {
-                    return Err(self.malformed("the end of a prepared statement's definitions"));
+                if !is_eof(&x.read_packet()?) {
+                    return Err(x.malformed("the end of a prepared statement's definitions"));
                 }
             }
         }
         Ok(Prepared { id, params: usize::from(params) })
     }
 
-    /// Runs a prepared statement with `params` bound (binary protocol).
-    pub fn execute(&mut self, statement: &Prepared, params: &[Value]) -> Answer {
-        if self.broken {
-            return Err(SessionError::lost("the connection was lost earlier"));
-        }
+    /// Runs a prepared statement with `params` bound (binary protocol), under `bound`.
+    pub fn execute(&mut self, statement: &Prepared, params: &[Value], bound: Bound) -> Answer {
+        let mut x = self.start(bound)?;
         if params.len() != statement.params {
             let message = format!("{} values for {} placeholders", params.len(), statement.params);
             return Err(SessionError::client(message));
@@ -103,16 +99,13 @@ impl Connection {
             body.extend_from_slice(&types);
             body.extend_from_slice(&values);
         }
-        self.command(COM_STMT_EXECUTE, &body)?;
-        self.read_results(true)
+        x.command(COM_STMT_EXECUTE, &body)?;
+        x.read_results(true)
     }
 
-    /// Frees a prepared statement on the server (no answer comes).
-    pub fn close(&mut self, statement: Prepared) -> Result<(), SessionError> {
-        if self.broken {
-            return Err(SessionError::lost("the connection was lost earlier"));
-        }
-        self.command(COM_STMT_CLOSE, &statement.id.to_le_bytes())
+    /// Frees a prepared statement on the server (no answer comes); the write under `bound`.
+    pub fn close(&mut self, statement: Prepared, bound: Bound) -> Result<(), SessionError> {
+        self.start(bound)?.command(COM_STMT_CLOSE, &statement.id.to_le_bytes())
     }
 }
 
