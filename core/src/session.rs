@@ -41,21 +41,26 @@ pub trait Session {
     /// The server's `CONNECTION_ID()` of this session.
     fn connection_id(&self) -> u64;
 
-    /// Whether [`execute_batch`](Session::execute_batch) works here. A waiter uses it
-    /// to have the server claim the row the moment its GET_LOCK is granted, instead of
-    /// waking the client for a second round trip.
-    fn batches(&self) -> bool {
+    /// Whether [`execute_pipelined`](Session::execute_pipelined) works here. A waiter
+    /// uses it to have the server claim the row the moment its GET_LOCK is granted,
+    /// instead of waking the client for a second round trip.
+    fn pipelines(&self) -> bool {
         false
     }
 
-    /// Runs several `;`-separated statements in one round trip (text protocol, so no
-    /// bound parameters: every value in `sql` is a literal the caller made safe), which
-    /// may ask the server to wait until `wait`, and returns one outcome per statement.
-    /// The server stops at the first failing statement, whose error is returned. Only
-    /// called when [`batches`](Session::batches).
-    fn execute_batch(&mut self, sql: &str, wait: Deadline) -> Result<Vec<Outcome>, SessionError> {
-        let _ = (sql, wait);
-        Err(SessionError::client("this session cannot run statement batches"))
+    /// Runs `statements` (each with bound parameters) in order, in one round trip, the
+    /// first of which may ask the server to wait until `wait`, and returns one outcome
+    /// per statement, or the first error. A statement after a failing one may run or not
+    /// (a text batch stops at the failure, pipelined commands go on): the caller makes
+    /// every later statement harmless when one before it fails. Only called when
+    /// [`pipelines`](Session::pipelines).
+    fn execute_pipelined(
+        &mut self,
+        statements: &[(&str, &[Value])],
+        wait: Deadline,
+    ) -> Result<Vec<Outcome>, SessionError> {
+        let _ = (statements, wait);
+        Err(SessionError::client("this session cannot run statements in one round trip"))
     }
 
     /// Runs `KILL <id>`. KILL takes no bound parameter, so the id is formatted from an
@@ -98,12 +103,16 @@ impl<S: Session + ?Sized> Session for Box<S> {
         (**self).connection_id()
     }
 
-    fn batches(&self) -> bool {
-        (**self).batches()
+    fn pipelines(&self) -> bool {
+        (**self).pipelines()
     }
 
-    fn execute_batch(&mut self, sql: &str, wait: Deadline) -> Result<Vec<Outcome>, SessionError> {
-        (**self).execute_batch(sql, wait)
+    fn execute_pipelined(
+        &mut self,
+        statements: &[(&str, &[Value])],
+        wait: Deadline,
+    ) -> Result<Vec<Outcome>, SessionError> {
+        (**self).execute_pipelined(statements, wait)
     }
 
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {

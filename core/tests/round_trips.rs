@@ -53,8 +53,8 @@ impl Session for Counted {
         self.inner.connection_id()
     }
 
-    fn batches(&self) -> bool {
-        self.batches && self.inner.batches()
+    fn pipelines(&self) -> bool {
+        self.batches && self.inner.pipelines()
     }
 
     /// The native session learned it in its setup round trip: no statement to count.
@@ -62,9 +62,13 @@ impl Session for Counted {
         self.inner.topology()
     }
 
-    fn execute_batch(&mut self, sql: &str, wait: Deadline) -> std::result::Result<Vec<Outcome>, SessionError> {
+    fn execute_pipelined(
+        &mut self,
+        statements: &[(&str, &[Value])],
+        wait: Deadline,
+    ) -> std::result::Result<Vec<Outcome>, SessionError> {
         self.log.lock().push(Trip::Batch);
-        self.inner.execute_batch(sql, wait)
+        self.inner.execute_pipelined(statements, wait)
     }
 
     fn lock_table_columns(&self) -> Option<usize> {

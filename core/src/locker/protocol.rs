@@ -434,14 +434,10 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     fn wait_for_get_lock_once(&mut self, timeout: Duration) -> Result<Option<Wake>> {
         let wait = Deadline::after(self.db.session.allowed_wait(timeout));
         let timeout = wait.budget();
-        if !self.db.session.batches() {
-            let sql = self.db.sql;
-            let out = self.db.run_waiting(
-                self.name,
-                &sql.queue_get_lock,
-                &[self.name.into(), self.name.into(), timeout.as_secs_f64().into()],
-                wait,
-            )?;
+        let sql = self.db.sql;
+        let queue = [self.name.into(), self.name.into(), timeout.as_secs_f64().into()];
+        if !self.db.session.pipelines() {
+            let out = self.db.run_waiting(self.name, &sql.queue_get_lock, &queue, wait)?;
             self.contended |= out.first(0).as_i64() != Some(1);
             if out.first(1).as_i64() == Some(1) {
                 self.holding_get_lock = true;
@@ -449,8 +445,11 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             }
             return Ok(None);
         }
-        let batch = self.db.sql.wait_and_claim(self.name, timeout, self.ttl, (holder_host(), std::process::id()));
-        match self.db.session.execute_batch(&batch, wait) {
+        // The claim's lock_acquired is NULL (error 1048, nothing written) unless the
+        // GET_LOCK was granted: harmless when the sleep before it failed.
+        let claim = self.claim_params(true);
+        let statements: [(&str, &[Value]); 2] = [(&sql.queue_get_lock, &queue), (&sql.claim_if_granted, &claim)];
+        match self.db.session.execute_pipelined(&statements, wait) {
             Ok(outcomes) => {
                 self.contended |= outcomes.first().map(|o| o.first(0).as_i64()) != Some(Some(1));
                 self.holding_get_lock = true;
@@ -466,11 +465,6 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             Err(SessionError { code: Some(1062), .. }) => {
                 self.holding_get_lock = true;
                 Ok(Some(Wake::RowTaken))
-            }
-            // Multi-statements refused on the way (nothing ran): the session no longer
-            // batches, so this goes statement by statement.
-            Err(SessionError { code: Some(1064), .. }) if !self.db.session.batches() => {
-                self.wait_for_get_lock_once(timeout)
             }
             Err(e) => {
                 self.get_lock_unknown = true;

@@ -257,20 +257,44 @@ fn a_placeholder_count_mismatch_is_an_error_not_a_statement() {
 }
 
 #[test]
-fn a_batch_returns_each_statements_outcome_and_stops_at_an_error() {
+fn statements_run_together_return_each_outcome_first_as_text_then_prepared() {
     let mut session = session();
-    let outcomes = session
-        .execute_batch("SET @mysqllock_t = 1; SELECT @mysqllock_t + 1; SELECT 'a' UNION SELECT 'b'", Deadline::now())
-        .unwrap();
-    assert_eq!(outcomes.len(), 3);
-    assert_eq!(outcomes[1].first(0).as_i64(), Some(2));
-    assert_eq!(outcomes[2].rows, vec![vec![Value::from("a")], vec![Value::from("b")]]);
-    let e = session
-        .execute_batch("SET @mysqllock_t = 5; SELECT * FROM no_such_table_here; SET @mysqllock_t = 9", Deadline::now())
-        .unwrap_err();
-    assert_eq!(e.code, Some(1146));
-    assert!(!e.lost);
-    assert_eq!(session.execute("SELECT @mysqllock_t", &[]).unwrap().first(0).as_i64(), Some(5));
+    let statements: [(&str, &[Value]); 3] = [
+        ("SET @mysqllock_t = ?", &[Value::Int(1)]),
+        ("SELECT @mysqllock_t + ?", &[Value::Int(1)]),
+        ("SELECT ? UNION SELECT ?", &[Value::from("a"), Value::from("b")]),
+    ];
+    for run in ["text", "prepared"] {
+        let outcomes = session.execute_pipelined(&statements, Deadline::now()).unwrap();
+        assert_eq!(outcomes.len(), 3, "{run}");
+        assert_eq!(outcomes[1].first(0).as_i64(), Some(2), "{run}");
+        assert_eq!(outcomes[2].rows, vec![vec![Value::from("a")], vec![Value::from("b")]], "{run}");
+    }
+    // The second run went prepared, all three statements in one write.
+    assert!(statements.iter().all(|(sql, _)| session.prepared.contains_key(*sql)));
+}
+
+#[test]
+fn statements_run_together_report_the_first_error_and_stay_in_step() {
+    let mut session = session();
+    // The first fails as it runs (an unsigned subtraction below zero), not when prepared.
+    let statements: [(&str, &[Value]); 3] = [
+        ("SELECT CAST(? AS UNSIGNED) - 1", &[Value::Int(0)]),
+        ("SET @mysqllock_u = ?", &[Value::Int(9)]),
+        ("SELECT @mysqllock_u + ?", &[Value::Int(0)]),
+    ];
+    session.execute("SET @mysqllock_u = ?", &[Value::Int(1)]).unwrap();
+    // As text, the first time: the server stops at the failing statement.
+    let e = session.execute_pipelined(&statements, Deadline::now()).unwrap_err();
+    assert_eq!((e.code, e.lost), (Some(1690), false), "{e:?}");
+    assert_eq!(session.execute("SELECT @mysqllock_u", &[]).unwrap().first(0).as_i64(), Some(1));
+    // Prepared and pipelined: the statements after it run all the same, their answers are
+    // read, and the session stays in step; the first error is the one reported.
+    let e = session.execute_pipelined(&statements, Deadline::now()).unwrap_err();
+    assert_eq!((e.code, e.lost), (Some(1690), false), "{e:?}");
+    assert!(statements.iter().all(|(sql, _)| session.prepared.contains_key(*sql)));
+    assert_eq!(session.execute("SELECT @mysqllock_u", &[]).unwrap().first(0).as_i64(), Some(9));
+    assert_eq!(session.execute("SELECT ?", &[Value::Int(7)]).unwrap().first(0).as_i64(), Some(7));
 }
 
 #[test]
