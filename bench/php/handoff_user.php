@@ -139,11 +139,13 @@ final class Raw extends Way
  * the original table, written by hand through PDO, so that what the extension adds above
  * them is its own cost and what they cost above raw GET_LOCK is the protocol's. An
  * uncontended lock is the claim (INSERT ... IF(GET_LOCK(?, 0) = 1, 1, NULL), prepared); a
- * lock found busy queues at once on the server with the sleep-and-claim batch (text,
- * through an emulating PDO: the extension's native connection sends it as text too), as
- * the extension does for a name it found contended; release is the DELETE that lets go
- * of the GET_LOCK in the same statement (prepared). Each step checks its outcome, so the
- * floor cannot pass for faster by doing less.
+ * lock found busy queues at once on the server with the sleep and the claim in one round
+ * trip, as the extension does for a name it found contended; release is the DELETE that
+ * lets go of the GET_LOCK in the same statement (prepared). PDO sends the sleep and the
+ * claim as one text batch (through an emulating PDO), which the server parses every time;
+ * the extension sends them so only its first time, and pipelines the two prepared
+ * statements after that, which PDO cannot: there it may beat this floor. Each step checks
+ * its outcome, so the floor cannot pass for faster by doing less.
  */
 final class Floor extends Way
 {
