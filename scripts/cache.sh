@@ -4,11 +4,12 @@
 #
 #   scripts/cache.sh list            # each cache: name, path, size (du -sh), and any
 #                                    # mount left under it in the host's mount namespace
-#   scripts/cache.sh clean NAME...   # removes the caches named: sid-php, sid-mysql,
-#                                    # package, fuzz-target, or all of them with `all`
+#   scripts/cache.sh clean NAME...   # removes the caches named: sid-php, trixie-php,
+#                                    # sid-mysql, package, fuzz-target, or all of them with `all`
 #
 # The caches and their paths (the variables override them): sid-php, the Debian sid chroot
-# of scripts/sid.sh (MYSQLLOCK_SID_ROOT); sid-mysql, the MySQL chroot of scripts/mysql.sh
+# of scripts/sid.sh (MYSQLLOCK_SID_ROOT); trixie-php, the Debian 13 chroot of
+# scripts/trixie.sh (MYSQLLOCK_TRIXIE_ROOT); sid-mysql, the MySQL chroot of scripts/mysql.sh
 # (MYSQLLOCK_MYSQL_ROOT); package, the builds and zig venv of scripts/package.sh
 # (MYSQLLOCK_PACKAGE_CACHE); fuzz-target, the builds of tests/suites/15-fuzz.sh
 # (MYSQLLOCK_FUZZ_TARGET_DIR); by default all under /var/cache/mysqllock. `clean` goes
@@ -25,12 +26,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/lib/chroot.sh
 . "$here/lib/chroot.sh"
 
-names=(sid-php sid-mysql package fuzz-target)
+names=(sid-php trixie-php sid-mysql package fuzz-target)
 usage="usage: cache.sh list | clean NAME... (${names[*]}, all)"
 
 path_of() {
   case $1 in
     sid-php) echo "$sid_root" ;;
+    trixie-php) echo "$trixie_root" ;;
     sid-mysql) echo "$mysql_root" ;;
     package) echo "$package_cache" ;;
     fuzz-target) echo "$fuzz_cache" ;;

@@ -5,32 +5,15 @@
 # (scripts/mariadb11.sh runs it). MySQL 9.7 has a chroot of its own
 # (scripts/mysql.sh): sid's mysql-server-core and mariadb-server-core conflict.
 #
-#   scripts/sid.sh root            # makes the chroot (once; debootstrap needs root) and
-#                                  # prints its path
-#   scripts/sid.sh run CMD...      # CMD inside it, in the current directory, with
-#                                  # MYSQLLOCK_IN_SID=1; the repository and /tmp are the
-#                                  # host's, at the same paths, so paths mean the same on
-#                                  # both sides
-#   scripts/sid.sh ext X.Y         # builds the extension for PHP X.Y with the host's Rust
-#                                  # toolchain and prints the .so's path inside the chroot
-#                                  # (/build/phpX.Y/release/...; ROOT/build/... on the host)
-#   scripts/sid.sh clean           # removes the chroot (refused while a server runs in
-#                                  # it); the next use builds it again
+#   scripts/sid.sh root | run CMD... | ext X.Y | clean   # as every PHP chroot:
+#                                                        # scripts/lib/php-chroot.sh
 #
-# Kept under /var/cache/mysqllock/sid-php (MYSQLLOCK_SID_ROOT overrides). The extension's
-# builds live in the chroot's /build/phpX.Y, so they stay incremental from run to run.
-# Every command enters the chroot through chroot_run (scripts/lib/chroot.sh): its mounts
-# end with it, and it sees a clean environment. `run` hands over the MYSQLLOCK_* variables
-# (the suites' settings), TERM, and SYMFONY_LOCK_SRC and COMPOSER_ROOT_VERSION when set;
-# nothing else of the caller's (a TMPDIR of the host's, say) reaches CMD.
+# Kept under /var/cache/mysqllock/sid-php (MYSQLLOCK_SID_ROOT overrides). Inside, the
+# project's scripts see MYSQLLOCK_IN_CHROOT=sid.
 set -euo pipefail
 me=sid.sh
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/.." && pwd)
-# shellcheck source=scripts/lib/servers.sh
-. "$here/lib/servers.sh"
-# shellcheck source=scripts/lib/chroot.sh
-. "$here/lib/chroot.sh"
+# shellcheck source=scripts/lib/php-chroot.sh
+. "$(dirname "$0")/lib/php-chroot.sh"
 
 root=$sid_root
 
@@ -78,50 +61,7 @@ install_symfony_8() {
 }
 
 ensure() {
-  chroot_ensure "$root" "PHP 8.4/8.5 + MariaDB 11.8" install_sid_php
+  chroot_ensure "$root" "PHP 8.4/8.5 + MariaDB 11.8" install_sid_php sid
 }
 
-usage="usage: sid.sh root | run CMD... | ext X.Y | clean"
-cmd=${1:?$usage}
-shift
-case "$cmd" in
-  root)
-    ensure
-    echo "$root"
-    ;;
-  run)
-    [ $# -gt 0 ] || die "usage: sid.sh run CMD..."
-    ensure
-    # The current directory must exist inside: the repository and /tmp do.
-    # MYSQLLOCK_IN_SID tells the project's scripts that they already run inside.
-    sets=(--set MYSQLLOCK_IN_SID=1)
-    for name in TERM SYMFONY_LOCK_SRC COMPOSER_ROOT_VERSION; do
-      [ -z "${!name:-}" ] || sets+=(--set "$name=${!name}")
-    done
-    chroot_command "$root" --bind "$repo" --cwd "$PWD" "${sets[@]}" -- "$@"
-    exec "${chroot_cmd[@]}"
-    ;;
-  ext)
-    version=${1:?usage: sid.sh ext X.Y}
-    [[ $version =~ ^[0-9]+\.[0-9]+$ ]] || die "ext $version: a PHP version is X.Y"
-    ensure
-    [ -x "$root/usr/bin/php$version" ] || die "PHP $version is not in $root"
-    target=/build/php$version
-    mkdir -p "$root$target"
-    chroot_cargo "$root" "$repo" CARGO_TARGET_DIR="$target" \
-      PHP="/usr/bin/php$version" PHP_CONFIG="/usr/bin/php-config$version" \
-      -- build --release --locked -p mysqllock-php >&2 \
-      || die "building the extension for PHP $version failed"
-    so=$target/release/libmysqllock_php.so
-    # The path inside the chroot; the same file is $root$so on the host.
-    chroot_run "$root" -- "php$version" -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' \
-      || die "PHP $version cannot load $so"
-    echo "$so"
-    ;;
-  clean)
-    chroot_clean "$root"
-    ;;
-  *)
-    die "$usage"
-    ;;
-esac
+php_chroot_main "$root" sid ensure "$@"

@@ -1,8 +1,9 @@
 # shellcheck shell=bash disable=SC2154,SC2034
 # (SC2154: $me is set by the sourcing script; SC2034: the caches' places are for it.)
-# Debian sid chroots for what Debian 12 lacks, and the caches kept beside them (sourced by
-# scripts/sid.sh, mysql.sh, package.sh, cache.sh, test.sh and the server scripts that run
-# in a chroot; lib/servers.sh first, for die). Each chroot is made once by debootstrap and
+# Debian chroots for what Debian 12 lacks (sid ones, and a trixie one for Debian 13's PHP
+# stack), and the caches kept beside them (sourced by scripts/sid.sh, trixie.sh, mysql.sh,
+# package.sh, cache.sh, test.sh and the server scripts that run in a chroot; lib/servers.sh
+# first, for die). Each chroot is made once by debootstrap and
 # kept under /var/cache/mysqllock, so later runs pay nothing; its package list is
 # remembered inside it, and a chroot made for an older list gets the missing packages on
 # its next use instead of being rebuilt. Several suites may need a chroot at the same time:
@@ -21,6 +22,7 @@ mirror=${MYSQLLOCK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # them). The fuzz builds' place is decided by tests/suites/15-fuzz.sh the same way.
 cache_dir=/var/cache/mysqllock
 sid_root=${MYSQLLOCK_SID_ROOT:-$cache_dir/sid-php}
+trixie_root=${MYSQLLOCK_TRIXIE_ROOT:-$cache_dir/trixie-php}
 mysql_root=${MYSQLLOCK_MYSQL_ROOT:-$cache_dir/sid-mysql}
 package_cache=${MYSQLLOCK_PACKAGE_CACHE:-$cache_dir/package}
 fuzz_cache=${MYSQLLOCK_FUZZ_TARGET_DIR:-$cache_dir/fuzz-target}
@@ -186,7 +188,8 @@ chroot_sweep() {
 # cache_dirs: the cache directories (those of lib/chroot.sh's callers, and the .tmp where
 # a chroot is built), one a line.
 cache_dirs() {
-  printf '%s\n' "$sid_root" "$sid_root.tmp" "$mysql_root" "$mysql_root.tmp" "$package_cache" "$fuzz_cache"
+  printf '%s\n' "$sid_root" "$sid_root.tmp" "$trixie_root" "$trixie_root.tmp" "$mysql_root" "$mysql_root.tmp" \
+    "$package_cache" "$fuzz_cache"
 }
 
 # chroot_leftovers MARKER DIR...: what a run that has ended left mounted under the DIRs, one
@@ -257,14 +260,14 @@ $(sed 's/^\([0-9]*\) /  \1: /' <<<"$mounts")"
 
 # Building -------------------------------------------------------------------------------
 
-# chroot_ensure ROOT LABEL INSTALL: ROOT exists with what INSTALL (a function taking ROOT,
-# whose steps are chained with &&: it is called with ||, where set -e does not act)
-# installs. The list INSTALL installs is what `declare -f INSTALL` prints: when that
+# chroot_ensure ROOT LABEL INSTALL [SUITE]: ROOT exists, a Debian SUITE (sid by default),
+# with what INSTALL (a function taking ROOT, whose steps are chained with &&: it is called
+# with ||, where set -e does not act) installs. The list INSTALL installs is what `declare -f INSTALL` prints: when that
 # changes, INSTALL runs again on the existing chroot. The first use after an older script
 # left mounts under ROOT takes them off (chroot_sweep), under ROOT's lock, before anything
 # else.
 chroot_ensure() {
-  local root=$1 label=$2 install=$3 want
+  local root=$1 label=$2 install=$3 suite=${4:-sid} want
   want=$(declare -f "$install" | md5sum | cut -c1-32)
   if [ "$(cat "$root/.mysqllock-packages" 2>/dev/null)" = "$want" ] \
      && [ -z "$(chroot_host_mounts "$root")" ]; then
@@ -276,7 +279,7 @@ chroot_ensure() {
   chroot_sweep "$root"
   if [ "$(cat "$root/.mysqllock-packages" 2>/dev/null)" != "$want" ]; then
     if [ ! -x "$root/usr/bin/apt-get" ]; then
-      chroot_bootstrap "$root" "$label"
+      chroot_bootstrap "$root" "$label" "$suite"
     fi
     echo "$me: installing the $label packages in $root (log: $root.log)" >&2
     "$install" "$root" >>"$root.log" 2>&1 \
@@ -286,26 +289,27 @@ chroot_ensure() {
   chroot_unlock
 }
 
-# chroot_bootstrap ROOT LABEL: a minimal sid (and experimental, pinned low as Debian ships
-# it) in ROOT, made in ROOT.tmp and moved into place when complete. debootstrap mounts
+# chroot_bootstrap ROOT LABEL SUITE: a minimal Debian SUITE in ROOT (for sid also
+# experimental, pinned low as Debian ships it), made in ROOT.tmp and moved into place when
+# complete. debootstrap mounts
 # /proc and /sys in its target while it works: it runs in a mount namespace of its own, so
 # those mounts end with it even when it is killed.
 chroot_bootstrap() {
-  local root=$1 label=$2 tmp=$1.tmp
+  local root=$1 label=$2 suite=$3 tmp=$1.tmp
   command -v debootstrap >/dev/null 2>&1 || {
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
   } || die "debootstrap is missing and could not be installed"
   chroot_sweep "$tmp"
   rm -rf --one-file-system "$tmp"
-  echo "$me: building the $label chroot in $root (debootstrap sid, about 2 minutes, once)" >&2
+  echo "$me: building the $label chroot in $root (debootstrap $suite, about 2 minutes, once)" >&2
   /usr/bin/env -i PATH="$chroot_host_path" HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
     /usr/bin/unshare --mount --propagation private -- \
-    debootstrap --variant=minbase sid "$tmp" "$mirror" >"$root.log" 2>&1 \
-    || { tail -20 "$root.log" >&2; die "debootstrap sid failed (log: $root.log)"; }
+    debootstrap --variant=minbase "$suite" "$tmp" "$mirror" >"$root.log" 2>&1 \
+    || { tail -20 "$root.log" >&2; die "debootstrap $suite failed (log: $root.log)"; }
   cp /etc/resolv.conf "$tmp/etc/resolv.conf"
   # A minbase chroot has no /etc/hosts: without it nothing resolves localhost.
   cp /etc/hosts "$tmp/etc/hosts"
-  echo "deb $mirror experimental main" >"$tmp/etc/apt/sources.list.d/experimental.list"
+  [ "$suite" != sid ] || echo "deb $mirror experimental main" >"$tmp/etc/apt/sources.list.d/experimental.list"
   # Packages must not start their services in the chroot (mariadb-server would).
   printf '#!/bin/sh\nexit 101\n' >"$tmp/usr/sbin/policy-rc.d"
   chmod +x "$tmp/usr/sbin/policy-rc.d"

@@ -298,7 +298,8 @@ methods=$(python3 -c 'import json; print(json.dumps(json.load(open("composer.jso
   && pass "composer.json: pre-packaged binaries first, the source build as the fallback" \
   || fail "composer.json php-ext.download-url-method is $methods"
 # Debian 12's Composer (2.5) predates php-ext in its schema; sid's knows it.
-if out=$(COMPOSER_ROOT_VERSION=$tag bash scripts/sid.sh run composer validate --strict 2>&1); then
+# (sid.sh run passes only the project's MYSQLLOCK_* variables in: Composer's goes through env.)
+if out=$(bash scripts/sid.sh run env COMPOSER_ROOT_VERSION="$tag" composer validate --strict 2>&1); then
   pass "composer validate --strict (Composer $(bash scripts/sid.sh run composer --version 2>/dev/null | awk '{print $3}'))"
 else
   fail "composer validate --strict: $out"

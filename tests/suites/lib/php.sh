@@ -4,8 +4,9 @@
 # is a failure with a message, never a skip).
 #
 # The row (tests/matrix, set by scripts/test.sh; Debian 12's PHP when run by hand):
-# MYSQLLOCK_PHP (X.Y), MYSQLLOCK_PHP_HOME (host, or sid: the chroot of scripts/sid.sh, where
-# the suite then re-runs itself with the extension built for that PHP), MYSQLLOCK_SYMFONY,
+# MYSQLLOCK_PHP (X.Y), MYSQLLOCK_PHP_HOME (host, or sid or trixie: the chroot of
+# scripts/sid.sh or scripts/trixie.sh, where the suite then re-runs itself with the
+# extension built there for that PHP), MYSQLLOCK_SYMFONY,
 # MYSQLLOCK_LARAVEL, MYSQLLOCK_PHPUNIT (the versions the row expects; each suite checks the
 # ones it uses with need_version).
 : "${MYSQLLOCK_ROOT:?MYSQLLOCK_ROOT is not set (the repository root)}"
@@ -25,14 +26,14 @@ fail() {
 
 case $php_home in
   host) ;;
-  sid)
-    if [ -z "${MYSQLLOCK_PHP_EXT:-}" ]; then
-      MYSQLLOCK_PHP_EXT=$(bash scripts/sid.sh ext "$php_version") || fail "no extension for PHP $php_version"
+  sid | trixie)
+    if [ "${MYSQLLOCK_IN_CHROOT:-}" != "$php_home" ]; then
+      MYSQLLOCK_PHP_EXT=$(bash "scripts/$php_home.sh" ext "$php_version") || fail "no extension for PHP $php_version in $php_home"
       export MYSQLLOCK_PHP_EXT
-      exec bash scripts/sid.sh run bash "$0" "$@"
+      exec bash "scripts/$php_home.sh" run bash "$0" "$@"
     fi
     ;;
-  *) fail "MYSQLLOCK_PHP_HOME=$php_home: host or sid" ;;
+  *) fail "MYSQLLOCK_PHP_HOME=$php_home: host, sid or trixie" ;;
 esac
 
 # The extension for this PHP (tests/php/support/ChildProcess.php reads the same variable).
@@ -80,13 +81,27 @@ need_attributes() {
   "$php" tests/suites/lib/phpunit-attributes.php "$1" || fail "$1: annotations and attributes disagree"
 }
 
-# phpunit_config DIR: DIR's configuration for the PHPUnit here (PHPUnit 10 changed the
-# format: phpunit10.xml beside the 9.6 one).
-phpunit_config() {
-  if [ "${phpunit_major:?}" -ge 10 ]; then echo "$1/phpunit10.xml"; else echo "$1/phpunit.xml"; fi
+# phpunit_options DIR: sets phpunit_opts to DIR's configuration for the PHPUnit here
+# (PHPUnit 10 changed the format: phpunit10.xml beside the 9.6 one) and what that file
+# cannot say to every PHPUnit from 10 on: each one's schema refuses the attributes of a
+# later one, and a configuration that does not validate is a warning (CI runs 11.5 and
+# 13.4). 12 and later also fail on PHPUnit's own notices and warnings; the record of the
+# run is not kept (13 calls it the test run history, 10 to 12 the result cache).
+phpunit_options() {
+  if [ "${phpunit_major:?}" -lt 10 ]; then
+    phpunit_opts=(-c "$1/phpunit.xml")
+    return
+  fi
+  phpunit_opts=(-c "$1/phpunit10.xml")
+  [ "$phpunit_major" -lt 12 ] || phpunit_opts+=(--fail-on-phpunit-notice --fail-on-phpunit-warning)
+  if [ "$phpunit_major" -ge 13 ]; then
+    phpunit_opts+=(--do-not-record-test-run-history)
+  else
+    phpunit_opts+=(--do-not-cache-result)
+  fi
 }
 
-[ -x "$php" ] || fail "$php is missing (PHP $php_version; scripts/install-deps.sh or scripts/sid.sh installs it)"
+[ -x "$php" ] || fail "$php is missing (PHP $php_version; scripts/install-deps.sh, sid.sh or trixie.sh installs it)"
 [ -f "$so" ] || fail "the extension $so does not exist (cargo build --release -p mysqllock-php)"
 [ -x "$phpunit" ] || fail "$phpunit is missing (apt-get install phpunit)"
 "$php" -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' || fail "PHP $php_version cannot load $so as the mysqllock extension"
