@@ -346,7 +346,12 @@ fn setup(
             let (topology, wait_timeout) = full_probe(link, bound)?;
             return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
         }
-        Err(_) if probe.is_some() => return setup(link, mariadb, None, set, None, bound),
+        // A server error from the probe (no such table, no right to read it): nothing of
+        // the connection is lost, the setup runs again without it. Any other failure (a
+        // stall, a lost connection) is the connect's own.
+        Err(e) if probe.is_some() && e.code.is_some() && !e.lost => {
+            return setup(link, mariadb, None, set, None, bound)
+        }
         Err(e) => return Err(e),
     };
     let columns = match probe {
