@@ -51,7 +51,7 @@ final class OriginalInteropTest extends TestCase
     }
 
     /** What a child's reply carried, failing unless the call succeeded. */
-    private function result(?array $reply): mixed
+    private function resultOf(?array $reply): mixed
     {
         $this->assertNotNull($reply, 'no reply within the time limit');
         $this->assertTrue($reply['ok'] ?? false, 'the child replied ' . json_encode($reply));
@@ -110,11 +110,11 @@ final class OriginalInteropTest extends TestCase
         $name = $this->lockName();
         $this->leaveRow($name);
         $original = $this->original();
-        $id = $this->result($original->call(['id']));
+        $id = $this->resultOf($original->call(['id']));
         // Timeout 0: no waiting. Its cleanup deletes the row (marked acquired, its owner
         // holds no GET_LOCK), and it registers and locks as on a free name.
         $this->assertReply('locked', $original->call(['lock', $name, 0, 30]));
-        $this->assertSame(['register duplicate', 'clean 1', ...self::FREE], $this->result($original->call(['trace'])));
+        $this->assertSame(['register duplicate', 'clean 1', ...self::FREE], $this->resultOf($original->call(['trace'])));
         $this->assertHeldBy($id, $name);
         // Excluded: this process and another.
         $this->assertTrue(self::taken($name), 'mysqllock took the name from the original');
@@ -130,9 +130,9 @@ final class OriginalInteropTest extends TestCase
     {
         $name = $this->lockName();
         $original = $this->original();
-        $id = $this->result($original->call(['id']));
+        $id = $this->resultOf($original->call(['id']));
         $this->assertReply('locked', $original->call(['lock', $name, 0, 30]));
-        $this->assertSame(self::FREE, $this->result($original->call(['trace'])));
+        $this->assertSame(self::FREE, $this->resultOf($original->call(['trace'])));
         // Twice from this process: its first claim finds the name busy, its second
         // queues at once (the waiter's batch, with the takeover clause); and once from
         // a process whose claim is the one-statement try.
@@ -143,7 +143,7 @@ final class OriginalInteropTest extends TestCase
         // The original's own view agrees: its row is still there, and unlock deletes it.
         $this->assertReply('ok', $original->call(['assert', $name, 5]));
         $this->assertReply('unlocked', $original->call(['unlock', $name]));
-        $this->assertSame(['unregister 1', 'release_lock 1', 'release_lock 0'], $this->result($original->call(['trace'])));
+        $this->assertSame(['unregister 1', 'release_lock 1', 'release_lock 0'], $this->resultOf($original->call(['trace'])));
     }
 
     public static function waysMysqllockClaims(): array
@@ -187,7 +187,7 @@ final class OriginalInteropTest extends TestCase
         $get->execute([$name]);
         $this->assertSame(1, (int) $get->fetchColumn());
         $original = $this->original();
-        $id = $this->result($original->call(['id']));
+        $id = $this->resultOf($original->call(['id']));
         $original->send(['lock', $name, 20, 30]);
         $pending = [['name' => $name, 'connection_id' => $id, 'lock_acquired' => 0]];
         $this->assertTrue(self::waitUntil(fn () => $this->shape($name) === $pending, 5), 'the original did not register');
@@ -238,7 +238,7 @@ final class OriginalInteropTest extends TestCase
             $this->leaveRow($name);
         }
         $original = $this->original();
-        $id = $this->result($original->call(['id']));
+        $id = $this->resultOf($original->call(['id']));
         $this->assertReply('locked', $original->call(['lock', $name, 0, 30]));
         $original->kill();
         $this->assertTrue(self::waitUntil(fn () => !self::sessionExists($id), 10), 'the killed process\'s session did not end');
@@ -287,7 +287,7 @@ final class OriginalInteropTest extends TestCase
         self::waitUntilExpired($name);
 
         $original = $this->original();
-        $id = $this->result($original->call(['id']));
+        $id = $this->resultOf($original->call(['id']));
         $original->send(['lock', $name, 20, 30]);
         // It deleted the expired row and registered; the GET_LOCK is still the hung holder's.
         $registered = fn () => $this->shape($name) === [['name' => $name, 'connection_id' => $id, 'lock_acquired' => 0]];
@@ -317,7 +317,7 @@ final class OriginalInteropTest extends TestCase
             $this->assertReplyException(SharedLockReleaseException::class, $hung->call(['release', $name]));
             $this->assertHeldBy((int) $acquirerId, $name, 'the hung holder\'s release changed the new holder\'s lock');
         }
-        $trace = $this->result($original->call(['trace']));
+        $trace = $this->resultOf($original->call(['trace']));
         $this->assertSame(['register duplicate', 'clean 1', 'register ok', 'get_lock 0'], array_slice($trace, 0, 4), json_encode($trace));
         $this->assertNotContains('kill 1', $trace, 'the original KILLed');
         $this->assertContains('pause', $trace, 'the original did not wait for the GET_LOCK');
