@@ -49,8 +49,15 @@ need_php_modules pdo_mysql
 
 SECONDS=0
 build_packages mysqllock-ffi mysqllock-php mysqllock-cli
+if [ "$build" = 1 ]; then
+  # The extension as the release archives ship it (Cargo.toml's profile.dist: no debug
+  # info, one code unit, LTO), for the load and the cold script's target.
+  echo "building (cargo build --profile dist --locked -p mysqllock-php) ..." >&2
+  cargo build --profile dist --locked -p mysqllock-php >&2
+fi
 builds=(libmysqllock.so libmysqllock_php.so mysqllock)
 need_built "${builds[@]}"
+[ -f target/dist/libmysqllock_php.so ] || die "target/dist/libmysqllock_php.so is missing (cargo build --profile dist -p mysqllock-php)"
 for built in "${builds[@]}"; do
   [ -z "$baseline" ] || [ -f "$baseline/$built" ] || die "$baseline/$built is missing"
 done
@@ -60,6 +67,8 @@ make_work cold
 sets=(now)
 mkdir -p "$work/now"
 cp "${builds[@]/#/target/release/}" "$work/now/"
+mkdir -p "$work/dist"
+cp target/dist/libmysqllock_php.so "$work/dist/"
 if [ -n "$baseline" ]; then
   sets+=(before)
   mkdir -p "$work/before"
@@ -89,15 +98,22 @@ import json, sys
 spec_file, work, root, dsn, port, user, password, cpu, *sets = sys.argv[1:]
 pin = ["taskset", "-c", cpu]
 rows = []
+bare = pin + ["php", "-n", "-d", "extension=mysqlnd.so", "-d", "extension=pdo.so", "-d", "extension=pdo_mysql.so"]
 def php(set):
-    return pin + ["php", "-n", "-d", "extension=mysqlnd.so", "-d", "extension=pdo.so", "-d", "extension=pdo_mysql.so",
-                  "-d", f"extension={work}/{set}/libmysqllock_php.so", "-d", f"mysqllock.dsn=\"{dsn}\""]
+    return bare + ["-d", f"extension={work}/{set}/libmysqllock_php.so", "-d", f"mysqllock.dsn=\"{dsn}\""]
+# Without the extension: what loading it costs, and the PDO script a user compares with
+# (issue 34: the cold SharedLock script, load included, against it).
+rows.append(dict(key="bare", label="`php -r ''` without the extension", argv=bare + ["-r", ""], group="bare"))
 rows.append(dict(key="empty", label="`php -r ''` (extension loaded)", argv=php("now") + ["-r", ""], group="php"))
+rows.append(dict(key="empty-dist", label="`php -r ''` (the extension as shipped: profile dist)", argv=php("dist") + ["-r", ""], group="bare"))
+rows.append(dict(key="pdo-bare", label="PDO `GET_LOCK` + `RELEASE_LOCK`, without the extension", argv=bare + [f"{root}/bench/php/cold_once.php", "pdo", "cold-pdo-bare"], group="bare"))
 rows.append(dict(key="pdo", label="floor: PDO `GET_LOCK` + `RELEASE_LOCK`", argv=php("now") + [f"{root}/bench/php/cold_once.php", "pdo", "cold-pdo"], group="php"))
 for set in sets:
     tag = "" if set == "now" else f" [{set}]"
     at = "" if set == "now" else f"@{set}"
     rows.append(dict(key="shared" + at, label="`SharedLock::lock()->release()`" + tag, argv=php(set) + [f"{root}/bench/php/cold_once.php", "shared", "cold-shared" + at], group="php", floor="pdo"))
+    if set == "now":
+        rows.append(dict(key="shared-dist", label="`SharedLock::lock()->release()` (the extension as shipped: profile dist)", argv=php("dist") + [f"{root}/bench/php/cold_once.php", "shared", "cold-shared-dist"], group="bare"))
     rows.append(dict(key="session" + at, label="`SessionLock` acquire + release" + tag, argv=php(set) + [f"{root}/bench/php/cold_once.php", "session", "cold-session" + at], group="php", floor="pdo"))
 rows.append(dict(key="mariadb", label="floor: `mariadb --skip-ssl -e \"SELECT GET_LOCK(…,0); SELECT RELEASE_LOCK(…)\"`",
                  argv=pin + ["mariadb", "--no-defaults", "--skip-ssl", "-h127.0.0.1", f"-P{port}", f"-u{user}", f"-p{password}", "-e",

@@ -36,6 +36,7 @@ cargo build --release --locked -p mysqllock-php -p mysqllock-ffi -p mysqllock-cl
 SECONDS=0
 echo "# bench/floor.sh$([ ${#quick[@]} = 1 ] && echo ' --quick'): commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- core ffi cli php-ext || echo ' + uncommitted changes'), $(date -u +%Y-%m-%d), $(nproc) CPUs, $ssl_note"
 status=0
+targets=$(mktemp)
 # Each bench on MariaDB, then on MySQL 9.7 (MYSQLLOCK_BENCH_SERVER; scripts/mysql.sh).
 for server in ${MYSQLLOCK_BENCH_SERVERS:-mariadb mysql}; do
 for bench in handoff session cold; do
@@ -48,9 +49,19 @@ for bench in handoff session cold; do
   else
     args=(--no-build "${quick[@]}")
   fi
-  MYSQLLOCK_BENCH_SERVER=$server bash "bench/$bench.sh" "${args[@]}" || { echo "bench/$bench.sh on $server failed" >&2; status=1; }
+  out=$(mktemp)
+  MYSQLLOCK_BENCH_SERVER=$server bash "bench/$bench.sh" "${args[@]}" >"$out" || { echo "bench/$bench.sh on $server failed" >&2; status=1; }
+  cat "$out"
+  # Issue 34's targets, for the summary below.
+  grep -E 'target.*: (met|not met)' "$out" | grep -vE '^\|' | sed "s|^|$server, $bench.sh: |" >>"$targets" || true
+  rm -f "$out"
 done
 done
+echo
+echo "## every target of this run"
+echo
+sed 's/^/- /' "$targets"
+rm -f "$targets"
 echo
 echo "total $SECONDS s after the build"
 exit $status

@@ -9,7 +9,8 @@
 //
 // SPEC_FILE: JSON, a list of {"key", "label", "argv", "group", "floor"}: group "php" rows
 // also get their time minus `php -r ''` (key "empty", paired: the median over rounds of
-// the difference within a round), "floor" names the row each is compared with.
+// the difference within a round), group "bare" rows (PHP without the extension) minus
+// `php -r ''` without it (key "bare"); "floor" names the row each is compared with.
 // Prints the table rows.
 declare(strict_types=1);
 
@@ -85,6 +86,8 @@ foreach ($impls as $key => $s) {
     $overEmpty = '';
     if ($s['group'] === 'php' && $key !== 'empty') {
         $overEmpty = $ms($pairedDiff($key, 'empty'));
+    } elseif ($s['group'] === 'bare' && $key !== 'bare') {
+        $overEmpty = $ms($pairedDiff($key, 'bare')) . ' (without the extension)';
     }
     $vs = '';
     if (($s['floor'] ?? '') !== '') {
@@ -100,3 +103,20 @@ foreach ($impls as $key => $s) {
     row($s['label'], $ms($median), $ms(quantile($sorted[$key], 0.9)), $overEmpty, $vs, $stmts[$key]);
 }
 echo "$runs runs of each, one of each per round, the order rotating (after one untimed run of each)\n";
+if (isset($impls['bare'], $impls['pdo-bare'], $impls['empty-dist'], $impls['shared-dist'])) {
+    // Issue 34's cold figures, on the extension as shipped (profile dist): what loading it
+    // costs a process, and the cold SharedLock script with that load included against a
+    // PDO script of a PHP without it, each minus `php -r ''` without the extension (paired).
+    $load = $pairedDiff('empty-dist', 'bare');
+    $pdoCost = $pairedDiff('pdo-bare', 'bare');
+    if ($pdoCost < 50_000) {
+        // A PDO script within 0.05 ms of an empty one: the machine's noise, not a figure.
+        printf("\ncold figures not judged: the PDO script's own cost (%s) is within the noise of this run\n", $ms($pdoCost));
+        return;
+    }
+    $cold = $pairedDiff('shared-dist', 'bare') / $pdoCost;
+    printf("\ntarget: loading the extension <= 0.3 ms: %s (`php -d extension=mysqllock.so -r ''` minus `php -r ''`, paired median %s; the release build with debug info: %s)\n",
+        $load <= 0.3e6 ? 'met' : 'not met', $ms($load), $ms($pairedDiff('empty', 'bare')));
+    printf("target: cold script with the load <= 1.3x a PDO script: %s (%.2fx: SharedLock %s, PDO %s, each over `php -r ''` without the extension)\n",
+        $cold <= 1.3 ? 'met' : 'not met', $cold, $ms($pairedDiff('shared-dist', 'bare')), $ms($pdoCost));
+}

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 
 /// How identifiers are quoted: MySQL's backticks, or ANSI double quotes for servers
@@ -289,12 +290,21 @@ impl Default for Config {
 pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The longest lock wait one statement asks the server for on a client whose reads are
-/// bounded once, when it connects, rather than per statement (the `mysql` crate's; a PDO
-/// the PHP extension opens): a longer wait is split into several statements, so that
-/// [`Config::read_bound_set_once`] covers each of them.
+/// bounded once, when it connects, rather than per statement (a PDO or mysqli of PHP's,
+/// [`Session::allowed_wait`](crate::Session::allowed_wait)): a longer wait is split into
+/// several statements, so that [`Config::read_bound_set_once`] covers each of them. The
+/// core's own sessions, the `mysql` crate fallback's included, bound each statement and
+/// need no split.
 pub const LONGEST_WAIT_PER_STATEMENT: Duration = Duration::from_secs(10);
 
 impl Config {
+    /// The connect's deadline, from now: `connect_timeout`, or none when it is 0 (then
+    /// each read and write of the connect is bounded as a statement's). The one place
+    /// that reads a `connect_timeout` of 0 as "no limit".
+    pub fn connect_deadline(&self) -> Option<Deadline> {
+        (!self.connect_timeout.is_zero()).then(|| Deadline::after(self.connect_timeout))
+    }
+
     /// The bound for every read of a client that takes one when it connects:
     /// `read_timeout` plus [`LONGEST_WAIT_PER_STATEMENT`].
     pub fn read_bound_set_once(&self) -> Duration {

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::transport::wire::{Connection, Greeting, OpenError};
+use crate::deadline::Deadline;
+use crate::transport::wire::{Bound, Connection, Greeting, OpenError};
 use crate::value::Value;
 
 /// The setup query, sent behind the handshake response to a server whose greeting
@@ -67,11 +68,14 @@ pub fn converse(config: &Config, timeout: Duration) -> (Reached, Option<String>)
 
 fn steps(config: &Config, reached: &mut Reached) -> Result<(), String> {
     let setup = |_: &Greeting| SETUP.to_owned();
+    // As the sessions do: the connect and the setup by one deadline, every statement
+    // after under its own bound.
+    let connect = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
     // As the sessions do: a server that answers the pipelined setup with a further
     // authentication step is connected to again without it.
     let mut first: Option<&dyn Fn(&Greeting) -> String> = Some(&setup);
     let (mut conn, answer) = loop {
-        match Connection::open(config, std::time::Instant::now(), first) {
+        match Connection::open(config, connect, first) {
             Ok(opened) => break opened,
             Err(OpenError::Switched) if first.is_some() => first = None,
             Err(OpenError::Failed(e)) => return Err(e.to_string()),
@@ -81,23 +85,29 @@ fn steps(config: &Config, reached: &mut Reached) -> Result<(), String> {
     *reached = Reached::LoggedIn;
     match answer {
         Some(answer) => answer,
-        None => conn.query(SETUP),
+        None => conn.query(SETUP, connect),
     }
     .map_err(|e| e.to_string())?;
     *reached = Reached::SetUp;
-    conn.query(QUERY).map_err(|e| e.to_string())?;
+    let at_once = || conn_bound(config);
+    conn.query(QUERY, at_once()).map_err(|e| e.to_string())?;
     *reached = Reached::Queried;
-    let statement = conn.prepare(PREPARED).map_err(|e| e.to_string())?;
+    let statement = conn.prepare(PREPARED, at_once()).map_err(|e| e.to_string())?;
     *reached = Reached::Prepared;
     let params = prepared_params();
     for _ in 0..2 {
-        conn.execute(&statement, &params).map_err(|e| e.to_string())?;
+        conn.execute(&statement, &params, at_once()).map_err(|e| e.to_string())?;
     }
     *reached = Reached::Executed;
-    conn.close(statement).map_err(|e| e.to_string())?;
-    conn.query("DO 1").map_err(|e| e.to_string())?;
+    conn.close(statement, at_once()).map_err(|e| e.to_string())?;
+    conn.query("DO 1", at_once()).map_err(|e| e.to_string())?;
     *reached = Reached::Done;
     Ok(())
+}
+
+/// The bound of a statement answered at once.
+fn conn_bound(config: &Config) -> Bound {
+    Bound::statement(Deadline::now(), config.read_timeout, config.write_timeout)
 }
 
 /// The conversation against a fake server that sends `server` (whatever the client

@@ -23,6 +23,7 @@
 //! ```
 
 mod config;
+mod deadline;
 mod dialect;
 mod error;
 pub mod fork;
@@ -43,6 +44,7 @@ pub use config::{
     url_settings, Config, QuoteStyle, SslMode, Table, Tls, DEFAULT_IO_TIMEOUT, DEFAULT_LEASE_TABLE, DEFAULT_TABLE,
     LONGEST_WAIT_PER_STATEMENT,
 };
+pub use deadline::Deadline;
 pub use error::{Error, Loss, Result, SessionError};
 pub use lease_mode::{
     unique_owner, Dialect, DistributedLock, Grant, LeaseKeeper, LeaseRow, DEFAULT_MARGIN, MAX_LEASE_TTL,

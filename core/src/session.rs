@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use crate::config::{Config, Table};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result, SessionError};
 use crate::topology::Topology;
 use crate::value::{Outcome, Value};
@@ -16,36 +17,50 @@ use crate::value::{Outcome, Value};
 /// reports an error with [`SessionError::lost`] set.
 pub trait Session {
     /// Runs one statement with bound parameters (`?` placeholders), as a prepared
-    /// statement where the implementation can cache it.
+    /// statement where the implementation can cache it. The server answers it at once
+    /// (it asks for no wait).
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError>;
+
+    /// Runs a statement that asks the server to wait until `wait` before it answers (a
+    /// `GET_LOCK` whose timeout is `wait`'s budget): a session that bounds how long it
+    /// waits for an answer allows this statement that much more. The default runs it as
+    /// [`execute`](Session::execute): a session without such bounds (a user's PDO or
+    /// mysqli, whose own timeouts rule) has nothing to allow.
+    fn execute_waiting(&mut self, sql: &str, params: &[Value], wait: Deadline) -> Result<Outcome, SessionError> {
+        let _ = wait;
+        self.execute(sql, params)
+    }
+
+    /// The wait to ask the server for in one statement when the caller would wait `wait`:
+    /// `wait`, or less where the session cannot allow one statement that long (its reads
+    /// were bounded once, when it connected); the caller then waits again for the rest.
+    fn allowed_wait(&self, wait: Duration) -> Duration {
+        wait
+    }
 
     /// The server's `CONNECTION_ID()` of this session.
     fn connection_id(&self) -> u64;
 
-    /// Announces that the next statement (or batch) asks the server to wait up to `wait`
-    /// before it answers (a `GET_LOCK` with that timeout), and returns the wait to put in
-    /// it: `wait`, or less where the session cannot allow that long (the caller then
-    /// waits again for the rest). A session that bounds how long it waits for an answer
-    /// allows that much more for the next statement only; one without such bounds (a
-    /// user's PDO or mysqli, whose own timeouts rule) keeps the default.
-    fn expect_wait(&mut self, wait: Duration) -> Duration {
-        wait
-    }
-
-    /// Whether [`execute_batch`](Session::execute_batch) works here. A waiter uses it
-    /// to have the server claim the row the moment its GET_LOCK is granted, instead of
-    /// waking the client for a second round trip.
-    fn batches(&self) -> bool {
+    /// Whether [`execute_pipelined`](Session::execute_pipelined) works here. A waiter
+    /// uses it to have the server claim the row the moment its GET_LOCK is granted,
+    /// instead of waking the client for a second round trip.
+    fn pipelines(&self) -> bool {
         false
     }
 
-    /// Runs several `;`-separated statements in one round trip (text protocol, so no
-    /// bound parameters: every value in `sql` is a literal the caller made safe) and
-    /// returns one outcome per statement. The server stops at the first failing
-    /// statement, whose error is returned. Only called when [`batches`](Session::batches).
-    fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
-        let _ = sql;
-        Err(SessionError::client("this session cannot run statement batches"))
+    /// Runs `statements` (each with bound parameters) in order, in one round trip, the
+    /// first of which may ask the server to wait until `wait`, and returns one outcome
+    /// per statement, or the first error. A statement after a failing one may run or not
+    /// (a text batch stops at the failure, pipelined commands go on): the caller makes
+    /// every later statement harmless when one before it fails. Only called when
+    /// [`pipelines`](Session::pipelines).
+    fn execute_pipelined(
+        &mut self,
+        statements: &[(&str, &[Value])],
+        wait: Deadline,
+    ) -> Result<Vec<Outcome>, SessionError> {
+        let _ = (statements, wait);
+        Err(SessionError::client("this session cannot run statements in one round trip"))
     }
 
     /// Runs `KILL <id>`. KILL takes no bound parameter, so the id is formatted from an
@@ -60,6 +75,13 @@ pub trait Session {
     fn topology(&self) -> Option<Topology> {
         None
     }
+
+    /// How many columns the lock table has, when the session learned it while it was set
+    /// up ([`Connector::connect_learning`]); `None` when it did not look, or the table was
+    /// missing or not readable.
+    fn lock_table_columns(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Lets a caller choose the session kind at run time (`Locker<C>` with
@@ -69,20 +91,28 @@ impl<S: Session + ?Sized> Session for Box<S> {
         (**self).execute(sql, params)
     }
 
+    fn execute_waiting(&mut self, sql: &str, params: &[Value], wait: Deadline) -> Result<Outcome, SessionError> {
+        (**self).execute_waiting(sql, params, wait)
+    }
+
+    fn allowed_wait(&self, wait: Duration) -> Duration {
+        (**self).allowed_wait(wait)
+    }
+
     fn connection_id(&self) -> u64 {
         (**self).connection_id()
     }
 
-    fn expect_wait(&mut self, wait: Duration) -> Duration {
-        (**self).expect_wait(wait)
+    fn pipelines(&self) -> bool {
+        (**self).pipelines()
     }
 
-    fn batches(&self) -> bool {
-        (**self).batches()
-    }
-
-    fn execute_batch(&mut self, sql: &str) -> Result<Vec<Outcome>, SessionError> {
-        (**self).execute_batch(sql)
+    fn execute_pipelined(
+        &mut self,
+        statements: &[(&str, &[Value])],
+        wait: Deadline,
+    ) -> Result<Vec<Outcome>, SessionError> {
+        (**self).execute_pipelined(statements, wait)
     }
 
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
@@ -92,6 +122,10 @@ impl<S: Session + ?Sized> Session for Box<S> {
     fn topology(&self) -> Option<Topology> {
         (**self).topology()
     }
+
+    fn lock_table_columns(&self) -> Option<usize> {
+        (**self).lock_table_columns()
+    }
 }
 
 /// Produces the session a [`Locker`](crate::Locker) runs on, when it first needs one and again after
@@ -99,6 +133,15 @@ impl<S: Session + ?Sized> Session for Box<S> {
 pub trait Connector {
     type Session: Session;
     fn connect(&mut self) -> Result<Self::Session>;
+
+    /// [`connect`](Connector::connect), and learn in the same round trip how many
+    /// columns `table` has, where the session can ([`Session::lock_table_columns`]): a
+    /// locker's first session asks, so that its first claim names the columns the table
+    /// has instead of being refused on the original table and sent again.
+    fn connect_learning(&mut self, table: &Table) -> Result<Self::Session> {
+        let _ = table;
+        self.connect()
+    }
 
     /// Where a keep-alive thread opens its own connection to the same server and table.
     /// `None` when sessions come from elsewhere (an application's PDO): keep-alive is

@@ -71,3 +71,33 @@ fn unlocking_a_session_lock_whose_session_was_killed_says_the_session_was_lost()
         other => panic!("expected NotHeld, got {other}"),
     }
 }
+
+/// The timeout an acquisition failed with.
+fn timed_out(outcome: Result<(), Error>) -> f64 {
+    match outcome {
+        Err(Error::Timeout { timeout, .. }) => timeout,
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_lease_timeout_after_a_reconnect_names_the_callers_timeout_not_the_time_left() {
+    let name = unique("timeout-after-reconnect");
+    let mut holder = locker();
+    holder.acquire(&name, 0.0, 30.0).unwrap();
+    // Killed since its last call: the acquisition runs again on a fresh session, by the
+    // same deadline, and says the 1 s the caller asked for.
+    let mut waiter = locker();
+    kill(waiter.connection_id().unwrap());
+    assert_eq!(timed_out(waiter.acquire(&name, 1.0, 30.0).map(|_| ())), 1.0);
+}
+
+#[test]
+fn a_session_lock_timeout_after_a_reconnect_names_the_callers_timeout() {
+    let name = unique("sl-timeout-after-reconnect");
+    let mut holder = NativeLocker::from_config(config());
+    holder.lock_session(&name, 0.0).unwrap();
+    let mut waiter = NativeLocker::from_config(config());
+    kill(waiter.connection_id().unwrap());
+    assert_eq!(timed_out(waiter.lock_session(&name, 1.0)), 1.0);
+}

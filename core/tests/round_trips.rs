@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use mysqllock_core::{
-    AcquireOptions, Authentication, Config, Connector, Lease, Locker, MysqlSession, NativeLocker, Outcome, Result,
-    Session, SessionError, Value,
+    AcquireOptions, Authentication, Config, Connector, Deadline, Lease, Locker, MysqlSession, NativeLocker, Outcome,
+    Result, Session, SessionError, Value,
 };
 use parking_lot::Mutex;
 
@@ -39,12 +39,22 @@ impl Session for Counted {
         self.inner.execute(sql, params)
     }
 
+    fn execute_waiting(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        wait: Deadline,
+    ) -> std::result::Result<Outcome, SessionError> {
+        self.log.lock().push(Trip::Statement);
+        self.inner.execute_waiting(sql, params, wait)
+    }
+
     fn connection_id(&self) -> u64 {
         self.inner.connection_id()
     }
 
-    fn batches(&self) -> bool {
-        self.batches && self.inner.batches()
+    fn pipelines(&self) -> bool {
+        self.batches && self.inner.pipelines()
     }
 
     /// The native session learned it in its setup round trip: no statement to count.
@@ -52,9 +62,17 @@ impl Session for Counted {
         self.inner.topology()
     }
 
-    fn execute_batch(&mut self, sql: &str) -> std::result::Result<Vec<Outcome>, SessionError> {
+    fn execute_pipelined(
+        &mut self,
+        statements: &[(&str, &[Value])],
+        wait: Deadline,
+    ) -> std::result::Result<Vec<Outcome>, SessionError> {
         self.log.lock().push(Trip::Batch);
-        self.inner.execute_batch(sql)
+        self.inner.execute_pipelined(statements, wait)
+    }
+
+    fn lock_table_columns(&self) -> Option<usize> {
+        self.inner.lock_table_columns()
     }
 }
 
@@ -68,6 +86,11 @@ impl Connector for Counting {
     type Session = Counted;
     fn connect(&mut self) -> Result<Counted> {
         Ok(Counted { inner: MysqlSession::connect(&self.config)?, log: self.log.clone(), batches: self.batches })
+    }
+
+    fn connect_learning(&mut self, table: &mysqllock_core::Table) -> Result<Counted> {
+        let inner = MysqlSession::connect_learning(&self.config, table)?;
+        Ok(Counted { inner, log: self.log.clone(), batches: self.batches })
     }
 }
 
@@ -236,19 +259,32 @@ fn fresh(config: Config) -> (Locker<Counting>, Log) {
 }
 
 #[test]
-fn the_first_lock_on_the_original_table_needs_no_table_lookup() {
+fn the_first_lock_on_the_original_table_is_one_claim_that_is_not_refused() {
     locker(); // the table exists
     let name = unique("rt-fresh");
     let (mut a, log) = fresh(config());
     let lease = a.acquire(&name, 5.0, 30.0).unwrap();
-    // the claim naming the upgrade's columns is refused unrun, then sent without them
-    assert_eq!(trips(&log), [Trip::Statement; 2]);
+    // the setup learned the table's width: no claim naming the upgrade's columns to be
+    // refused, and no look at information_schema
+    assert_eq!(trips(&log), [Trip::Statement]);
     assert_eq!(lease.token, None);
     assert_held_by(&name, a.connection_id().unwrap());
     a.release(&name).unwrap();
     a.acquire(&name, 5.0, 30.0).unwrap();
     assert_eq!(trips(&log), [Trip::Statement; 2], "one release, then one claim");
     a.release(&name).unwrap();
+}
+
+#[test]
+fn only_a_session_opened_for_a_lease_looks_at_the_lock_table() {
+    locker(); // the table exists
+    let (mut leases, _) = fresh(config());
+    leases.acquire(&unique("rt-look-lease"), 5.0, 30.0).unwrap();
+    assert_eq!(leases.session().unwrap().lock_table_columns(), Some(5), "the original table has five columns");
+    // A process that takes session locks only never pays for the look.
+    let (mut sessions, _) = fresh(config());
+    sessions.lock_session(&unique("rt-look-session"), 0.0).unwrap();
+    assert_eq!(sessions.session().unwrap().lock_table_columns(), None);
 }
 
 #[test]

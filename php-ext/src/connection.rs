@@ -447,6 +447,15 @@ impl Connector for PhpConnector {
         }
     }
 
+    /// The native connection learns the lock table's width in its setup round trip; a
+    /// PDO or mysqli session runs no setup of ours, so its first claim tells.
+    fn connect_learning(&mut self, table: &Table) -> mysqllock_core::Result<Box<dyn Session>> {
+        match &mut self.target {
+            Target::Native(config) => Ok(Box::new(MysqlSession::connect_learning(config, table)?)),
+            _ => self.connect(),
+        }
+    }
+
     /// A keep-alive thread opens its own connection with the native parameters. A PDO
     /// session cannot be shared with a thread (PHP values stay on PHP's thread), so
     /// keep-alive is refused there.

@@ -193,7 +193,7 @@ impl Session for MysqliSession {
     /// `mysqlnd.net_read_timeout`), so a lock wait runs as statements of at most
     /// [`LONGEST_WAIT_PER_STATEMENT`] (the core waits again for the rest), and any bound
     /// above that holds however long the caller waits.
-    fn expect_wait(&mut self, wait: Duration) -> Duration {
+    fn allowed_wait(&self, wait: Duration) -> Duration {
         wait.min(LONGEST_WAIT_PER_STATEMENT)
     }
 }

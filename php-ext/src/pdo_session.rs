@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use ext_php_rs::convert::IntoZvalDyn;
 use ext_php_rs::types::{ZendObject, Zval};
 use mysqllock_core::{
-    stopped_answering, Dialect, During, Outcome, Session, SessionError, Value, LONGEST_WAIT_PER_STATEMENT,
+    stopped_answering, Deadline, Dialect, During, Outcome, Session, SessionError, Value, LONGEST_WAIT_PER_STATEMENT,
 };
 
 use crate::driver::{self, unknown, Statements};
@@ -75,8 +75,6 @@ pub struct PdoSession {
     dialect: Dialect,
     /// Set for a PDO the extension opened with a bound on its reads.
     bound: Option<ReadBound>,
-    /// What the next statement asks the server to wait ([`Session::expect_wait`]).
-    wait: Duration,
 }
 
 impl PdoSession {
@@ -98,15 +96,7 @@ impl PdoSession {
         drop(stale);
         let driver = driver_name(pdo).unwrap_or_default();
         let dialect = if driver == "sqlite" { Dialect::Sqlite } else { Dialect::MySql };
-        PdoSession {
-            pdo: pdo.shallow_clone(),
-            statements,
-            id: 0,
-            mysql: driver == "mysql",
-            dialect,
-            bound: None,
-            wait: Duration::ZERO,
-        }
+        PdoSession { pdo: pdo.shallow_clone(), statements, id: 0, mysql: driver == "mysql", dialect, bound: None }
     }
 
     /// The session of a PDO whose reads mysqlnd bounds at `bound` (none: the user's).
@@ -256,9 +246,14 @@ impl PdoSession {
 
 impl Session for PdoSession {
     fn execute(&mut self, sql: &str, params: &[Value]) -> Result<Outcome, SessionError> {
-        let wait = std::mem::take(&mut self.wait);
+        self.execute_waiting(sql, params, Deadline::now())
+    }
+
+    /// mysqlnd bounds each read as it was told when the PDO connected; `wait` only names
+    /// the lock wait in the message when that bound ran out.
+    fn execute_waiting(&mut self, sql: &str, params: &[Value], wait: Deadline) -> Result<Outcome, SessionError> {
         let started = Instant::now();
-        self.in_errmode(|s| s.run(sql, params)).map_err(|e| self.ran_out(e, started.elapsed(), wait))
+        self.in_errmode(|s| s.run(sql, params)).map_err(|e| self.ran_out(e, started.elapsed(), wait.budget()))
     }
 
     fn connection_id(&self) -> u64 {
@@ -267,9 +262,8 @@ impl Session for PdoSession {
 
     /// A PDO's reads may be bounded from when it connected, so a longer wait is cut
     /// (the core waits again for the rest).
-    fn expect_wait(&mut self, wait: Duration) -> Duration {
-        self.wait = wait.min(LONGEST_WAIT_PER_STATEMENT);
-        self.wait
+    fn allowed_wait(&self, wait: Duration) -> Duration {
+        wait.min(LONGEST_WAIT_PER_STATEMENT)
     }
 
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {

@@ -1,5 +1,6 @@
 /*
- * The C ABI on a silent network: a proxy between the client and the server
+ * The C ABI on a silent network, and against a server that falls silent after the login.
+ * A proxy between the client and the server
  * ($MYSQLLOCK_BIN/freezeproxy, frozen with SIGUSR1) stops passing bytes, as a dropped
  * route or a frozen VM would, with no RST and no FIN. Every call ends within its bound
  * (connect_timeout for a connect, the wait plus read_timeout for mysqllock_acquire,
@@ -27,8 +28,8 @@ struct proxy {
     unsigned int port;
 };
 
-/* Starts the freeze proxy in front of the test server; exits with status 2 if it cannot. */
-static struct proxy proxy_start(void)
+/* Starts $MYSQLLOCK_BIN/freezeproxy with `args`; exits with status 2 if it cannot. */
+static struct proxy freezeproxy_start(const char *args)
 {
     struct proxy p = {NULL, 0, 0};
     const char *bin = getenv("MYSQLLOCK_BIN");
@@ -38,7 +39,7 @@ static struct proxy proxy_start(void)
         exit(2);
     }
     /* `exec`: the proxy becomes the shell's process, whose pid the shell said first. */
-    snprintf(cmd, sizeof cmd, "echo pid $$; exec %s/freezeproxy %s:%u", bin, srv.host, srv.port);
+    snprintf(cmd, sizeof cmd, "echo pid $$; exec %s/freezeproxy %s", bin, args);
     p.out = popen(cmd, "r");
     long pid = 0;
     char first[64] = "", second[64] = "";
@@ -51,6 +52,14 @@ static struct proxy proxy_start(void)
     }
     p.pid = (pid_t)pid;
     return p;
+}
+
+/* The freeze proxy in front of the test server. */
+static struct proxy proxy_start(void)
+{
+    char args[512];
+    snprintf(args, sizeof args, "%s:%u", srv.host, srv.port);
+    return freezeproxy_start(args);
 }
 
 static void proxy_signal(const struct proxy *p, int sig, const char *said)
@@ -91,6 +100,28 @@ static void test_a_connect_through_a_frozen_network_ends_within_connect_timeout(
     expect(got, MYSQLLOCK_CONNECTION, "stopped answering for 2 s during the connect",
            "opening a client through a frozen network is MYSQLLOCK_CONNECTION");
     check(took < CONNECT + SLACK, "within connect_timeout (took %.1f s)", took);
+    check(c == NULL, "and *out is not written");
+    proxy_stop(&p);
+}
+
+/* The junk server of issue 35: a greeting only the mysql crate reads (an unknown plugin,
+   an auth data length of 0xEE), the login accepted, then silence. The core logs in through
+   the crate, whose setup query waited read_timeout + 10 s per read, not the connect's
+   deadline. */
+static void test_a_server_naming_an_unknown_plugin_then_silent_ends_within_connect_plus_read_timeout(void)
+{
+    struct proxy p = freezeproxy_start("--stall unknown-plugin");
+    char url[256];
+    snprintf(url, sizeof url,
+             "mysql://u:p@127.0.0.1:%u/db?connect_timeout=%g&read_timeout=%g&write_timeout=%g",
+             p.port, CONNECT, READ, READ);
+    mysqllock_client *c = NULL;
+    double start = now();
+    mysqllock_status got = mysqllock_client_open_url(url, &c);
+    double took = now() - start;
+    expect(got, MYSQLLOCK_CONNECTION, "stopped answering for 2 s during the connect",
+           "opening a client on a server that names an unknown plugin, then falls silent");
+    check(took < CONNECT + READ + SLACK, "within connect_timeout + read_timeout (took %.1f s)", took);
     check(c == NULL, "and *out is not written");
     proxy_stop(&p);
 }
@@ -146,6 +177,7 @@ int main(void)
     expect(mysqllock_init_table(setup, &created), MYSQLLOCK_OK, NULL, "the lock table exists");
     mysqllock_client_free(setup);
     test_a_connect_through_a_frozen_network_ends_within_connect_timeout();
+    test_a_server_naming_an_unknown_plugin_then_silent_ends_within_connect_plus_read_timeout();
     test_a_lock_wait_on_a_frozen_network_ends_within_the_wait_plus_read_timeout();
     test_release_and_the_ttl_on_a_frozen_network_end_within_read_timeout();
     return tap_failures == 0 ? 0 : 1;

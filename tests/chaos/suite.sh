@@ -18,14 +18,28 @@ chaos_need() {
   done
 }
 
-# chaos_server DIR: starts the suite's own server in DIR, of the test server's kind
-# ($MYSQLLOCK_SERVER_SCRIPT: scripts/mariadb.sh or scripts/mysql.sh), and creates an
-# upgraded lock table; sets dsn.
+# chaos_server DIR [original]: starts the suite's own server in DIR, of the test server's
+# kind ($MYSQLLOCK_SERVER_SCRIPT: scripts/mariadb.sh or scripts/mysql.sh), and creates an
+# upgraded lock table, or with `original` the original package's table (no tokens, no
+# holder pids: `chaos drive --table original`); sets dsn.
 chaos_server() {
   [ -n "$server_script" ] || fail "MYSQLLOCK_SERVER_SCRIPT is not set (export the test server's DIR/env)"
   bash "$server_script" start "$1" >/dev/null || fail "the suite's server did not start in $1 ($server_script)"
   dsn=$(sed -n 's/^MYSQLLOCK_TEST_DSN=//p' "$1/env")
-  MYSQLLOCK_DSN=$dsn "$bin/mysqllock" init --upgrade >/dev/null || fail "mysqllock init --upgrade failed"
+  chaos_table "${2:-upgraded}"
+}
+
+# chaos_table upgraded|original: (re)creates the lock table on $dsn's server, empty.
+chaos_table() {
+  local init=(init --upgrade)
+  [ "$1" = original ] && init=(init)
+  # shellcheck disable=SC2016 # PHP's variables, in PHP's quotes
+  php -r '
+    $u = parse_url($argv[1]);
+    $pdo = new PDO("mysql:host=" . $u["host"] . ";port=" . $u["port"] . ";dbname=" . ltrim($u["path"], "/"),
+      rawurldecode($u["user"]), rawurldecode($u["pass"] ?? ""), [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]);
+    $pdo->exec("DROP TABLE IF EXISTS shared_locks");' "$dsn" || fail "cannot drop the lock table on $dsn"
+  MYSQLLOCK_DSN=$dsn "$bin/mysqllock" "${init[@]}" >/dev/null || fail "mysqllock ${init[*]} failed"
 }
 
 # chaos_worker_c OUT: compiles the C worker (tests/chaos/worker.c) against libmysqllock.

@@ -11,11 +11,17 @@
 # protected resource) under $MYSQLLOCK_TOKEN, holds 50-400 ms, and notes the instant it
 # ends, after which mysqllock releases. The section command always exits 0, so
 # mysqllock's exit code speaks only of the lock: 0 = released OK, 76 = lost while the
-# command ran, 75 = never acquired, 128+N = mysqllock was killed (no release: the kill
-# ends the section), anything else = error. If mysqllock sees the lease lost, it sends
-# the command SIGTERM: the command journals `lost`. The loop then journals `release`
-# with the instant the command ended. Errors (server restarting, session killed) are
-# logged and the loop goes on.
+# command ran, 75 = never acquired, 128+N = mysqllock was killed (its release reported
+# nothing: the kill ends the section, or the command's end if the command had ended
+# already, journaled as `error`), anything else = error. If mysqllock sees the lease
+# lost, it sends the command SIGTERM: the command journals `lost`. The loop then
+# journals `release` with the instant the command ended. Errors (server restarting,
+# session killed) are logged and the loop goes on.
+#
+# With CHAOS_TOKENS=0 (the original table, which has no tokens: `chaos drive --table
+# original`; mysqllock sets no MYSQLLOCK_TOKEN there) TOKEN is the section's identity, the
+# MONO_NS of its `acquired` line (see journal.rs), and nothing is written to the guard,
+# which needs tokens.
 #
 # With CHAOS_LEASE=1 (the cluster chaos, tests/suites/70-galera.sh) it runs
 # `mysqllock run NAME --lease --ttl TTL --timeout T` on the node DSN names (owner:
@@ -42,7 +48,7 @@ if [ $# != 4 ]; then
 fi
 mysqllock=$1 journal=$2 name=$3
 export MYSQLLOCK_DSN=$4
-for var in CHAOS_BIN CHAOS_DIR CHAOS_KEEP_ALIVE CHAOS_SEED CHAOS_WORKER CHAOS_TTL CHAOS_TIMEOUT CHAOS_STOP; do
+for var in CHAOS_BIN CHAOS_DIR CHAOS_KEEP_ALIVE CHAOS_SEED CHAOS_WORKER CHAOS_TTL CHAOS_TIMEOUT CHAOS_STOP CHAOS_TOKENS; do
   if [ -z "${!var:-}" ]; then
     echo "worker-cli: $var is not set (run me through chaos drive)" >&2
     exit 2
@@ -72,11 +78,18 @@ section='
 chaos=$CHAOS_BIN token=${MYSQLLOCK_TOKEN:-} holder=$PPID
 # Named here: inside lost() below, $1 and $2 would be the function arguments (none).
 journal=$1 end_file=$2 breaking=$5
-if [ -z "$token" ]; then
+acquired=$("$chaos" now) || exit 0
+if [ "$CHAOS_TOKENS" = 0 ]; then
+  token=$acquired # the section identity
+elif [ -z "$token" ]; then
   echo "worker-cli: the command got no MYSQLLOCK_TOKEN (is the table upgraded?)" >&2
   exit 0
 fi
-"$chaos" journal "$1" acquired "$MYSQLLOCK_NAME" "$token" "$4" "$holder" || exit 0
+"$chaos" journal "$1" --at "$acquired" acquired "$MYSQLLOCK_NAME" "$token" "$4" "$holder" || exit 0
+# The fenced resource needs tokens: none on the original table.
+guard() {
+  [ "$CHAOS_TOKENS" = 0 ] || "$chaos" guard "$1" "$MYSQLLOCK_NAME" "$token" "$holder"
+}
 lost() {
   if [ "$breaking" != ignore-loss ]; then
     "$chaos" journal "$journal" lost "$MYSQLLOCK_NAME" "$token" "$holder"
@@ -85,10 +98,10 @@ lost() {
   exit 0
 }
 trap lost TERM
-"$chaos" guard begin "$MYSQLLOCK_NAME" "$token" "$holder"
+guard begin
 sleep "$3" & # the work done under the lock (the behaviour under test)
 wait $!
-"$chaos" guard end "$MYSQLLOCK_NAME" "$token" "$holder"
+guard end
 printf "%s %s\n" "$token" "$("$chaos" now)" >"$2"
 exit 0'
 
@@ -125,8 +138,12 @@ while [ ! -e "$CHAOS_STOP" ]; do
   if [ "$broken" = ignore-loss ]; then
     reported=ok
   fi
-  # A run killed by a signal reported nothing about its release: the kill ends it.
-  if [ -s "$end_file" ] && [ "$rc" -lt 128 ]; then
+  # A run killed by a signal reported nothing about its release, so the kill ends the
+  # section; but a command that had ended before (it wrote the end file) worked under the
+  # lock no longer than that, and the lock may have been released and taken by the next
+  # holder before the kill: the section ends there, with an unknown (`error`) release.
+  if [ -s "$end_file" ]; then
+    [ "$rc" -lt 128 ] || reported=error
     read -r token ended <"$end_file"
     "$CHAOS_BIN" journal "$journal" --at "$ended" release "$name" "$token" "$reported" "$holder" \
       || { echo "worker-cli $CHAOS_WORKER: cannot write the journal" >&2; exit 2; }

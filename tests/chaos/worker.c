@@ -12,6 +12,10 @@
  * reported: ok (MYSQLLOCK_OK), lost (MYSQLLOCK_NOT_HELD) or error. Errors (server
  * restarting, session killed) are logged and the loop goes on.
  *
+ * With CHAOS_TOKENS=0 (the original table, which has no tokens: `chaos drive --table
+ * original`) TOKEN is the section's identity, the MONO_NS of its `acquired` line (see
+ * journal.rs), and nothing is written to the guard, which needs tokens.
+ *
  * With CHAOS_LEASE=1 (the cluster chaos, tests/suites/70-galera.sh) it uses the lease
  * mode instead: mysqllock_lease_acquire(NAME, OWNER, TTL, wait) on the node DSN names,
  * OWNER = "LABEL:PID:N" (unique per acquisition), DEADLINE_NS = the monotonic clock read
@@ -199,6 +203,7 @@ int main(int argc, char **argv)
     double ttl = strtod(setting("CHAOS_TTL"), NULL);
     double timeout = strtod(setting("CHAOS_TIMEOUT"), NULL);
     bool keep_alive = strcmp(setting("CHAOS_KEEP_ALIVE"), "1") == 0;
+    bool tokens = strcmp(setting("CHAOS_TOKENS"), "1") == 0;
     mysqllock_options options = {0};
     options.flags = keep_alive ? MYSQLLOCK_KEEP_ALIVE : 0;
     rng_state = strtoull(setting("CHAOS_SEED"), NULL, 10) | 1u;
@@ -281,14 +286,20 @@ int main(int argc, char **argv)
             nap_ms(200); /* a pause before trying again, not a wait for anybody */
             continue;
         }
-        if (token == 0) {
+        if (tokens && token == 0) {
             fprintf(stderr, "worker.c: no fencing token: is the table upgraded (mysqllock init --upgrade)?\n");
             mysqllock_release(client, name);
             nap_ms(200);
             continue;
         }
-        journal("acquired %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %ld", mono_ns(), name, token, deadline, pid);
-        guard("begin", name, token);
+        uint64_t acquired = mono_ns();
+        if (!tokens) {
+            token = acquired; /* the section's identity */
+        }
+        journal("acquired %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %ld", acquired, name, token, deadline, pid);
+        if (tokens) {
+            guard("begin", name, token);
+        }
         long hold = random_between(50, 400);
         nap_ms(hold / 2); /* the work done under the lock (the behaviour under test) */
         if (keep_alive && !skip_lock) {
@@ -305,7 +316,9 @@ int main(int argc, char **argv)
             }
         }
         nap_ms(hold - hold / 2);
-        guard("end", name, token);
+        if (tokens) {
+            guard("end", name, token);
+        }
         uint64_t releasing = mono_ns();
         const char *result = "ok";
         if (!skip_lock) {

@@ -48,11 +48,17 @@ final class SilentNetworkTest extends TestCase
     /** Starts the freeze proxy in front of the test server; returns its port. */
     private function startProxy(string ...$args): int
     {
+        $s = server();
+        return $this->startFreezeproxy($s['host'] . ':' . $s['port'], ...$args);
+    }
+
+    /** Starts $MYSQLLOCK_BIN/freezeproxy with $args; returns the port it listens on. */
+    private function startFreezeproxy(string ...$args): int
+    {
         $bin = getenv('MYSQLLOCK_BIN');
         $this->assertNotFalse($bin, 'MYSQLLOCK_BIN is not set (the target/release directory)');
         $this->assertFileExists($bin . '/freezeproxy', 'cargo build --release -p mysqllock-tests builds it');
-        $s = server();
-        $this->proxy = proc_open([$bin . '/freezeproxy', $s['host'] . ':' . $s['port'], ...$args], [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => STDERR], $pipes);
+        $this->proxy = proc_open([$bin . '/freezeproxy', ...$args], [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => STDERR], $pipes);
         $this->assertIsResource($this->proxy);
         $this->proxyOut = $pipes[1];
         $this->proxyPid = proc_get_status($this->proxy)['pid'];
@@ -122,6 +128,24 @@ final class SilentNetworkTest extends TestCase
         $e = $this->throwsWithin(self::CONNECT, fn () => SharedLock::lock($this->lockName(), 5, 60));
         $this->assertInstanceOf(SharedLockAcquireException::class, $e);
         $this->assertSaysStopped($e, 'during the connect');
+    }
+
+    /**
+     * @test
+     */
+    #[\PHPUnit\Framework\Attributes\Test]
+    public function sharedLockAgainstAServerNamingAnUnknownPluginThatFallsSilentThrowsWithinConnectPlusReadTimeout(): void
+    {
+        // The junk server of issue 35: a greeting only the mysql crate reads, the login
+        // accepted, then silence. The core logs in through the crate, whose setup query
+        // waited for read_timeout + 10 s per read instead of the connect's deadline.
+        $port = $this->startFreezeproxy('--stall', 'unknown-plugin');
+        ini_set('mysqllock.connect_timeout', (string) self::CONNECT);
+        ini_set('mysqllock.read_timeout', (string) self::READ);
+        SharedLock::configureConnection('127.0.0.1', 'db', 'u', 'p', 'utf8mb4', $port, 'ssl-mode=DISABLED');
+        $e = $this->throwsWithin(self::CONNECT + self::READ, fn () => SharedLock::lock($this->lockName(), 5, 60));
+        $this->assertInstanceOf(SharedLockAcquireException::class, $e);
+        $this->assertSaysStopped($e, 'for ' . self::CONNECT . ' s during the connect');
     }
 
     /**

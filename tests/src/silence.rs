@@ -9,7 +9,8 @@
 //!
 //! [`StalledServer`] is a fake server that accepts and then says nothing, or sends a
 //! greeting and then nothing, or accepts the login and then answers nothing more (the
-//! session setup the client sends next, or its first statement, goes unanswered).
+//! session setup the client sends next, or its first statement, goes unanswered), also
+//! after a greeting that sends the core to the `mysql` crate.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs};
@@ -187,6 +188,12 @@ pub enum Stall {
     /// Greets, answers the login with OK, then nothing: the session's setup (sent with
     /// the login) or the first statement goes unanswered.
     AfterLogin,
+    /// Greets naming an authentication plugin nobody speaks, with an auth data length
+    /// of 0xEE (a few bytes of a real greeting altered): the own client cannot read that
+    /// greeting, the `mysql` crate reads the length as signed and can, so the core logs
+    /// in through the crate. Every packet of that login is answered with OK, then
+    /// nothing: the session's setup goes unanswered.
+    UnknownPlugin,
 }
 
 /// A fake server on 127.0.0.1 that stalls (see [`Stall`]); it reads whatever the client
@@ -233,16 +240,44 @@ impl Drop for StalledServer {
 }
 
 fn serve(mut client: TcpStream, stall: Stall, connection_id: u32) {
-    if stall != Stall::BeforeGreeting {
-        let _ = client.write_all(&packet(0, &greeting(connection_id)));
-    }
-    if stall == Stall::AfterLogin && read_packet(&mut client).is_some() {
-        // OK: no rows affected, no insert id, autocommit, no warnings.
-        let _ = client.write_all(&packet(2, &[0, 0, 0, 2, 0, 0, 0]));
+    match stall {
+        Stall::BeforeGreeting => {}
+        Stall::AfterGreeting => drop(client.write_all(&packet(0, &greeting(connection_id)))),
+        Stall::AfterLogin => {
+            let _ = client.write_all(&packet(0, &greeting(connection_id)));
+            if read_packet(&mut client).is_some() {
+                let _ = client.write_all(&packet(2, &OK));
+            }
+        }
+        Stall::UnknownPlugin => {
+            let _ = client.write_all(&packet(0, &unknown_plugin_greeting(connection_id)));
+            // Each packet of the login (a handshake response, an answer to a step) gets
+            // its OK; the first command (packet 0 of a new exchange) gets nothing.
+            while let Some((seq, _)) = read_packet_seq(&mut client) {
+                if seq == 0 || client.write_all(&packet(seq.wrapping_add(1), &OK)).is_err() {
+                    break;
+                }
+            }
+        }
     }
     // Silence: read and drop whatever comes, until the client or the test ends it.
     let mut sink = [0u8; 4096];
     while matches!(client.read(&mut sink), Ok(n) if n > 0) {}
+}
+
+/// OK: no rows affected, no insert id, autocommit, no warnings.
+const OK: [u8; 7] = [0, 0, 0, 2, 0, 0, 0];
+
+/// [`greeting`] with an auth data length of 0xEE and a plugin nobody speaks.
+fn unknown_plugin_greeting(connection_id: u32) -> Vec<u8> {
+    let mut g = greeting(connection_id);
+    let plugin = g.len() - b"mysql_native_password\0".len();
+    g.truncate(plugin);
+    g.extend_from_slice(b"mysql_na\xA8ive_pa\xF3sword\0");
+    // The auth data length: after the version, id, scramble, capabilities, charset and status.
+    let at = 1 + b"5.5.5-10.11.6-MariaDB\0".len() + 4 + 9 + 2 + 1 + 2 + 2;
+    g[at] = 0xEE;
+    g
 }
 
 /// A protocol-10 greeting as MariaDB 10.11 sends it, naming `mysql_native_password`.
@@ -273,12 +308,17 @@ fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
 }
 
 fn read_packet(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    read_packet_seq(stream).map(|(_, payload)| payload)
+}
+
+/// One packet from the client: its sequence number and payload.
+fn read_packet_seq(stream: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
     let mut header = [0u8; 4];
     stream.read_exact(&mut header).ok()?;
     let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
     let mut payload = vec![0; len];
     stream.read_exact(&mut payload).ok()?;
-    Some(payload)
+    Some((header[3], payload))
 }
 
 /// `dsn` with its host and port replaced by `127.0.0.1:port`, and `extra` added to its

@@ -16,6 +16,12 @@
 # violation, a failure) that does not involve the broken worker: the correct workers
 # must stay correct.
 #
+# Then one mixed round on the original package's table (no tokens: `chaos drive --table
+# original`, as 62-chaos-mixed.sh runs): a worker running the original package's protocol
+# (tests/chaos/worker-original.php) broken with MYSQLLOCK_BREAK=exclusion, against a
+# correct one of its own kind and the PHP, C and CLI workers of mysqllock, judged the
+# same way.
+#
 # Environment: MYSQLLOCK_ROOT, MYSQLLOCK_BIN (set by scripts/test.sh); optional
 # SELFTEST_SECONDS (exclusion rounds, default 6; ignore-loss rounds twice that),
 # CHAOS_KEEP=1 keeps the run's files.
@@ -58,6 +64,7 @@ worker() {
     cli) echo "cli plain ${env[*]} bash $root/tests/chaos/worker-cli.sh $bin/mysqllock" ;;
     php) echo "php plain ${env[*]} php -d extension=$bin/libmysqllock_php.so $root/tests/chaos/worker.php" ;;
     c) echo "c plain ${env[*]} $worker_c" ;;
+    original) echo "original plain ${env[*]} php $root/tests/chaos/worker-original.php" ;;
   esac
 }
 
@@ -107,6 +114,32 @@ for broken in exclusion ignore-loss; do
     fi
   done
 done
-echo "61-chaos-selftest: $((SECONDS - start)) s for $((${#surfaces[@]} * 2)) broken rounds"
+
+# The mixed round on the original table: the broken original worker is the first (label
+# original-1), a correct one the last.
+chaos_table original
+broken=exclusion name=selftest-original-$broken specs=()
+for spec in "original $broken" "php" "c" "cli" "original"; do
+  read -r surface breaking <<<"$spec"
+  read -r kind mode program <<<"$(worker "$surface" "${breaking:-}")"
+  specs+=(--worker "$kind $name $mode $program")
+done
+"$bin/chaos" drive --dir "$work/$name" --db-dir "$work/db" --mariadb-script "$server_script" \
+  --dsn "$dsn" --table original --restarts 0 --seed "$RANDOM" --faults none --seconds "$seconds" "${specs[@]}" \
+  >"$work/$name.drive" 2>&1 || fail "the driver of $name failed: $(tail -3 "$work/$name.drive")"
+"$bin/chaos" check --dir "$work/$name" --floor 0 >"$work/$name.check" 2>&1
+verdict=$?
+caught=$(grep -E -m1 "VIOLATION: $name: two holders at once .*\boriginal-1 token" "$work/$name.check")
+stray=$(grep -E '^  (VIOLATION|FAILED):' "$work/$name.check" | grep -vE "\boriginal-1 token")
+if [ "$verdict" = 1 ] && [ -n "$caught" ] && [ -z "$stray" ] && grep -q 'rule 2 (tokens increase) is off' "$work/$name.check"; then
+  echo "61-chaos-selftest: original (mixed, original table) with MYSQLLOCK_BREAK=$broken caught:"
+  echo "  ${caught#  }"
+else
+  failures=$((failures + 1))
+  echo "61-chaos-selftest: FAILED: original with MYSQLLOCK_BREAK=$broken was not caught alone (checker exit $verdict):"
+  sed 's/^/    /' "$work/$name.check"
+fi
+
+echo "61-chaos-selftest: $((SECONDS - start)) s for $((${#surfaces[@]} * 2 + 1)) broken rounds"
 [ "$failures" = 0 ] || fail "$failures broken rounds were not caught by the checker"
 echo "61-chaos-selftest: the checker caught every broken surface"

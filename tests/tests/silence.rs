@@ -73,7 +73,7 @@ fn a_connect_through_a_frozen_network_ends_within_connect_timeout() {
 
 #[test]
 fn a_stalled_server_ends_the_connect_within_connect_timeout_whatever_it_said_before() {
-    for stall in [Stall::BeforeGreeting, Stall::AfterGreeting, Stall::AfterLogin] {
+    for stall in [Stall::BeforeGreeting, Stall::AfterGreeting, Stall::AfterLogin, Stall::UnknownPlugin] {
         let server = StalledServer::start(stall);
         let config = Config::from_url(&server.dsn(&timeouts())).unwrap();
         let started = Instant::now();

@@ -30,6 +30,7 @@
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, Table};
+use crate::deadline::Deadline;
 pub use crate::dialect::Dialect;
 use crate::error::{Error, Result, SessionError};
 use crate::limits;
@@ -228,19 +229,17 @@ impl<C: Connector> DistributedLock<C> {
     /// A `wait` of 0 is exactly one try, the same as [`acquire`](Self::acquire).
     pub fn acquire_waiting(&mut self, resource: &str, owner: &str, ttl: f64, wait: f64) -> Result<Option<Grant>> {
         let span = self.check(resource, Some(owner), ttl)?;
-        let wait = limits::duration("wait", wait)?;
-        let until = Instant::now() + wait;
+        let until = Deadline::after(limits::duration("wait", wait)?);
         let mut backoff = FIRST_BACKOFF;
         let mut jitter = Jitter::new();
         loop {
             if let Some(grant) = self.try_acquire(resource, owner, span)? {
                 return Ok(Some(grant));
             }
-            let now = Instant::now();
-            if now >= until {
+            if until.passed() {
                 return Ok(None);
             }
-            std::thread::sleep(jitter.spread(backoff).min(until - now));
+            std::thread::sleep(jitter.spread(backoff).min(until.left()));
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }

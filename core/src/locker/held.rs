@@ -108,11 +108,16 @@ impl<S> Slot<S> {
         Slot { session: None, leases: 0, get_lock_fractions: false }
     }
 
-    /// The session, opened if there is none, and whether its server waits in GET_LOCK
-    /// for fractions of a second.
-    pub(super) fn open<C: Connector<Session = S>>(&mut self, connector: &mut C) -> Result<(&mut S, bool)> {
+    /// The session, opened if there is none (learning how many columns `learn` has, when
+    /// given: see [`Connector::connect_learning`]), and whether its server waits in
+    /// GET_LOCK for fractions of a second.
+    pub(super) fn open<C: Connector<Session = S>>(
+        &mut self,
+        connector: &mut C,
+        learn: Option<&Table>,
+    ) -> Result<(&mut S, bool)> {
         if self.session.is_none() {
-            let (session, fractions) = open(connector)?;
+            let (session, fractions) = open(connector, learn)?;
             self.get_lock_fractions = fractions;
             self.session = Some(session);
         }

@@ -12,10 +12,11 @@ pub use held::{AcquireOptions, Lease, LockStatus};
 use held::{Held, Slot};
 use keepalive::KeepAlive;
 use protocol::Db;
-use sql::{Sql, UPGRADE_COLUMNS};
+use sql::{Sql, ORIGINAL_COLUMNS, UPGRADE_COLUMNS};
 use table::topology_of;
 
 use crate::config::Table;
+use crate::deadline::Deadline;
 use crate::error::{Error, Loss, Result};
 use crate::fork;
 use crate::limits;
@@ -23,7 +24,6 @@ use crate::name::{self, Charset};
 use crate::session::{classify, Connector, Session};
 use crate::value::Value;
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
 
 /// Leases one session takes before the locker takes further leases on another. MariaDB
 /// walks a session's list of metadata locks (GET_LOCKs among them) on every lock request,
@@ -64,11 +64,14 @@ pub struct Locker<C: Connector> {
     /// The table's shape, looked up once where it is needed (status, names that not
     /// every character set stores, table changes).
     schema: Option<Schema>,
-    /// Whether `sql.upgraded` (do the claims name the upgrade's columns?) is known. Until
-    /// it is, `sql` assumes an upgraded table and the first claim tells: on the original
-    /// table it fails to prepare (unknown column, nothing ran) and is sent again without
-    /// them. So taking a lock needs no look at information_schema, which a short-lived
-    /// process would pay for in every run.
+    /// Whether `sql.upgraded` (do the claims name the upgrade's columns?) is known. The
+    /// core's own sessions learn the table's width in their setup round trip when they
+    /// open for a lease ([`open_slot_for_lease`](Self::open_slot_for_lease)); until the
+    /// shape is known, `sql` assumes an
+    /// upgraded table and the first claim tells: on the original table it fails to
+    /// prepare (unknown column, nothing ran) and is sent again without them. So taking a
+    /// lock needs no look at information_schema, which a short-lived process would pay
+    /// for in every run.
     shape_known: bool,
     leases: HashMap<String, Held>,
     /// Session locks by their GET_LOCK key ([`name::session_key`]), with the name they
@@ -156,7 +159,26 @@ impl<C: Connector> Locker<C> {
 
     fn session_of(&mut self, slot: usize) -> Result<&mut C::Session> {
         let Locker { slots, connector, .. } = self;
-        Ok(slots[slot].open(connector)?.0)
+        Ok(slots[slot].open(connector, None)?.0)
+    }
+
+    /// Opens session `slot` for a lease, if it is not open: while the table's shape is
+    /// unknown, the session learns it in its setup where it can, so the first claim names
+    /// the columns the table has ([`Connector::connect_learning`]): five are the original
+    /// table's. Only for a lease: the look costs the server about as much as a statement
+    /// (bench/server_cost.sh), which a session that only takes session locks, or only
+    /// reads, would pay for nothing.
+    fn open_slot_for_lease(&mut self, slot: usize) -> Result<()> {
+        if self.slots[slot].session.is_some() {
+            return Ok(());
+        }
+        let Locker { slots, connector, table, shape_known, .. } = self;
+        let learn = (!*shape_known).then_some(&*table);
+        let columns = slots[slot].open(connector, learn)?.0.lock_table_columns();
+        if !self.shape_known && columns == Some(ORIGINAL_COLUMNS) {
+            self.set_upgraded(false);
+        }
+        Ok(())
     }
 
     /// Whether the first session is open (no statement is run to check).
@@ -311,7 +333,7 @@ impl<C: Connector> Locker<C> {
         f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>,
     ) -> Result<T> {
         let Locker { slots, connector, sql, table, leases, .. } = self;
-        let (session, get_lock_fractions) = slots[slot].open(connector)?;
+        let (session, get_lock_fractions) = slots[slot].open(connector, None)?;
         let result = f(&mut Db { session, sql, table, get_lock_fractions }, leases);
         if matches!(result, Err(Error::ConnectionLost { .. })) {
             self.lose_slot(slot);
@@ -392,13 +414,13 @@ impl<C: Connector> Locker<C> {
     /// [`acquire`](Self::acquire) with keep-alive and "at least" (see [`AcquireOptions`]).
     /// Bad options are refused before anything is locked.
     pub fn acquire_with(&mut self, name: &str, timeout: f64, ttl: f64, options: &AcquireOptions) -> Result<Lease> {
-        let timeout = limits::duration("timeout", timeout)?;
-        self.recovering(timeout, |locker, timeout| locker.acquire_once(name, timeout, ttl, options))
+        let deadline = Deadline::after(limits::duration("timeout", timeout)?);
+        self.recovering(|locker| locker.acquire_once(name, deadline, ttl, options))
     }
 
-    /// Runs a whole acquisition (`op`, given the time left to wait) and recovers, once
-    /// each, from the two failures that say nothing about the lock itself, as the
-    /// original package did:
+    /// Runs a whole acquisition (`op`, which waits by the caller's deadline) and
+    /// recovers, once each, from the two failures that say nothing about the lock
+    /// itself, as the original package did:
     /// - the session turned out to be dead already (killed, timed out, server restarted
     ///   since the last call): the acquisition is run again on a fresh session. Not when
     ///   the session was opened for this very attempt: then the server is the problem.
@@ -408,14 +430,13 @@ impl<C: Connector> Locker<C> {
     ///
     /// Running it again is safe: a failed acquisition is undone, and what a lost session
     /// may have left (its GET_LOCK ends with it; a row naming it) is reclaimed as a dead
-    /// holder's by the next try. A retry waits only for the time left.
-    fn recovering<T>(&mut self, timeout: Duration, mut op: impl FnMut(&mut Self, Duration) -> Result<T>) -> Result<T> {
-        let deadline = Instant::now() + timeout;
+    /// holder's by the next try. A retry waits by the same deadline: only for the time
+    /// left, and its timeout still names the caller's figure.
+    fn recovering<T>(&mut self, mut op: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
         let (mut reconnected, mut repaired) = (false, false);
         loop {
             let had_session = self.is_connected();
-            let left = deadline.saturating_duration_since(Instant::now());
-            match op(self, left) {
+            match op(self) {
                 Err(Error::ConnectionLost { source, .. }) if had_session && !reconnected && !source.stalled => {
                     reconnected = true
                 }
@@ -445,7 +466,7 @@ impl<C: Connector> Locker<C> {
         Err(Error::RepairFailed { table: self.table.display_name(), reason })
     }
 
-    fn acquire_once(&mut self, name: &str, timeout: Duration, ttl: f64, options: &AcquireOptions) -> Result<Lease> {
+    fn acquire_once(&mut self, name: &str, deadline: Deadline, ttl: f64, options: &AcquireOptions) -> Result<Lease> {
         let ttl = limits::ttl_seconds(ttl)?;
         let at_least = limits::duration("at_least", options.at_least)?.as_secs_f64().ceil() as i64;
         let keep_alive = match (options.keep_alive, options.max_hold) {
@@ -468,12 +489,13 @@ impl<C: Connector> Locker<C> {
         }
         let expect_busy = self.contended.contains(name);
         let slot = self.slot_for_new_lease();
+        self.open_slot_for_lease(slot)?;
         let claim = |locker: &mut Self| {
             let others = locker.other_sessions(slot);
             let ours = |id: u64| others.contains(&id);
             locker.with_db_on(slot, |db, leases| {
                 let held_here = |n: &str| leases.get(n).is_some_and(|h| h.slot == slot);
-                protocol::acquire(db, name, timeout, ttl, &held_here, &ours, expect_busy)
+                protocol::acquire(db, name, deadline, ttl, &held_here, &ours, expect_busy)
             })
         };
         let mut acquired = claim(self);
@@ -492,7 +514,7 @@ impl<C: Connector> Locker<C> {
         let acquired = match acquired {
             Ok(acquired) => acquired,
             Err(e) => {
-                if matches!(e, Error::Timeout { .. }) && !timeout.is_zero() {
+                if matches!(e, Error::Timeout { .. }) && !deadline.budget().is_zero() {
                     self.remember_contention(name, true);
                 }
                 return Err(e);
@@ -764,8 +786,11 @@ impl<C: Connector> Locker<C> {
 /// server is in their setup round trip; others are asked once, unless a cluster is
 /// allowed: then they are taken to wait whole seconds only, which is right on every
 /// server (only less exact where fractions would do).
-fn open<C: Connector>(connector: &mut C) -> Result<(C::Session, bool)> {
-    let mut session = connector.connect()?;
+fn open<C: Connector>(connector: &mut C, learn: Option<&Table>) -> Result<(C::Session, bool)> {
+    let mut session = match learn {
+        Some(table) => connector.connect_learning(table)?,
+        None => connector.connect()?,
+    };
     let topology = match session.topology() {
         Some(known) => Some(known),
         None if connector.allows_cluster() => None,

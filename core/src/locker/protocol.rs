@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::sql::Sql;
 use crate::config::Table;
+use crate::deadline::Deadline;
 use crate::error::{Error, Result, SessionError};
 use crate::holder::holder_host;
 use crate::session::{classify, Session};
@@ -68,6 +69,11 @@ pub(crate) struct Db<'a, S: Session + ?Sized> {
 impl<S: Session + ?Sized> Db<'_, S> {
     pub fn run(&mut self, name: &str, sql: &str, params: &[Value]) -> Result<Outcome> {
         self.session.execute(sql, params).map_err(|e| classify(e, Some(name), self.table))
+    }
+
+    /// [`run`](Self::run) for a statement that asks the server to wait until `wait`.
+    pub fn run_waiting(&mut self, name: &str, sql: &str, params: &[Value], wait: Deadline) -> Result<Outcome> {
+        self.session.execute_waiting(sql, params, wait).map_err(|e| classify(e, Some(name), self.table))
     }
 
     fn flag(&mut self, name: &str, sql: &str, params: &[Value]) -> Result<bool> {
@@ -174,8 +180,8 @@ struct Attempt<'d, 'a, S: Session + ?Sized> {
     db: &'d mut Db<'a, S>,
     name: &'d str,
     ttl: i64,
-    deadline: Instant,
-    timeout: Duration,
+    /// The caller's, made where the call entered the core.
+    deadline: Deadline,
     me: u64,
     /// We hold GET_LOCK(name) once (never more: GET_LOCK is re-entrant).
     holding_get_lock: bool,
@@ -215,19 +221,19 @@ enum Wake {
     TimedOut,
 }
 
-/// Acquires `name` for `ttl` whole seconds, waiting until `timeout` has passed.
+/// Acquires `name` for `ttl` whole seconds, waiting until `deadline`.
 /// `held_here` tells whether this session already holds a spelling (exactly as stored);
 /// `ours` whether a connection id is another session of the same locker (whose leases
 /// are never treated as someone else's, let alone killed).
 /// `expect_busy`: the locker's last acquisition of the name was contended, so the
 /// first try (bound to fail on a GET_LOCK that a waiter we woke now holds) is skipped
-/// and the attempt queues at once; it never applies to a single try (`timeout` 0).
+/// and the attempt queues at once; it never applies to a single try (a timeout of 0).
 /// Returns the fencing token on an upgraded table (the insert id of the INSERT that
 /// claimed the row) and whether the name was contended.
 pub(crate) fn acquire<S: Session + ?Sized>(
     db: &mut Db<'_, S>,
     name: &str,
-    timeout: Duration,
+    deadline: Deadline,
     ttl: i64,
     held_here: &dyn Fn(&str) -> bool,
     ours: &dyn Fn(u64) -> bool,
@@ -238,15 +244,14 @@ pub(crate) fn acquire<S: Session + ?Sized>(
         db,
         name,
         ttl,
-        deadline: Instant::now() + timeout,
-        timeout,
+        deadline,
         me,
         holding_get_lock: false,
         get_lock_unknown: false,
         claimed_row: false,
         reclaimed: Vec::new(),
         token: 0,
-        queue_first: expect_busy && !timeout.is_zero(),
+        queue_first: expect_busy && !deadline.budget().is_zero(),
         contended: false,
         ours,
     };
@@ -278,7 +283,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         // Claims still allowed once the deadline has passed (the first try always runs).
         let mut claims_left = 1;
         loop {
-            if Instant::now() >= self.deadline {
+            if self.deadline.passed() {
                 if claims_left == 0 {
                     return Err(self.timeout_error());
                 }
@@ -336,7 +341,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             // Somebody else holds it. Never sit on the GET_LOCK while we cannot own the row:
             // the owner (or owner-to-be) needs it.
             self.release_our_get_lock()?;
-            let left = self.deadline.saturating_duration_since(Instant::now());
+            let left = self.deadline.left();
             if left.is_zero() {
                 return Err(self.timeout_error());
             }
@@ -364,8 +369,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     }
 
     fn pause(&self, poll: &mut Duration, until_reclaimable: f64) {
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        let mut nap = (*poll).min(left);
+        let mut nap = (*poll).min(self.deadline.left());
         if until_reclaimable.is_finite() && until_reclaimable > 0.0 {
             nap = nap.min(Duration::from_secs_f64(until_reclaimable));
         }
@@ -384,12 +388,12 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     ) -> Result<(bool, Option<u64>)> {
         let (name, db, mut holder) = (self.name, &mut *self.db, None);
         let got = waiting(db.get_lock_fractions, wait, |timeout| {
-            let timeout = db.session.expect_wait(timeout);
-            let mut params: Vec<Value> = vec![spelling.into(), timeout.as_secs_f64().into()];
+            let wait = Deadline::after(db.session.allowed_wait(timeout));
+            let mut params: Vec<Value> = vec![spelling.into(), wait.budget().as_secs_f64().into()];
             if with_holder {
                 params.push(spelling.into());
             }
-            let out = db.run(name, sql, &params)?;
+            let out = db.run_waiting(name, sql, &params, wait)?;
             holder = out.first(1).as_u64();
             Ok((out.first(0).as_i64() == Some(1)).then_some(()))
         })?;
@@ -405,7 +409,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         let now = Instant::now();
         let since = *busy_since.get_or_insert(now);
         let grace = waiter_grace(self.db.get_lock_fractions);
-        let wait = grace.saturating_sub(now - since).min(self.deadline.saturating_duration_since(now));
+        let wait = grace.saturating_sub(now - since).min(self.deadline.left());
         if wait.is_zero() {
             *busy_since = None;
             return Ok(Queued::GaveUp);
@@ -428,14 +432,12 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     /// One statement (or batch) of [`wait_for_get_lock`](Self::wait_for_get_lock) with
     /// the server's `timeout`; `None` when it timed out.
     fn wait_for_get_lock_once(&mut self, timeout: Duration) -> Result<Option<Wake>> {
-        let timeout = self.db.session.expect_wait(timeout);
-        if !self.db.session.batches() {
-            let sql = self.db.sql;
-            let out = self.db.run(
-                self.name,
-                &sql.queue_get_lock,
-                &[self.name.into(), self.name.into(), timeout.as_secs_f64().into()],
-            )?;
+        let wait = Deadline::after(self.db.session.allowed_wait(timeout));
+        let timeout = wait.budget();
+        let sql = self.db.sql;
+        let queue = [self.name.into(), self.name.into(), timeout.as_secs_f64().into()];
+        if !self.db.session.pipelines() {
+            let out = self.db.run_waiting(self.name, &sql.queue_get_lock, &queue, wait)?;
             self.contended |= out.first(0).as_i64() != Some(1);
             if out.first(1).as_i64() == Some(1) {
                 self.holding_get_lock = true;
@@ -443,8 +445,11 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             }
             return Ok(None);
         }
-        let batch = self.db.sql.wait_and_claim(self.name, timeout, self.ttl, (holder_host(), std::process::id()));
-        match self.db.session.execute_batch(&batch) {
+        // The claim's lock_acquired is NULL (error 1048, nothing written) unless the
+        // GET_LOCK was granted: harmless when the sleep before it failed.
+        let claim = self.claim_params(true);
+        let statements: [(&str, &[Value]); 2] = [(&sql.queue_get_lock, &queue), (&sql.claim_if_granted, &claim)];
+        match self.db.session.execute_pipelined(&statements, wait) {
             Ok(outcomes) => {
                 self.contended |= outcomes.first().map(|o| o.first(0).as_i64()) != Some(Some(1));
                 self.holding_get_lock = true;
@@ -460,11 +465,6 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
             Err(SessionError { code: Some(1062), .. }) => {
                 self.holding_get_lock = true;
                 Ok(Some(Wake::RowTaken))
-            }
-            // Multi-statements refused on the way (nothing ran): the session no longer
-            // batches, so this goes statement by statement.
-            Err(SessionError { code: Some(1064), .. }) if !self.db.session.batches() => {
-                self.wait_for_get_lock_once(timeout)
             }
             Err(e) => {
                 self.get_lock_unknown = true;
@@ -603,7 +603,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
         // sooner would leave a hung holder blocking every short try for as long as it
         // lives.
         let grace = waiter_grace(self.db.get_lock_fractions);
-        let deadline = self.deadline.max(Instant::now() + 2 * grace + POLL_MAX);
+        let deadline = self.deadline.end().max(Instant::now() + 2 * grace + POLL_MAX);
         // The session currently seen holding the GET_LOCK, and since when.
         let mut seen: Option<(u64, Instant)> = None;
         let mut killed: Option<(u64, Instant)> = None;
@@ -740,7 +740,7 @@ impl<S: Session + ?Sized> Attempt<'_, '_, S> {
     }
 
     fn timeout_error(&self) -> Error {
-        Error::Timeout { name: self.name.to_owned(), timeout: self.timeout.as_secs_f64() }
+        Error::Timeout { name: self.name.to_owned(), timeout: self.deadline.budget().as_secs_f64() }
     }
 
     /// Lets go of a lock this attempt acquired: its row and its GET_LOCK, best effort

@@ -11,6 +11,7 @@
 
 use super::Locker;
 use super::{protocol, sql};
+use crate::deadline::Deadline;
 use crate::error::{Error, SessionError};
 use crate::limits;
 use crate::name;
@@ -193,12 +194,13 @@ impl<C: Connector> Locker<C> {
         }
         let hex = sql::hex(&key);
         // GET_LOCK's answer: 1 granted, 0 timed out (waited on), NULL killed or failed.
-        let got = self.recovering(timeout, |locker, timeout| {
+        let deadline = Deadline::after(timeout);
+        let got = self.recovering(|locker| {
             locker.with_db(|db, _| {
-                protocol::waiting(db.get_lock_fractions, timeout, |wait| {
-                    let wait = db.session.expect_wait(wait);
-                    let params = [hex.as_str().into(), wait.as_secs_f64().into()];
-                    let answer = db.run(name, sql::SESSION_GET_LOCK, &params)?.first(0).as_i64();
+                protocol::waiting(db.get_lock_fractions, deadline.left(), |wait| {
+                    let wait = Deadline::after(db.session.allowed_wait(wait));
+                    let params = [hex.as_str().into(), wait.budget().as_secs_f64().into()];
+                    let answer = db.run_waiting(name, sql::SESSION_GET_LOCK, &params, wait)?.first(0).as_i64();
                     Ok((answer != Some(0)).then_some(answer))
                 })
             })

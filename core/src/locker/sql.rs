@@ -1,8 +1,7 @@
 //! Every statement the protocol runs, built once per table. Lock names and numbers are
-//! bound parameters; the interpolated text is the validated, quoted table name,
-//! `KILL <integer>` in `Session::kill`, and one batch ([`Sql::wait_and_claim`]) that
-//! must use the text protocol: there names are hexadecimal literals (nothing but hex
-//! digits reaches the SQL) and numbers are formatted from Rust integers and durations.
+//! bound parameters (a session that writes a statement's values into its text, its first
+//! run, does so through the transport's one literal writer); the interpolated text is the
+//! validated, quoted table name and `KILL <integer>` in `Session::kill`.
 
 use crate::config::Table;
 
@@ -12,6 +11,10 @@ use crate::config::Table;
 /// never hands out a value twice, also across restarts, when the column is the only one
 /// in its index.
 pub(crate) const UPGRADE_COLUMNS: [&str; 3] = ["token", "holder_host", "holder_pid"];
+
+/// How many columns the original package's table has (`name`, `connection_id`,
+/// `created`, `ttl`, `lock_acquired`): a table of this width has none of the upgrade's.
+pub(crate) const ORIGINAL_COLUMNS: usize = 5;
 
 /// The statements of the TTL-lease protocol for one table.
 ///
@@ -39,6 +42,12 @@ pub(crate) struct Sql {
     /// Claim the row while already holding the GET_LOCK (never GET_LOCK twice: it is
     /// re-entrant and would need two releases).
     pub claim_holding: String,
+    /// A waiter's claim, sent behind its sleep ([`Sql::queue_get_lock`]) in the same round
+    /// trip: `lock_acquired` is NULL (error 1048, nothing written) unless this session
+    /// holds the GET_LOCK, so the server writes the row the moment the previous owner
+    /// lets go, without waking the client in between, and writes nothing when the sleep
+    /// timed out or failed. Bound like [`Sql::claim_trying`].
+    pub claim_if_granted: String,
     /// The row for a name (under whatever spelling), whether its owner still holds the
     /// GET_LOCK of the spelling it stored, and whether we hold the GET_LOCK of ours.
     /// Without a row (its owner released since the claim) the owner's column is not
@@ -104,8 +113,6 @@ pub(crate) struct Sql {
     pub status_all: String,
     pub status_one: String,
     pub create: String,
-    /// `INSERT INTO table (columns)` of the claims, for [`Sql::wait_and_claim`].
-    claim_columns: String,
 }
 
 impl Sql {
@@ -141,6 +148,7 @@ impl Sql {
             claim_trying: claim("IF(GET_LOCK(?, 0) = 1, 1, NULL)"),
             claim_pending: claim("0"),
             claim_holding: claim("1"),
+            claim_if_granted: claim("IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, NULL)"),
             inspect: format!(
                 "SELECT IS_USED_LOCK(?) <=> CONNECTION_ID(), l.name, l.connection_id, l.lock_acquired, \
                  l.created, l.ttl, l.created + l.ttl + 1 - UNIX_TIMESTAMP(NOW(6)), \
@@ -208,27 +216,7 @@ impl Sql {
             status_one: format!("{status} WHERE l.name = ?"),
             status_all: format!("{status} ORDER BY l.name"),
             create: table.create_sql().replacen("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1),
-            claim_columns: format!("INSERT INTO {t} (name, connection_id, created, ttl, lock_acquired{columns})"),
         }
-    }
-
-    /// A waiter's sleep and claim in one round trip: `queue_get_lock`, then in the same
-    /// batch the claim, whose `lock_acquired` is NULL (error 1048, nothing written)
-    /// unless the GET_LOCK was granted. So the server writes the row the moment the
-    /// previous owner lets go, without waking the client in between. Only for sessions
-    /// that speak utf8mb4 (the name literal is `_utf8mb4`); `holder` is recorded on an
-    /// upgraded table.
-    pub fn wait_and_claim(&self, name: &str, wait: std::time::Duration, ttl: i64, holder: (&str, u32)) -> String {
-        let n = utf8mb4_literal(name);
-        let recorded =
-            if self.upgraded { format!(", {}, {}", utf8mb4_literal(holder.0), holder.1) } else { String::new() };
-        format!(
-            "SELECT IS_FREE_LOCK({n}), GET_LOCK({n}, {wait:.6}); \
-             {claim} VALUES ({n}, CONNECTION_ID(), UNIX_TIMESTAMP(), {ttl}, \
-             IF(IS_USED_LOCK({n}) <=> CONNECTION_ID(), 1, NULL){recorded})",
-            wait = wait.as_secs_f64(),
-            claim = self.claim_columns,
-        )
     }
 }
 
@@ -248,35 +236,4 @@ pub fn hex(text: &str) -> String {
         let _ = write!(out, "{b:02X}");
     }
     out
-}
-
-/// `text` as a SQL literal that cannot be anything but that string: its UTF-8 bytes in
-/// hexadecimal with the `_utf8mb4` introducer.
-fn utf8mb4_literal(text: &str) -> String {
-    format!("_utf8mb4 X'{}'", hex(text))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_in_a_batch_are_hex_literals_that_cannot_inject() {
-        let sql = Sql::new(&Table::default(), false);
-        let batch = sql.wait_and_claim("x'); DROP TABLE t; --", std::time::Duration::from_millis(1500), 60, ("h", 7));
-        assert!(!batch.contains("DROP"), "{batch}");
-        let hex: String = "x'); DROP TABLE t; --".bytes().map(|b| format!("{b:02X}")).collect();
-        assert!(batch.contains(&format!("GET_LOCK(_utf8mb4 X'{hex}', ")), "{batch}");
-        assert!(batch.contains("GET_LOCK(_utf8mb4 X'"), "{batch}");
-        assert!(batch.contains(", 1.500000);"), "{batch}");
-        assert_eq!(batch.matches(';').count(), 1, "two statements: {batch}");
-    }
-
-    #[test]
-    fn a_batch_on_an_upgraded_table_records_host_and_pid() {
-        let sql = Sql::new(&Table::default(), true);
-        let batch = sql.wait_and_claim("a", std::time::Duration::ZERO, 5, ("web", 42));
-        assert!(batch.contains("holder_host, holder_pid)"), "{batch}");
-        assert!(batch.ends_with("NULL), _utf8mb4 X'776562', 42)"), "{batch}");
-    }
 }

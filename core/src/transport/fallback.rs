@@ -4,62 +4,78 @@
 //! TLS stack and an older webpki for a path no test server's account takes any more), so
 //! a mode that requires TLS is refused here rather than quietly weakened.
 //!
-//! The crate sets a connection's read and write timeouts once, when it connects, and
-//! offers no way to change them afterwards. So every read may block for
-//! [`Config::read_bound_set_once`]: `read_timeout` plus
-//! [`LONGEST_WAIT_PER_STATEMENT`](crate::LONGEST_WAIT_PER_STATEMENT), the
-//! longest wait one statement may ask the server for here (a longer lock wait is split
-//! into several statements), and the connect is bounded by
-//! `connect_timeout` for TCP and by that same bound for each read of the handshake.
+//! The crate takes its read and write timeouts once, when it connects, but they are the
+//! kernel's socket options: [`Bounds::apply`] sets them again on the crate's socket
+//! before each statement, from the statement's [`Bound`], as the own client does before
+//! each read. So a statement here is bounded as there (its wait plus `read_timeout`),
+//! and the connect is bounded by its deadline: TCP by what is left of it, each read of
+//! the crate's handshake by what is left of it when the crate starts, and the session's
+//! setup, which the core sends once the crate is connected, by the deadline itself.
 
-use std::time::{Duration, Instant};
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::time::Duration;
 
 use mysql::{Conn, OptsBuilder};
+use mysql_common::proto::codec::error::PacketCodecError;
 
-use super::wire::{self, During};
+use super::wire::{self, timed_out, Applied, Bound};
 use crate::config::Config;
+use crate::deadline::Deadline;
 use crate::error::SessionError;
 use crate::value::{Outcome, Value};
 
 /// The largest packet this client sends or accepts: far above any lock statement.
 const CLIENT_MAX_PACKET: usize = 4 * 1024 * 1024;
 
-/// A crate connection's bounds, and what it is doing, for the message when one runs out.
+/// A crate connection's timeouts, and what its socket has now.
 pub(super) struct Bounds {
     peer: String,
     read: Duration,
     write: Duration,
-    during: During,
+    applied: Applied,
 }
 
 impl Bounds {
-    pub fn connected(&mut self) {
-        self.during = During::Statement;
+    /// The bound of a statement that asks the server to wait until `wait`.
+    pub fn statement(&self, wait: Deadline) -> Bound {
+        Bound::statement(wait, self.read, self.write)
     }
 
-    pub fn expect(&mut self, wait: Duration) {
-        if self.during != During::Connect {
-            self.during = if wait.is_zero() { During::Statement } else { During::Wait(wait) };
+    /// Gives the crate's socket the bound of what it reads and writes next.
+    pub fn apply(&mut self, conn: &Conn, bound: &Bound) -> Result<(), SessionError> {
+        // SAFETY: the descriptor is the crate's open socket, borrowed for this call only,
+        // while `conn` (and with it the socket) lives.
+        let socket = unsafe { BorrowedFd::borrow_raw(conn.as_raw_fd()) };
+        for writing in [false, true] {
+            if let Err(e) = self.applied.apply(socket2::SockRef::from(&socket), bound, writing) {
+                return Err(match timed_out(&e) {
+                    true => wire::stalled(&self.peer, bound.limit(writing), bound.during()),
+                    false => SessionError::lost(e.to_string()),
+                });
+            }
         }
+        Ok(())
     }
 
     /// `answer`, with a bound that ran out said as the own client says it.
-    pub fn answer<T>(&self, answer: Result<T, SessionError>) -> Result<T, SessionError> {
-        answer.map_err(|e| self.explain(e))
-    }
-
-    fn explain(&self, e: SessionError) -> SessionError {
-        if !e.stalled {
-            return e;
-        }
-        // The crate's error does not say whether it was reading or writing.
-        let limit = if e.message.contains("write") { self.write } else { self.read };
-        wire::stalled(&self.peer, limit, self.during)
+    pub fn answer<T>(&self, answer: Result<T, SessionError>, bound: &Bound) -> Result<T, SessionError> {
+        answer.map_err(|e| explain(e, &self.peer, bound))
     }
 }
 
-/// Connects through the crate, because of `why` (said in its errors).
-pub(super) fn connect(config: &Config, started: Instant, why: &str) -> Result<(Conn, Bounds), SessionError> {
+/// A bound that ran out, in the caller's figures.
+fn explain(e: SessionError, peer: &str, bound: &Bound) -> SessionError {
+    if !e.stalled {
+        return e;
+    }
+    // The crate's error does not say whether it was reading or writing.
+    let writing = e.message.contains("write");
+    wire::stalled(peer, bound.limit(writing), bound.during())
+}
+
+/// Connects through the crate, because of `why` (said in its errors), under the
+/// connect's `bound`.
+pub(super) fn connect(config: &Config, bound: Bound, why: &str) -> Result<(Conn, Bounds), SessionError> {
     if config.tls.mode().requires_tls() {
         return Err(SessionError::lost(format!(
             "TLS: ssl-mode={} requires TLS, but {why}, and only the plain fallback client speaks that; \
@@ -67,47 +83,43 @@ pub(super) fn connect(config: &Config, started: Instant, why: &str) -> Result<(C
             config.tls.mode().name()
         )));
     }
-    let bounds = Bounds {
-        peer: config.server(),
-        read: config.read_bound_set_once(),
-        write: config.write_timeout,
-        during: During::Connect,
-    };
+    let peer = config.server();
+    let stalled = |writing| wire::stalled(&peer, bound.limit(writing), bound.during());
     let mut opts = OptsBuilder::new()
         .user(Some(config.user.clone()))
         .pass(config.password.clone())
         .db_name(config.database.clone())
-        .tcp_connect_timeout(
-            Some(config.connect_timeout.saturating_sub(started.elapsed()))
-                .filter(|_| !config.connect_timeout.is_zero())
-                .map(|left| left.max(Duration::from_millis(1))),
-        )
         .prefer_socket(false)
         // Known here, so connecting does not ask the server for it (a round trip
         // every short-lived process would pay). Lock statements are tiny.
         .max_allowed_packet(Some(CLIENT_MAX_PACKET))
-        .read_timeout(Some(bounds.read))
-        .write_timeout(Some(bounds.write))
         .tcp_keepalive_time_ms(Some(keepalive_ms(wire::KEEPALIVE_IDLE)))
         .tcp_keepalive_probe_interval_secs(Some(wire::KEEPALIVE_INTERVAL.as_secs() as u32))
         .tcp_keepalive_probe_count(Some(wire::KEEPALIVE_PROBES))
-        .tcp_user_timeout_ms(Some(keepalive_ms(bounds.write)));
+        .tcp_user_timeout_ms(Some(keepalive_ms(config.write_timeout)));
     opts = match &config.socket {
         Some(path) => opts.socket(Some(path.clone())),
         // Looked up here, within the connect's bound, for the crate's own lookup has none.
         // This path never speaks TLS, so no certificate needs the name.
         None => {
-            let address = wire::addresses(config, started)?
+            let address = wire::addresses(config, bound.deadline())?
                 .into_iter()
                 .next()
                 .ok_or_else(|| SessionError::lost(format!("{} resolves to no address", config.host)))?;
             opts.ip_or_hostname(Some(address.ip().to_string())).tcp_port(address.port())
         }
     };
+    // What is left of the connect, for TCP and for each read and write of the handshake.
+    let (read, write) = match (bound.next(false), bound.next(true)) {
+        (Ok(read), Ok(write)) => (read, write),
+        _ => return Err(stalled(false)),
+    };
+    opts = opts.tcp_connect_timeout(bound.deadline().map(|_| read)).read_timeout(Some(read)).write_timeout(Some(write));
     let conn = Conn::new(opts).map_err(|e| {
-        let e = bounds.explain(session_error(e));
+        let e = explain(session_error(e), &peer, &bound);
         SessionError { message: format!("{} (connecting through the mysql crate because {why})", e.message), ..e }
     })?;
+    let bounds = Bounds { peer, read: config.read_timeout, write: config.write_timeout, applied: Applied::default() };
     Ok((conn, bounds))
 }
 
@@ -185,9 +197,7 @@ pub(super) fn session_error(e: mysql::Error) -> SessionError {
         mysql::Error::MySqlError(m) => SessionError::server(m.code, m.message),
         mysql::Error::UrlError(u) => SessionError::client(u.to_string()),
         mysql::Error::DriverError(d) => SessionError::lost(d.to_string()),
-        mysql::Error::IoError(io)
-            if matches!(io.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
-        {
+        mysql::Error::IoError(io) | mysql::Error::CodecError(PacketCodecError::Io(io)) if timed_out(&io) => {
             SessionError::stalled(io.to_string())
         }
         mysql::Error::IoError(io) => SessionError::lost(io.to_string()),

@@ -47,21 +47,38 @@ fn a_session_runs_on_the_projects_own_client() {
 fn the_short_mariadb_setup_learns_what_the_full_probe_learns() {
     let config = config();
     let set = session_settings(&config.charset);
-    let (mut link, mariadb, _) = Link::open(&config, std::time::Instant::now(), &set).unwrap();
+    let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
+    let (mut link, mariadb, _) = Link::open(&config, bound, &set, None).unwrap();
     assert_eq!(mariadb, on_mariadb(), "the greeting tells MariaDB from MySQL");
     if !mariadb {
         // MySQL gets the full probe in its setup: the same rows as the probe alone.
-        let (rows, wait) = setup(&mut link, false, None, &set).unwrap();
-        let (full_rows, full_wait) = full_probe(&mut link).unwrap();
-        assert_eq!((rows, wait), (full_rows, full_wait));
+        let learned = setup(&mut link, false, None, &set, None, bound).unwrap();
+        let (full_rows, full_wait) = full_probe(&mut link, bound).unwrap();
+        assert_eq!((learned.topology, learned.wait_timeout), (full_rows, full_wait));
         return;
     }
-    let (short_rows, short_wait) = setup(&mut link, true, None, &set).unwrap();
-    let (full_rows, full_wait) = full_probe(&mut link).unwrap();
+    let Learned { topology: short_rows, wait_timeout: short_wait, .. } =
+        setup(&mut link, true, None, &set, None, bound).unwrap();
+    let (full_rows, full_wait) = full_probe(&mut link, bound).unwrap();
     assert_eq!(short_rows.len(), 2, "the MariaDB probe was not used: {full_rows:?}");
     assert_eq!(Topology::from_probe(&short_rows), Topology::from_probe(&full_rows));
     assert!(Topology::from_probe(&short_rows).mariadb);
     assert_eq!(short_wait, full_wait);
+}
+
+#[test]
+fn a_session_learns_the_lock_tables_width_in_its_setup() {
+    let config = config();
+    let mut admin = session();
+    admin.execute(&config.table.create_sql().replacen("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1), &[]).unwrap();
+    let learned = MysqlSession::connect_learning(&config, &config.table).unwrap();
+    assert_eq!(learned.lock_table_columns(), Some(5), "the original table has five columns");
+    assert_eq!(session().lock_table_columns(), None, "a session that did not look knows nothing");
+    // A missing table: the setup runs again without the probe, and the width stays unknown.
+    let missing = crate::config::Table::new("no_such_lock_table", config.table.quote_style()).unwrap();
+    let mut unknown = MysqlSession::connect_learning(&config, &missing).unwrap();
+    assert_eq!(unknown.lock_table_columns(), None);
+    assert!(unknown.execute("SELECT @@session.wait_timeout", &[]).unwrap().first(0).as_f64().unwrap() > 28_800.0);
 }
 
 #[test]
@@ -240,19 +257,44 @@ fn a_placeholder_count_mismatch_is_an_error_not_a_statement() {
 }
 
 #[test]
-fn a_batch_returns_each_statements_outcome_and_stops_at_an_error() {
+fn statements_run_together_return_each_outcome_first_as_text_then_prepared() {
     let mut session = session();
-    let outcomes =
-        session.execute_batch("SET @mysqllock_t = 1; SELECT @mysqllock_t + 1; SELECT 'a' UNION SELECT 'b'").unwrap();
-    assert_eq!(outcomes.len(), 3);
-    assert_eq!(outcomes[1].first(0).as_i64(), Some(2));
-    assert_eq!(outcomes[2].rows, vec![vec![Value::from("a")], vec![Value::from("b")]]);
-    let e = session
-        .execute_batch("SET @mysqllock_t = 5; SELECT * FROM no_such_table_here; SET @mysqllock_t = 9")
-        .unwrap_err();
-    assert_eq!(e.code, Some(1146));
-    assert!(!e.lost);
-    assert_eq!(session.execute("SELECT @mysqllock_t", &[]).unwrap().first(0).as_i64(), Some(5));
+    let statements: [(&str, &[Value]); 3] = [
+        ("SET @mysqllock_t = ?", &[Value::Int(1)]),
+        ("SELECT @mysqllock_t + ?", &[Value::Int(1)]),
+        ("SELECT ? UNION SELECT ?", &[Value::from("a"), Value::from("b")]),
+    ];
+    for run in ["text", "prepared"] {
+        let outcomes = session.execute_pipelined(&statements, Deadline::now()).unwrap();
+        assert_eq!(outcomes.len(), 3, "{run}");
+        assert_eq!(outcomes[1].first(0).as_i64(), Some(2), "{run}");
+        assert_eq!(outcomes[2].rows, vec![vec![Value::from("a")], vec![Value::from("b")]], "{run}");
+    }
+    // The second run went prepared, all three statements in one write.
+    assert!(statements.iter().all(|(sql, _)| session.prepared.contains_key(*sql)));
+}
+
+#[test]
+fn statements_run_together_report_the_first_error_and_stay_in_step() {
+    let mut session = session();
+    // The first fails as it runs (an unsigned subtraction below zero), not when prepared.
+    let statements: [(&str, &[Value]); 3] = [
+        ("SELECT CAST(? AS UNSIGNED) - 1", &[Value::Int(0)]),
+        ("SET @mysqllock_u = ?", &[Value::Int(9)]),
+        ("SELECT @mysqllock_u + ?", &[Value::Int(0)]),
+    ];
+    session.execute("SET @mysqllock_u = ?", &[Value::Int(1)]).unwrap();
+    // As text, the first time: the server stops at the failing statement.
+    let e = session.execute_pipelined(&statements, Deadline::now()).unwrap_err();
+    assert_eq!((e.code, e.lost), (Some(1690), false), "{e:?}");
+    assert_eq!(session.execute("SELECT @mysqllock_u", &[]).unwrap().first(0).as_i64(), Some(1));
+    // Prepared and pipelined: the statements after it run all the same, their answers are
+    // read, and the session stays in step; the first error is the one reported.
+    let e = session.execute_pipelined(&statements, Deadline::now()).unwrap_err();
+    assert_eq!((e.code, e.lost), (Some(1690), false), "{e:?}");
+    assert!(statements.iter().all(|(sql, _)| session.prepared.contains_key(*sql)));
+    assert_eq!(session.execute("SELECT @mysqllock_u", &[]).unwrap().first(0).as_i64(), Some(9));
+    assert_eq!(session.execute("SELECT ?", &[Value::Int(7)]).unwrap().first(0).as_i64(), Some(7));
 }
 
 #[test]
@@ -271,11 +313,11 @@ fn the_mysql_crate_fallback_connects_and_runs_the_setup() {
     // speaks every plugin they offer a password account on), so it is called
     // directly: what an account on another plugin, or an old server, would get.
     let config = config();
-    let (mut link, mariadb, answer) =
-        Link::open_crate(&config, std::time::Instant::now(), "a test asked for it").unwrap();
+    let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
+    let (mut link, mariadb, answer) = Link::open_crate(&config, bound, "a test asked for it").unwrap();
     assert!(matches!(link, Link::Crate(..)) && answer.is_none());
     assert_eq!(mariadb, on_mariadb());
-    let who = link.query("SELECT CURRENT_USER(), _utf8mb4'ü''?'").unwrap();
+    let who = link.query("SELECT CURRENT_USER(), _utf8mb4'ü''?'", link.bound(Deadline::now())).unwrap();
     assert_eq!(who[0].rows[0][1], Value::from("ü'?"));
 }
 
@@ -283,9 +325,8 @@ fn the_mysql_crate_fallback_connects_and_runs_the_setup() {
 fn the_fallback_refuses_a_mode_that_requires_tls() {
     let mut config = config();
     config.tls.mode = Some(crate::config::SslMode::Required);
-    let e = Link::open_crate(&config, std::time::Instant::now(), "a test asked for it")
-        .err()
-        .expect("a plain connection was made");
+    let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
+    let e = Link::open_crate(&config, bound, "a test asked for it").err().expect("a plain connection was made");
     assert!(e.message.contains("ssl-mode=REQUIRED"), "{e}");
 }
 

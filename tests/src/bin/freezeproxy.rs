@@ -1,7 +1,7 @@
 //! `freezeproxy HOST:PORT [--freeze-on TEXT]`: a [`FreezeProxy`] for tests in other
 //! languages (PHP, C), driven by signals: SIGUSR1 freezes it, SIGUSR2 thaws it; with
 //! `--freeze-on`, it also freezes by itself once the client sent TEXT. `freezeproxy --stall
-//! before-greeting|after-greeting|after-login`: a [`StalledServer`] instead.
+//! before-greeting|after-greeting|after-login|unknown-plugin`: a [`StalledServer`] instead.
 //!
 //! Prints `port N` on its first line once it listens on 127.0.0.1:N, then
 //! `frozen`/`thawed` after each signal it handled. Ends with its parent (or on SIGTERM),
@@ -31,6 +31,7 @@ fn main() {
                 "before-greeting" => Stall::BeforeGreeting,
                 "after-greeting" => Stall::AfterGreeting,
                 "after-login" => Stall::AfterLogin,
+                "unknown-plugin" => Stall::UnknownPlugin,
                 other => usage(&format!("unknown stall {other:?}")),
             };
             let server = StalledServer::start(stall);
@@ -75,6 +76,6 @@ fn say(line: &str) {
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("freezeproxy: {why}\nusage: freezeproxy HOST:PORT [--freeze-on TEXT] | freezeproxy --stall before-greeting|after-greeting|after-login");
+    eprintln!("freezeproxy: {why}\nusage: freezeproxy HOST:PORT [--freeze-on TEXT] | freezeproxy --stall before-greeting|after-greeting|after-login|unknown-plugin");
     std::process::exit(64)
 }

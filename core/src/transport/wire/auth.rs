@@ -81,8 +81,24 @@ impl Connection {
         e
     }
 
+    /// The capabilities this client asks the server for (the SSL request adds `CLIENT_SSL`).
+    pub(super) fn capabilities(&self, config: &Config) -> u32 {
+        let g = &self.greeting;
+        let mut caps = CLIENT_WANTS & (g.capabilities | CLIENT_LONG_PASSWORD);
+        if config.database.is_some() {
+            caps |= CLIENT_CONNECT_WITH_DB & g.capabilities;
+        }
+        if self.encrypted() {
+            caps |= CLIENT_SSL;
+        }
+        caps
+    }
+}
+
+impl Exchange<'_> {
     /// The SSL request (the handshake response's first fields with `CLIENT_SSL`), then
-    /// the TLS handshake on the socket; the authentication continues inside TLS.
+    /// the TLS handshake on the socket, under the exchange's bound; the authentication
+    /// continues inside TLS.
     pub(super) fn start_tls(&mut self, config: &Config) -> Result<(), OpenError> {
         let failed = |why: String| OpenError::Failed(SessionError::lost(why));
         let settings = super::super::tls::client_config(&config.tls).map_err(failed)?;
@@ -96,26 +112,26 @@ impl Connection {
         let mut request = Vec::with_capacity(36);
         self.append_packets(&mut request, &body);
         self.send(&request).map_err(OpenError::Failed)?;
-        if !self.stream.buffer().is_empty() {
+        if !self.inbox.is_empty() {
             return Err(OpenError::Failed(self.malformed("data before the TLS handshake")));
         }
-        let Stream::Plain(socket) = std::mem::replace(self.stream.get_mut(), Stream::Moving) else {
+        if self.encrypted() {
             return Err(OpenError::Failed(self.fail(SessionError::lost("TLS started twice"))));
-        };
-        let session =
+        }
+        let mut tls =
             rustls::ClientConnection::new(settings, name).map_err(|e| failed(format!("TLS setup failed: {e}")))?;
-        let mut tls = Box::new(rustls::StreamOwned::new(session, socket));
-        while tls.conn.is_handshaking() {
-            if let Err(e) = tls.conn.complete_io(&mut tls.sock) {
-                tls.sock.shutdown();
-                self.broken = true;
+        let bound = self.bound;
+        while tls.is_handshaking() {
+            if let Err(e) = tls.complete_io(&mut self.conn.stream.socket.bounded(bound)) {
                 if timed_out(&e) {
-                    return Err(OpenError::Failed(stalled(&self.peer, tls.sock.limit(false), self.during)));
+                    let stalled = stalled(&self.peer, bound.limit(false), bound.during());
+                    return Err(OpenError::Failed(self.fail(stalled)));
                 }
-                return Err(failed(super::super::tls::handshake_failure(&e, &config.tls, &config.host)));
+                let why = super::super::tls::handshake_failure(&e, &config.tls, &config.host);
+                return Err(OpenError::Failed(self.fail(SessionError::lost(why))));
             }
         }
-        *self.stream.get_mut() = Stream::Tls(tls);
+        self.conn.stream.tls = Some(Box::new(tls));
         Ok(())
     }
 
@@ -128,19 +144,6 @@ impl Connection {
     }
 
     /// The handshake response, answering the greeting's nonce for `plugin`.
-    /// The capabilities this client asks the server for (the SSL request adds `CLIENT_SSL`).
-    pub(super) fn capabilities(&self, config: &Config) -> u32 {
-        let g = &self.greeting;
-        let mut caps = CLIENT_WANTS & (g.capabilities | CLIENT_LONG_PASSWORD);
-        if config.database.is_some() {
-            caps |= CLIENT_CONNECT_WITH_DB & g.capabilities;
-        }
-        if self.encrypted() {
-            caps |= CLIENT_SSL;
-        }
-        caps
-    }
-
     pub(super) fn handshake_response(&mut self, config: &Config, plugin: &str) -> Vec<u8> {
         let caps = self.capabilities(config);
         let g = &self.greeting;
@@ -246,9 +249,7 @@ impl Connection {
     /// round trip more; the key is not kept, as full authentications are rare: one per
     /// account after a server start or a `FLUSH PRIVILEGES`).
     pub(super) fn full_auth(&mut self, password: &str, nonce: &[u8]) -> Result<(), OpenError> {
-        if matches!(self.stream.get_ref(), Stream::Tls(_))
-            || self.stream.get_ref().socket().is_some_and(Socket::is_unix)
-        {
+        if self.encrypted() || self.stream.socket.is_unix() {
             return self.send_auth(&with_nul(password));
         }
         self.send_auth(&[SHA2_REQUEST_PUBLIC_KEY])?;

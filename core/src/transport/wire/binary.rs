@@ -24,96 +24,125 @@ pub(super) const TYPE_VAR_STRING: u8 = 0xFD;
 pub(super) const UNSIGNED_FLAG: u16 = 0x20;
 
 impl Connection {
-    /// Prepares `sql` on the server (one round trip).
-    pub fn prepare(&mut self, sql: &str) -> Result<Prepared, SessionError> {
-        if self.broken {
-            return Err(SessionError::lost("the connection was lost earlier"));
-        }
-        self.command(COM_STMT_PREPARE, sql.as_bytes())?;
-        let packet = self.read_packet()?;
+    /// Prepares `sql` on the server (one round trip) under `bound`.
+    pub fn prepare(&mut self, sql: &str, bound: Bound) -> Result<Prepared, SessionError> {
+        let mut x = self.start(bound)?;
+        x.command(COM_STMT_PREPARE, sql.as_bytes())?;
+        let packet = x.read_packet()?;
         if packet.first() == Some(&0xFF) {
             return Err(server_error(&packet));
         }
         let mut c = Cursor::new(&packet);
         let (Some(0x00), Some(id), Some(columns), Some(params)) = (c.u8(), c.u32(), c.u16(), c.u16()) else {
-            return Err(self.malformed("a prepare response"));
+            return Err(x.malformed("a prepare response"));
         };
         for count in [params, columns] {
             if count > 0 {
                 for _ in 0..count {
-                    self.read_packet()?;
+                    x.read_packet()?;
                 }
-                if !is_eof(&self.read_packet()?) {
-                    return Err(self.malformed("the end of a prepared statement's definitions"));
+                if !is_eof(&x.read_packet()?) {
+                    return Err(x.malformed("the end of a prepared statement's definitions"));
                 }
             }
         }
         Ok(Prepared { id, params: usize::from(params) })
     }
 
-    /// Runs a prepared statement with `params` bound (binary protocol).
-    pub fn execute(&mut self, statement: &Prepared, params: &[Value]) -> Answer {
-        if self.broken {
-            return Err(SessionError::lost("the connection was lost earlier"));
-        }
-        if params.len() != statement.params {
-            let message = format!("{} values for {} placeholders", params.len(), statement.params);
-            return Err(SessionError::client(message));
-        }
-        let mut body = Vec::with_capacity(16 + params.len() * 16);
-        body.extend_from_slice(&statement.id.to_le_bytes());
-        body.push(0); // no cursor
-        body.extend_from_slice(&1u32.to_le_bytes()); // iteration count
-        if !params.is_empty() {
-            let mut nulls = vec![0u8; params.len().div_ceil(8)];
-            let mut types = Vec::with_capacity(params.len() * 2);
-            let mut values = Vec::new();
-            for (i, value) in params.iter().enumerate() {
-                let (kind, unsigned) = match value {
-                    Value::Null => {
-                        nulls[i / 8] |= 1 << (i % 8);
-                        (TYPE_NULL, false)
-                    }
-                    Value::Int(v) => {
-                        values.extend_from_slice(&v.to_le_bytes());
-                        (TYPE_LONGLONG, false)
-                    }
-                    Value::UInt(v) => {
-                        values.extend_from_slice(&v.to_le_bytes());
-                        (TYPE_LONGLONG, true)
-                    }
-                    Value::Float(v) => {
-                        values.extend_from_slice(&v.to_le_bytes());
-                        (TYPE_DOUBLE, false)
-                    }
-                    Value::Text(text) => {
-                        put_lenenc_bytes(&mut values, text.as_bytes());
-                        (TYPE_VAR_STRING, false)
-                    }
-                    // A BLOB parameter is a binary string, as a written-in `_binary X'..'`.
-                    Value::Bytes(bytes) => {
-                        put_lenenc_bytes(&mut values, bytes);
-                        (TYPE_BLOB, false)
-                    }
-                };
-                types.extend_from_slice(&[kind, if unsigned { 0x80 } else { 0 }]);
-            }
-            body.extend_from_slice(&nulls);
-            body.push(1); // types follow
-            body.extend_from_slice(&types);
-            body.extend_from_slice(&values);
-        }
-        self.command(COM_STMT_EXECUTE, &body)?;
-        self.read_results(true)
+    /// Runs a prepared statement with `params` bound (binary protocol) under `bound`.
+    pub fn execute(&mut self, statement: &Prepared, params: &[Value], bound: Bound) -> Answer {
+        let mut x = self.start(bound)?;
+        let body = execute_body(statement, params)?;
+        x.command(COM_STMT_EXECUTE, &body)?;
+        x.read_results(true)
     }
 
-    /// Frees a prepared statement on the server (no answer comes).
-    pub fn close(&mut self, statement: Prepared) -> Result<(), SessionError> {
-        if self.broken {
-            return Err(SessionError::lost("the connection was lost earlier"));
+    /// Runs prepared statements one after the other in one round trip under `bound`:
+    /// every COM_STMT_EXECUTE goes out in one write, and the answers are read in order.
+    /// The server takes each command after it answered the one before, whatever that
+    /// answer was, so a statement runs even when one before it failed; each statement's
+    /// answer is returned. Only a lost connection ends it early.
+    pub fn execute_pipelined(
+        &mut self,
+        statements: &[(&Prepared, &[Value])],
+        bound: Bound,
+    ) -> Result<Vec<Answer>, SessionError> {
+        let mut x = self.start(bound)?;
+        let mut requests = Vec::new();
+        // Each answer is numbered on from its own command's packets, which start at 0.
+        let mut answer_seqs = Vec::with_capacity(statements.len());
+        for (statement, params) in statements {
+            answer_seqs.push(frame_command(&mut requests, COM_STMT_EXECUTE, &execute_body(statement, params)?));
         }
-        self.command(COM_STMT_CLOSE, &statement.id.to_le_bytes())
+        x.send(&requests)?;
+        let mut answers = Vec::with_capacity(statements.len());
+        for seq in answer_seqs {
+            x.seq = seq;
+            let answer = x.read_results(true);
+            if answer.is_err() && x.broken {
+                return Err(answer.err().unwrap_or_else(|| SessionError::lost("the connection was lost")));
+            }
+            answers.push(answer);
+        }
+        Ok(answers)
     }
+
+    /// Frees a prepared statement on the server (no answer comes); the write under `bound`.
+    pub fn close(&mut self, statement: Prepared, bound: Bound) -> Result<(), SessionError> {
+        self.start(bound)?.command(COM_STMT_CLOSE, &statement.id.to_le_bytes())
+    }
+}
+
+/// The body of a COM_STMT_EXECUTE of `statement` with `params` bound.
+fn execute_body(statement: &Prepared, params: &[Value]) -> Result<Vec<u8>, SessionError> {
+    if params.len() != statement.params {
+        let message = format!("{} values for {} placeholders", params.len(), statement.params);
+        return Err(SessionError::client(message));
+    }
+    let mut body = Vec::with_capacity(16 + params.len() * 16);
+    body.extend_from_slice(&statement.id.to_le_bytes());
+    body.push(0); // no cursor
+    body.extend_from_slice(&1u32.to_le_bytes()); // iteration count
+    if !params.is_empty() {
+        let mut nulls = vec![0u8; params.len().div_ceil(8)];
+        let mut types = Vec::with_capacity(params.len() * 2);
+        let mut values = Vec::new();
+        for (i, value) in params.iter().enumerate() {
+            let (kind, unsigned) = match value {
+                Value::Null => {
+                    nulls[i / 8] |= 1 << (i % 8);
+                    (TYPE_NULL, false)
+                }
+                Value::Int(v) => {
+                    values.extend_from_slice(&v.to_le_bytes());
+                    (TYPE_LONGLONG, false)
+                }
+                Value::UInt(v) => {
+                    values.extend_from_slice(&v.to_le_bytes());
+                    (TYPE_LONGLONG, true)
+                }
+                Value::Float(v) => {
+                    values.extend_from_slice(&v.to_le_bytes());
+                    (TYPE_DOUBLE, false)
+                }
+                Value::Text(text) => {
+                    put_lenenc_bytes(&mut values, text.as_bytes());
+                    (TYPE_VAR_STRING, false)
+                }
+                // A BLOB parameter is a binary string, as a written-in `_binary X'..'`.
+                Value::Bytes(bytes) => {
+                    put_lenenc_bytes(&mut values, bytes);
+                    (TYPE_BLOB, false)
+                }
+            };
+            types.extend_from_slice(&[kind, if unsigned { 0x80 } else { 0 }]);
+        }
+        body.extend_from_slice(&nulls);
+        body.push(1); // types follow
+        body.extend_from_slice(&types);
+        body.extend_from_slice(&values);
+    }
+    Ok(body)
 }
 
 /// A statement prepared on this connection's server session.

@@ -16,12 +16,14 @@
 //! with before is refused now.
 
 use std::fmt;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::ops::{Deref, DerefMut};
 use std::os::unix::net::UnixStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::config::{Config, SslMode};
+use crate::deadline::Deadline;
 use crate::error::SessionError;
 use crate::value::{Outcome, Value};
 
@@ -37,8 +39,8 @@ use auth::*;
 use binary::*;
 pub(crate) use binary::{fraction, Prepared};
 use resolve::{resolve, Unresolved};
-pub(crate) use socket::{seconds, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES};
-use socket::{timed_out, Plain, Socket};
+pub(crate) use socket::{seconds, timed_out, Applied, Bound, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES};
+use socket::{Plain, Socket};
 
 /// A packet of this length continues in the next one.
 const MAX_PAYLOAD: usize = 0xFF_FFFF;
@@ -134,66 +136,75 @@ pub(crate) struct Greeting {
     plugin: String,
 }
 
-/// What a connection reads and writes: the socket, or TLS over it.
-enum Stream {
-    Plain(Socket),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, Socket>>),
-    /// Only while the socket moves under TLS.
-    Moving,
+/// What a connection reads and writes: the socket, in clear or inside TLS. Every read
+/// and write takes a [`Bound`], as the socket's own do.
+struct Stream {
+    socket: Socket,
+    /// Once TLS is up.
+    tls: Option<Box<rustls::ClientConnection>>,
 }
 
 impl Stream {
-    fn socket(&self) -> Option<&Socket> {
-        match self {
-            Stream::Plain(p) => Some(p),
-            Stream::Tls(t) => Some(&t.sock),
-            Stream::Moving => None,
+    fn read(&mut self, buf: &mut [u8], bound: Bound) -> io::Result<usize> {
+        match &mut self.tls {
+            None => self.socket.read(buf, &bound),
+            Some(tls) => rustls::Stream::new(&mut **tls, &mut self.socket.bounded(bound)).read(buf),
         }
     }
 
-    fn socket_mut(&mut self) -> Option<&mut Socket> {
-        match self {
-            Stream::Plain(p) => Some(p),
-            Stream::Tls(t) => Some(&mut t.sock),
-            Stream::Moving => None,
-        }
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Plain(p) => p.read(buf),
-            Stream::Tls(t) => t.read(buf),
-            Stream::Moving => Err(io::ErrorKind::NotConnected.into()),
+    /// All of `bytes`, flushed (TLS holds written records until then).
+    fn write_all(&mut self, bytes: &[u8], bound: Bound) -> io::Result<()> {
+        let mut socket = self.socket.bounded(bound);
+        match &mut self.tls {
+            None => socket.write_all(bytes),
+            Some(tls) => {
+                let mut tls = rustls::Stream::new(&mut **tls, &mut socket);
+                tls.write_all(bytes).and_then(|()| tls.flush())
+            }
         }
     }
 }
 
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Plain(p) => p.write(buf),
-            Stream::Tls(t) => t.write(buf),
-            Stream::Moving => Err(io::ErrorKind::NotConnected.into()),
-        }
+/// Bytes read from the stream and not yet taken: a result arrives as many small packets
+/// in one segment, read with one system call.
+struct Inbox {
+    bytes: Box<[u8]>,
+    start: usize,
+    end: usize,
+}
+
+impl Inbox {
+    fn new() -> Inbox {
+        Inbox { bytes: vec![0; 16 * 1024].into_boxed_slice(), start: 0, end: 0 }
     }
 
-    /// TLS holds written records until flushed; the socket itself holds nothing.
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Tls(t) => t.flush(),
-            _ => Ok(()),
-        }
+    fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Copies as many bytes as fit to `out`; returns how many.
+    fn copy_to(&mut self, out: &mut [u8]) -> usize {
+        let n = out.len().min(self.end - self.start);
+        out[..n].copy_from_slice(&self.bytes[self.start..self.start + n]);
+        self.start += n;
+        n
+    }
+
+    /// Moves up to `want` bytes to `out`; returns how many.
+    fn take(&mut self, out: &mut Vec<u8>, want: usize) -> usize {
+        let n = want.min(self.end - self.start);
+        out.extend_from_slice(&self.bytes[self.start..self.start + n]);
+        self.start += n;
+        n
     }
 }
 
 /// One authenticated session. Never reconnects; after an I/O or protocol failure every
 /// further call reports the session lost.
 pub(crate) struct Connection {
-    /// Reads are buffered (a result arrives as many small packets in one segment);
-    /// writes go straight to the socket, each request in one `write`.
-    stream: BufReader<Stream>,
+    stream: Stream,
+    /// Reads are buffered; writes go straight to the socket, each request in one write.
+    inbox: Inbox,
     greeting: Greeting,
     /// The sequence number of the next packet, read or written: one count per exchange,
     /// shared by both directions. A packet out of order means the connection is out of
@@ -206,10 +217,10 @@ pub(crate) struct Connection {
     login: Login,
     /// `host:port` or the socket's path, for messages.
     peer: String,
-    /// What the connection is doing, for the message when a bound runs out.
-    during: During,
     /// `read_timeout`: how long a statement may go unanswered beyond its own wait.
     read_timeout: Duration,
+    /// `write_timeout`: how long a write may stay stuck.
+    write_timeout: Duration,
 }
 
 /// What a connection was doing when the server stopped answering.
@@ -230,6 +241,26 @@ impl fmt::Display for During {
             During::Statement => f.write_str("a statement"),
             During::Wait(wait) => write!(f, "a lock wait of {} s", seconds(*wait)),
         }
+    }
+}
+
+/// One exchange with the server (the handshake, or a command and its answer): every read
+/// and write in it under one [`Bound`], given when the exchange starts and gone with it.
+pub(super) struct Exchange<'c> {
+    conn: &'c mut Connection,
+    bound: Bound,
+}
+
+impl Deref for Exchange<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl DerefMut for Exchange<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        self.conn
     }
 }
 
@@ -257,17 +288,19 @@ impl Connection {
     /// first connection has nothing to remember. On MySQL the setup costs its own round
     /// trip. The outcome of `first` is returned when it was sent.
     ///
-    /// Everything until [`connected`](Self::connected), the session's setup included,
-    /// ends within `config.connect_timeout` of `started`.
+    /// Everything here (the host name's lookup, TCP, TLS, the login, the answer to
+    /// `first`) runs under `bound`, the connect's ([`Bound::connect`]); the caller runs
+    /// the rest of the session's setup under it too.
     pub fn open(
         config: &Config,
-        started: Instant,
+        bound: Bound,
         first: Option<&dyn Fn(&Greeting) -> String>,
     ) -> Result<(Connection, Option<Answer>), OpenError> {
         let peer = config.server();
-        let stream = connect_stream(config, started).map_err(OpenError::Failed)?;
+        let socket = connect_socket(config, bound).map_err(OpenError::Failed)?;
         let mut conn = Connection {
-            stream: BufReader::with_capacity(16 * 1024, stream),
+            stream: Stream { socket, tls: None },
+            inbox: Inbox::new(),
             greeting: Greeting {
                 version: String::new(),
                 connection_id: 0,
@@ -280,10 +313,11 @@ impl Connection {
             authenticated: false,
             login: Login::Native,
             peer,
-            during: During::Connect,
             read_timeout: config.read_timeout,
+            write_timeout: config.write_timeout,
         };
-        let greeting = conn.read_greeting()?;
+        let mut x = conn.exchange(bound);
+        let greeting = x.read_greeting()?;
         if greeting.capabilities & (CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION)
             != CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION
         {
@@ -312,48 +346,45 @@ impl Connection {
             SHA256_PASSWORD => SHA256_PASSWORD,
             _ => NATIVE_PASSWORD,
         };
-        conn.greeting = greeting;
+        x.greeting = greeting;
         if encrypt {
-            conn.start_tls(config)?;
+            x.start_tls(config)?;
         }
-        let mut request = conn.handshake_response(config, plugin);
+        let mut request = x.handshake_response(config, plugin);
         if let Some(sql) = &first {
             frame_command(&mut request, COM_QUERY, sql.as_bytes());
         }
-        conn.send(&request).map_err(OpenError::Failed)?;
-        conn.login = match conn.finish_auth(config, plugin, first.is_some()) {
-            Err(OpenError::Failed(e)) => return Err(OpenError::Failed(conn.explain_refusal(e, config, offered))),
+        x.send(&request).map_err(OpenError::Failed)?;
+        x.login = match x.finish_auth(config, plugin, first.is_some()) {
+            Err(OpenError::Failed(e)) => return Err(OpenError::Failed(x.explain_refusal(e, config, offered))),
             other => other?,
         };
-        conn.authenticated = true;
+        x.authenticated = true;
         let answer = first.map(|_| {
             // The query's answer is numbered from its own command's 0.
-            conn.seq = 1;
-            conn.read_results(false)
+            x.seq = 1;
+            x.read_results(false)
         });
         Ok((conn, answer))
     }
 
-    /// The connect (with the session's setup) is over: from now on each statement has
-    /// its own bound ([`expect`](Self::expect)).
-    pub fn connected(&mut self) {
-        self.during = During::Statement;
-        if let Some(socket) = self.stream.get_mut().socket_mut() {
-            socket.connected();
-        }
+    /// The bound of a statement that asks the server to wait until `wait` (a `GET_LOCK`
+    /// with a timeout; [`Deadline::now`] for none): its reads may each block until then
+    /// and `read_timeout` more, its writes for `write_timeout`.
+    pub fn bound(&self, wait: Deadline) -> Bound {
+        Bound::statement(wait, self.read_timeout, self.write_timeout)
     }
 
-    /// The next statements may keep the server waiting up to `wait` (a `GET_LOCK` with
-    /// that timeout): their reads may block for `read_timeout` more than that. Zero for
-    /// a statement that should be answered at once.
-    pub fn expect(&mut self, wait: Duration) {
-        if self.during == During::Connect {
-            return;
-        }
-        self.during = if wait.is_zero() { During::Statement } else { During::Wait(wait) };
-        let read = self.read_timeout.saturating_add(wait);
-        if let Some(socket) = self.stream.get_mut().socket_mut() {
-            socket.expect(read);
+    /// An exchange under `bound`.
+    fn exchange(&mut self, bound: Bound) -> Exchange<'_> {
+        Exchange { conn: self, bound }
+    }
+
+    /// An exchange under `bound` on a connection not lost before.
+    fn start(&mut self, bound: Bound) -> Result<Exchange<'_>, SessionError> {
+        match self.broken {
+            true => Err(SessionError::lost("the connection was lost earlier")),
+            false => Ok(self.exchange(bound)),
         }
     }
 
@@ -367,20 +398,35 @@ impl Connection {
 
     /// Whether the connection runs over TLS.
     pub fn encrypted(&self) -> bool {
-        matches!(self.stream.get_ref(), Stream::Tls(_))
+        self.stream.tls.is_some()
     }
 
-    /// Runs a text-protocol query (several `;`-separated statements allowed) and
-    /// returns one outcome per statement. The first failing statement ends the query
-    /// and its error is returned: the server runs nothing after it.
-    pub fn query(&mut self, sql: &str) -> Answer {
-        if self.broken {
-            return Err(SessionError::lost("the connection was lost earlier"));
-        }
-        self.command(COM_QUERY, sql.as_bytes())?;
-        self.read_results(false)
+    /// Runs a text-protocol query (several `;`-separated statements allowed) under
+    /// `bound` and returns one outcome per statement. The first failing statement ends
+    /// the query and its error is returned: the server runs nothing after it.
+    pub fn query(&mut self, sql: &str, bound: Bound) -> Answer {
+        let mut x = self.start(bound)?;
+        x.command(COM_QUERY, sql.as_bytes())?;
+        x.read_results(false)
     }
 
+    fn malformed(&mut self, what: &str) -> SessionError {
+        self.fail(SessionError::lost(format!(
+            "the server sent {what} this client cannot read; the connection is closed"
+        )))
+    }
+
+    /// The connection is out of step or gone: closed at once (so the server ends the
+    /// session and its locks now, not when this object is dropped), and every later call
+    /// reports it lost.
+    fn fail(&mut self, e: SessionError) -> SessionError {
+        self.broken = true;
+        self.stream.socket.shutdown();
+        e
+    }
+}
+
+impl Exchange<'_> {
     /// Sends a command: a new exchange, numbered from 0.
     fn command(&mut self, command: u8, body: &[u8]) -> Result<(), SessionError> {
         let mut request = Vec::with_capacity(body.len() + 5);
@@ -451,29 +497,11 @@ impl Connection {
         }
     }
 
-    fn malformed(&mut self, what: &str) -> SessionError {
-        self.fail(SessionError::lost(format!(
-            "the server sent {what} this client cannot read; the connection is closed"
-        )))
-    }
-
-    /// The connection is out of step or gone: closed at once (so the server ends the
-    /// session and its locks now, not when this object is dropped), and every later call
-    /// reports it lost.
-    fn fail(&mut self, e: SessionError) -> SessionError {
-        self.broken = true;
-        if let Some(socket) = self.stream.get_ref().socket() {
-            socket.shutdown();
-        }
-        e
-    }
-
     /// One logical packet, reassembled from 16 MiB pieces.
     fn read_packet(&mut self) -> Result<Vec<u8>, SessionError> {
         let mut payload = Vec::new();
         loop {
-            let mut header = [0u8; 4];
-            self.read_exact(&mut header)?;
+            let header = self.read_header()?;
             let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
             if header[3] != self.seq {
                 let message = format!("packet {} arrived where {} was due", header[3], self.seq);
@@ -483,41 +511,70 @@ impl Connection {
             if payload.len() + len > MAX_PACKET {
                 return Err(self.malformed(&format!("a packet of more than {MAX_PACKET} bytes")));
             }
-            // Read as the bytes arrive: a header's length is only a claim, and memory is
-            // never set aside for bytes that have not come.
-            match (&mut self.stream).take(len as u64).read_to_end(&mut payload) {
-                Ok(got) if got == len => {}
-                Ok(_) => return Err(self.fail(lost(&io::ErrorKind::UnexpectedEof.into()))),
-                Err(e) => return Err(self.io_failed(&e, false)),
-            }
+            self.read_into(&mut payload, len)?;
             if len < MAX_PAYLOAD {
                 return Ok(payload);
             }
         }
     }
 
-    fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), SessionError> {
-        match self.stream.read_exact(buf) {
-            Ok(()) => Ok(()),
+    fn read_header(&mut self) -> Result<[u8; 4], SessionError> {
+        let mut header = [0u8; 4];
+        let mut got = 0;
+        while got < header.len() {
+            if self.inbox.is_empty() {
+                self.fill()?;
+            }
+            got += self.conn.inbox.copy_to(&mut header[got..]);
+        }
+        Ok(header)
+    }
+
+    /// Appends `len` bytes to `out`, read as they arrive: a header's length is only a
+    /// claim, and memory is never set aside for bytes that have not come.
+    fn read_into(&mut self, out: &mut Vec<u8>, len: usize) -> Result<(), SessionError> {
+        let mut missing = len;
+        while missing > 0 {
+            if self.inbox.is_empty() {
+                self.fill()?;
+            }
+            missing -= self.conn.inbox.take(out, missing);
+        }
+        Ok(())
+    }
+
+    /// Reads what the stream has into the empty inbox, waiting as the bound allows.
+    fn fill(&mut self) -> Result<(), SessionError> {
+        let Connection { stream, inbox, .. } = &mut *self.conn;
+        let read = loop {
+            match stream.read(&mut inbox.bytes, self.bound) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        match read {
+            Ok(0) => Err(self.fail(lost(&io::ErrorKind::UnexpectedEof.into()))),
+            Ok(n) => {
+                (self.inbox.start, self.inbox.end) = (0, n);
+                Ok(())
+            }
             Err(e) => Err(self.io_failed(&e, false)),
         }
     }
 
     fn send(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
-        let stream = self.stream.get_mut();
-        match stream.write_all(bytes).and_then(|()| stream.flush()) {
+        match self.conn.stream.write_all(bytes, self.bound) {
             Ok(()) => Ok(()),
             Err(e) => Err(self.io_failed(&e, true)),
         }
     }
 
     /// A read or write failed: a bound that ran out says how long the server was silent
-    /// and during what; the connection is closed either way.
+    /// and during what, in the caller's figures; the connection is closed either way.
     fn io_failed(&mut self, e: &io::Error, writing: bool) -> SessionError {
-        let limit = self.stream.get_ref().socket().filter(|_| timed_out(e)).map(|s| s.limit(writing));
-        let error = match limit {
-            Some(limit) => stalled(&self.peer, limit, self.during),
-            None => lost(e),
+        let error = match timed_out(e) {
+            true => stalled(&self.peer, self.bound.limit(writing), self.bound.during()),
+            false => lost(e),
         };
         self.fail(error)
     }
@@ -536,35 +593,32 @@ impl Drop for Connection {
         if self.authenticated && !self.broken {
             let mut quit = Vec::with_capacity(5);
             frame_command(&mut quit, COM_QUIT, &[]);
-            if let Some(socket) = self.stream.get_ref().socket() {
-                socket.set_nonblocking();
-            }
-            let stream = self.stream.get_mut();
-            let _ = stream.write_all(&quit).and_then(|()| stream.flush());
+            self.stream.socket.set_nonblocking();
+            let bound = self.bound(Deadline::now());
+            let _ = self.stream.write_all(&quit, bound);
         }
     }
 }
 
-/// Connects the socket within what is left of `connect_timeout` (none when it is 0),
-/// the host name's lookup included.
-fn connect_stream(config: &Config, started: Instant) -> Result<Stream, SessionError> {
-    let bounded = !config.connect_timeout.is_zero();
-    let left = || config.connect_timeout.saturating_sub(started.elapsed());
+/// Connects the socket under the connect's `bound` (its deadline, if it has one), the
+/// host name's lookup included.
+fn connect_socket(config: &Config, bound: Bound) -> Result<Socket, SessionError> {
+    let deadline = bound.deadline();
     let failed = |e: io::Error| match timed_out(&e) {
-        true => stalled(&config.server(), config.connect_timeout, During::Connect),
+        true => stalled(&config.server(), bound.limit(false), During::Connect),
         false => lost(&e),
     };
     let plain = match &config.socket {
         Some(path) => Plain::Unix(UnixStream::connect(path).map_err(failed)?),
         None => {
-            let addresses = addresses(config, started)?;
+            let addresses = addresses(config, deadline)?;
             let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{} resolves to no address", config.host));
             let mut connected = None;
             for addr in addresses {
-                let attempt = match bounded {
-                    false => TcpStream::connect(addr),
-                    true if left().is_zero() => Err(io::ErrorKind::TimedOut.into()),
-                    true => TcpStream::connect_timeout(&addr, left()),
+                let attempt = match deadline {
+                    None => TcpStream::connect(addr),
+                    Some(deadline) if deadline.passed() => Err(io::ErrorKind::TimedOut.into()),
+                    Some(deadline) => TcpStream::connect_timeout(&addr, deadline.left()),
                 };
                 match attempt {
                     Ok(s) => {
@@ -579,19 +633,18 @@ fn connect_stream(config: &Config, started: Instant) -> Result<Stream, SessionEr
             Plain::Tcp(s)
         }
     };
-    Ok(Stream::Plain(Socket::new(plain, config.connect_timeout, started, config.read_timeout, config.write_timeout)))
+    Ok(Socket::new(plain, config.write_timeout))
 }
 
-/// The addresses of the configured host, looked up within what is left of
-/// `connect_timeout` (none when it is 0).
-pub(crate) fn addresses(config: &Config, started: Instant) -> Result<Vec<SocketAddr>, SessionError> {
-    let left = (!config.connect_timeout.is_zero()).then(|| config.connect_timeout.saturating_sub(started.elapsed()));
-    resolve(&config.host, config.port, left).map_err(|e| match e {
+/// The addresses of the configured host, looked up by the connect's `deadline` (none:
+/// as long as the resolver takes).
+pub(crate) fn addresses(config: &Config, deadline: Option<Deadline>) -> Result<Vec<SocketAddr>, SessionError> {
+    resolve(&config.host, config.port, deadline).map_err(|e| match e {
         Unresolved::Failed(e) => lost(&e),
-        Unresolved::TimedOut => SessionError::stalled(format!(
+        Unresolved::TimedOut(limit) => SessionError::stalled(format!(
             "looking up the host name {} gave no answer within {} s (connect_timeout)",
             config.host,
-            seconds(config.connect_timeout)
+            seconds(limit)
         )),
     })
 }

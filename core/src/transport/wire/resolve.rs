@@ -16,31 +16,33 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
+use crate::deadline::Deadline;
+
 /// How a lookup ended without addresses.
 #[derive(Debug)]
 pub(super) enum Unresolved {
     /// The resolver's own error (no such name, no network).
     Failed(io::Error),
-    /// No answer within the bound.
-    TimedOut,
+    /// No answer by the deadline made from this span.
+    TimedOut(Duration),
 }
 
-/// The addresses of `host:port`, within `limit` (none: as long as the resolver takes).
-pub(super) fn resolve(host: &str, port: u16, limit: Option<Duration>) -> Result<Vec<SocketAddr>, Unresolved> {
+/// The addresses of `host:port`, by `deadline` (none: as long as the resolver takes).
+pub(super) fn resolve(host: &str, port: u16, deadline: Option<Deadline>) -> Result<Vec<SocketAddr>, Unresolved> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
     let host = host.to_owned();
     let lookup = move || (host.as_str(), port).to_socket_addrs().map(Iterator::collect);
-    match limit {
+    match deadline {
         None => lookup().map_err(Unresolved::Failed),
-        Some(limit) => within(limit, lookup),
+        Some(deadline) => within(deadline, lookup),
     }
 }
 
-/// Runs `lookup` on a thread of its own and waits at most `limit` for its answer.
+/// Runs `lookup` on a thread of its own and waits for its answer until `deadline`.
 fn within(
-    limit: Duration,
+    deadline: Deadline,
     lookup: impl FnOnce() -> io::Result<Vec<SocketAddr>> + Send + 'static,
 ) -> Result<Vec<SocketAddr>, Unresolved> {
     let (answer, answered) = mpsc::sync_channel(1);
@@ -49,9 +51,9 @@ fn within(
         // The answer is dropped when nobody waits for it any more.
         .spawn(move || drop(answer.send(lookup())))
         .map_err(|e| Unresolved::Failed(io::Error::new(e.kind(), format!("starting the host name lookup: {e}"))))?;
-    match answered.recv_timeout(limit) {
+    match answered.recv_timeout(deadline.left()) {
         Ok(addresses) => addresses.map_err(Unresolved::Failed),
-        Err(mpsc::RecvTimeoutError::Timeout) => Err(Unresolved::TimedOut),
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(Unresolved::TimedOut(deadline.budget())),
         Err(mpsc::RecvTimeoutError::Disconnected) => {
             Err(Unresolved::Failed(io::Error::other("the host name lookup ended without an answer")))
         }
@@ -66,9 +68,9 @@ mod tests {
 
     #[test]
     fn an_address_is_taken_as_written() {
-        let addresses = resolve("127.0.0.1", 3306, Some(Duration::ZERO)).unwrap();
+        let addresses = resolve("127.0.0.1", 3306, Some(Deadline::now())).unwrap();
         assert_eq!(addresses, vec!["127.0.0.1:3306".parse().unwrap()]);
-        assert_eq!(resolve("::1", 1, Some(Duration::ZERO)).unwrap(), vec!["[::1]:1".parse().unwrap()]);
+        assert_eq!(resolve("::1", 1, Some(Deadline::now())).unwrap(), vec!["[::1]:1".parse().unwrap()]);
     }
 
     #[test]
@@ -77,24 +79,29 @@ mod tests {
         // answers (no addresses) only after 10 s, so a wait past the limit shows as Ok.
         let (_never, stuck) = mpsc::channel::<()>();
         let started = Instant::now();
-        let outcome = within(Duration::from_millis(200), move || {
+        let outcome = within(Deadline::after(Duration::from_millis(200)), move || {
             let _ = stuck.recv_timeout(Duration::from_secs(10));
             Ok(Vec::new())
         });
-        assert!(matches!(outcome, Err(Unresolved::TimedOut)), "{outcome:?}");
+        assert!(
+            matches!(outcome, Err(Unresolved::TimedOut(limit)) if limit == Duration::from_millis(200)),
+            "{outcome:?}"
+        );
         assert!(started.elapsed() < Duration::from_secs(5), "waited {:?}", started.elapsed());
     }
 
     #[test]
     fn a_lookup_within_the_limit_gives_its_addresses() {
-        let addresses = resolve("localhost", 3306, Some(Duration::from_secs(20))).unwrap();
+        let addresses = resolve("localhost", 3306, Some(Deadline::after(Duration::from_secs(20)))).unwrap();
         assert!(addresses.iter().all(|a| a.ip().is_loopback() && a.port() == 3306), "{addresses:?}");
         assert!(!addresses.is_empty());
     }
 
     #[test]
     fn the_resolvers_own_error_is_passed_on() {
-        let outcome = within(Duration::from_secs(20), || Err(io::Error::new(io::ErrorKind::NotFound, "no such host")));
+        let outcome = within(Deadline::after(Duration::from_secs(20)), || {
+            Err(io::Error::new(io::ErrorKind::NotFound, "no such host"))
+        });
         match outcome {
             Err(Unresolved::Failed(e)) => assert_eq!(e.to_string(), "no such host"),
             other => panic!("expected the resolver's error, got {other:?}"),

@@ -1,12 +1,16 @@
-//! The socket under a connection, and how long each of its reads and writes may block.
+//! The socket under a connection, and the [`Bound`] every read and write on it takes.
 //!
-//! Two regimes. While connecting (TCP, TLS, the login and the session's setup), one
-//! deadline covers everything: a server that trickles a byte now and then cannot stretch
-//! the connect past `connect_timeout`. Afterwards each read may block for what the
-//! statement can need (`read_timeout`, plus the wait a `GET_LOCK` asked the server for)
-//! and each write for `write_timeout`. The bounds are socket options (`SO_RCVTIMEO`,
-//! `SO_SNDTIMEO`), set again only when they change, so an ordinary statement costs no
-//! extra system call.
+//! The socket offers no read or write without a bound: [`Socket::read`] and
+//! [`Socket::write`] take one, and the only `Read`/`Write` it hands out ([`Bounded`], for
+//! rustls) is made from one. A path that forgot its bound would not compile.
+//!
+//! Two kinds of bound. While connecting with a deadline (TCP, TLS, the login and the
+//! session's setup), every read and write ends by that deadline: a server that trickles
+//! a byte now and then cannot stretch the connect past `connect_timeout`. A statement's
+//! reads may each block until the wait it asked the server for ends (a `GET_LOCK` with a
+//! timeout), and `read_timeout` more; its writes for `write_timeout`. The bounds are
+//! socket options (`SO_RCVTIMEO`, `SO_SNDTIMEO`), set again only when they change, so an
+//! ordinary statement costs no extra system call.
 //!
 //! A held session sits idle while its job runs, with no read outstanding: TCP keepalive
 //! (probes after [`KEEPALIVE_IDLE`] of silence) and `TCP_USER_TIMEOUT` make the kernel
@@ -16,7 +20,12 @@
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use socket2::SockRef;
+
+use super::During;
+use crate::deadline::Deadline;
 
 /// Silence before the first keepalive probe. Short, so that a holder learns of a dead
 /// peer within about half a minute; a probe is a 52-byte segment, nothing to the server.
@@ -32,92 +41,150 @@ pub(crate) const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
 /// `TCP_USER_TIMEOUT` is not supported (with it, it decides instead).
 pub(crate) const KEEPALIVE_PROBES: u32 = 3;
 
+/// The shortest bound a read or write gets: the kernel reads a zero `SO_RCVTIMEO` as
+/// "none".
+const SHORTEST: Duration = Duration::from_millis(1);
+
+/// How long each read and write of one exchange with the server may block. Always
+/// finite: there is no way to say "unbounded" here.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Bound {
+    /// The connect, with its deadline: every read and write ends by it.
+    Connect(Deadline),
+    /// Each read may block until the server's wait ends (what the statement asked it to
+    /// wait for; [`Deadline::now`] for nothing) and `read` more; each write for `write`.
+    /// `during` says what for, in messages.
+    Each { wait: Deadline, read: Duration, write: Duration, during: During },
+}
+
+impl Bound {
+    /// The connect's bound: its deadline, or (none: `connect_timeout` 0) each read and
+    /// write bounded as a statement's.
+    pub fn connect(deadline: Option<Deadline>, read: Duration, write: Duration) -> Bound {
+        match deadline {
+            Some(deadline) => Bound::Connect(deadline),
+            None => Bound::Each { wait: Deadline::now(), read, write, during: During::Connect },
+        }
+    }
+
+    /// A statement's bound: it asks the server to wait until `wait` (a lock wait), and
+    /// may then go unanswered `read` more.
+    pub fn statement(wait: Deadline, read: Duration, write: Duration) -> Bound {
+        let during = match wait.budget() {
+            budget if budget.is_zero() => During::Statement,
+            budget => During::Wait(budget),
+        };
+        Bound::Each { wait, read, write, during }
+    }
+
+    /// The connect's deadline, if this is a connect with one.
+    pub fn deadline(&self) -> Option<Deadline> {
+        match self {
+            Bound::Connect(deadline) => Some(*deadline),
+            Bound::Each { .. } => None,
+        }
+    }
+
+    /// How long the next read (`writing` false) or write may block; `TimedOut` once the
+    /// connect's deadline has passed.
+    pub fn next(&self, writing: bool) -> io::Result<Duration> {
+        match *self {
+            Bound::Connect(deadline) if deadline.passed() => Err(io::ErrorKind::TimedOut.into()),
+            Bound::Connect(deadline) => Ok(deadline.left().max(SHORTEST)),
+            Bound::Each { write, .. } if writing => Ok(write.max(SHORTEST)),
+            Bound::Each { wait, read, .. } => Ok(wait.left().saturating_add(read).max(SHORTEST)),
+        }
+    }
+
+    /// How long the server was given, for messages: the connect's whole budget, a
+    /// statement's wait plus `read_timeout`, or `write_timeout`: the caller's figures.
+    pub fn limit(&self, writing: bool) -> Duration {
+        match *self {
+            Bound::Connect(deadline) => deadline.budget(),
+            Bound::Each { write, .. } if writing => write,
+            Bound::Each { wait, read, .. } => wait.budget().saturating_add(read),
+        }
+    }
+
+    /// What the connection is doing under it, for messages.
+    pub fn during(&self) -> During {
+        match self {
+            Bound::Connect(_) => During::Connect,
+            Bound::Each { during, .. } => *during,
+        }
+    }
+}
+
+/// What a socket's bounds are now (`SO_RCVTIMEO`, `SO_SNDTIMEO`): set again only when a
+/// bound changes. Also kept for the `mysql` crate's socket, which the fallback bounds
+/// the same way.
+#[derive(Debug, Default)]
+pub(crate) struct Applied {
+    read: Option<Duration>,
+    write: Option<Duration>,
+}
+
+impl Applied {
+    /// Gives `socket` the bound of its next read (`writing` false) or write.
+    pub fn apply(&mut self, socket: SockRef<'_>, bound: &Bound, writing: bool) -> io::Result<()> {
+        let next = Some(bound.next(writing)?);
+        let applied = if writing { &mut self.write } else { &mut self.read };
+        if *applied != next {
+            match writing {
+                true => socket.set_write_timeout(next)?,
+                false => socket.set_read_timeout(next)?,
+            }
+            *applied = next;
+        }
+        Ok(())
+    }
+}
+
 /// The socket itself.
 pub(super) enum Plain {
     Tcp(TcpStream),
     Unix(UnixStream),
 }
 
-/// A socket with its bounds.
+/// A socket whose reads and writes each take a [`Bound`].
 pub(super) struct Socket {
     plain: Plain,
-    /// While connecting: every read and write ends by this instant.
-    deadline: Option<Instant>,
-    /// The whole connect's length, for messages.
-    connect_timeout: Duration,
-    /// After connecting: how long one read may block.
-    read: Duration,
-    /// How long one write may block.
-    write: Duration,
-    /// What the socket has now (`SO_RCVTIMEO`, `SO_SNDTIMEO`).
-    applied: (Option<Duration>, Option<Duration>),
+    applied: Applied,
 }
 
 impl Socket {
-    /// `connect_timeout` zero: the connect has no deadline of its own, and each read and
-    /// write during it is bounded like a statement's.
-    pub fn new(plain: Plain, connect_timeout: Duration, started: Instant, read: Duration, write: Duration) -> Self {
+    /// A TCP socket gets keepalive, and `TCP_USER_TIMEOUT` of `unacknowledged` (the
+    /// `write_timeout`): bytes the peer has not acknowledged for that long end the
+    /// connection.
+    pub fn new(plain: Plain, unacknowledged: Duration) -> Self {
         if let Plain::Tcp(s) = &plain {
             // Best effort: a kernel without these options still has the I/O bounds.
-            let _ = keep_alive(s, write);
+            let _ = keep_alive(s, unacknowledged);
         }
-        let deadline = (!connect_timeout.is_zero()).then(|| started + connect_timeout);
-        Socket { plain, deadline, connect_timeout, read, write, applied: (None, None) }
+        Socket { plain, applied: Applied::default() }
     }
 
-    /// The connect is over: from now on each read and write has its own bound.
-    pub fn connected(&mut self) {
-        self.deadline = None;
-    }
-
-    /// How long the next reads may block: `read_timeout` plus `wait`.
-    pub fn expect(&mut self, read: Duration) {
-        self.read = read;
-    }
-
-    /// How long a read (`writing` false) or write may block now, for messages: the whole
-    /// connect's length while connecting.
-    pub fn limit(&self, writing: bool) -> Duration {
-        match (self.deadline, writing) {
-            (Some(_), _) => self.connect_timeout,
-            (None, false) => self.read,
-            (None, true) => self.write,
+    /// One read, blocking at most as `bound` allows.
+    pub fn read(&mut self, buf: &mut [u8], bound: &Bound) -> io::Result<usize> {
+        self.applied.apply(sock_ref(&self.plain), bound, false)?;
+        match &mut self.plain {
+            Plain::Tcp(s) => s.read(buf),
+            Plain::Unix(s) => s.read(buf),
         }
     }
 
-    /// The bound of the next read or write: what is left of the connect, or `per_call`.
-    fn bound(&self, per_call: Duration) -> io::Result<Duration> {
-        match self.deadline {
-            None => Ok(per_call),
-            Some(deadline) => match deadline.saturating_duration_since(Instant::now()) {
-                left if left.is_zero() => Err(io::ErrorKind::TimedOut.into()),
-                left => Ok(left),
-            },
+    /// One write, blocking at most as `bound` allows.
+    pub fn write(&mut self, buf: &[u8], bound: &Bound) -> io::Result<usize> {
+        self.applied.apply(sock_ref(&self.plain), bound, true)?;
+        match &mut self.plain {
+            Plain::Tcp(s) => s.write(buf),
+            Plain::Unix(s) => s.write(buf),
         }
     }
 
-    fn apply_read(&mut self) -> io::Result<()> {
-        let bound = Some(self.bound(self.read)?);
-        if self.applied.0 != bound {
-            match &self.plain {
-                Plain::Tcp(s) => s.set_read_timeout(bound)?,
-                Plain::Unix(s) => s.set_read_timeout(bound)?,
-            }
-            self.applied.0 = bound;
-        }
-        Ok(())
-    }
-
-    fn apply_write(&mut self) -> io::Result<()> {
-        let bound = Some(self.bound(self.write)?);
-        if self.applied.1 != bound {
-            match &self.plain {
-                Plain::Tcp(s) => s.set_write_timeout(bound)?,
-                Plain::Unix(s) => s.set_write_timeout(bound)?,
-            }
-            self.applied.1 = bound;
-        }
-        Ok(())
+    /// The socket as `Read` and `Write` under `bound`, for what takes those (rustls).
+    pub fn bounded(&mut self, bound: Bound) -> Bounded<'_> {
+        Bounded { socket: self, bound }
     }
 
     pub fn is_unix(&self) -> bool {
@@ -125,17 +192,42 @@ impl Socket {
     }
 
     pub fn shutdown(&self) {
-        let _ = match &self.plain {
-            Plain::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
-            Plain::Unix(s) => s.shutdown(std::net::Shutdown::Both),
-        };
+        let _ = sock_ref(&self.plain).shutdown(std::net::Shutdown::Both);
     }
 
     pub fn set_nonblocking(&self) {
-        let _ = match &self.plain {
-            Plain::Tcp(s) => s.set_nonblocking(true),
-            Plain::Unix(s) => s.set_nonblocking(true),
-        };
+        let _ = sock_ref(&self.plain).set_nonblocking(true);
+    }
+}
+
+fn sock_ref(plain: &Plain) -> SockRef<'_> {
+    match plain {
+        Plain::Tcp(s) => SockRef::from(s),
+        Plain::Unix(s) => SockRef::from(s),
+    }
+}
+
+/// A socket under one bound: `Read` and `Write` for what needs them (rustls), made only
+/// from a [`Bound`].
+pub(super) struct Bounded<'s> {
+    socket: &'s mut Socket,
+    bound: Bound,
+}
+
+impl Read for Bounded<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.socket.read(buf, &self.bound)
+    }
+}
+
+impl Write for Bounded<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.socket.write(buf, &self.bound)
+    }
+
+    /// The socket holds nothing back.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -143,7 +235,7 @@ impl Socket {
 /// acknowledged within `unacknowledged` end the connection (the kernel then also ends a
 /// keepalive that goes unanswered that long).
 fn keep_alive(stream: &TcpStream, unacknowledged: Duration) -> io::Result<()> {
-    let socket = socket2::SockRef::from(stream);
+    let socket = SockRef::from(stream);
     let params = socket2::TcpKeepalive::new()
         .with_time(KEEPALIVE_IDLE)
         .with_interval(KEEPALIVE_INTERVAL)
@@ -153,32 +245,8 @@ fn keep_alive(stream: &TcpStream, unacknowledged: Duration) -> io::Result<()> {
 }
 
 /// Whether an I/O error is a bound running out (`SO_RCVTIMEO` reports `EAGAIN`).
-pub(super) fn timed_out(e: &io::Error) -> bool {
+pub(crate) fn timed_out(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
-}
-
-impl Read for Socket {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.apply_read()?;
-        match &mut self.plain {
-            Plain::Tcp(s) => s.read(buf),
-            Plain::Unix(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Socket {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.apply_write()?;
-        match &mut self.plain {
-            Plain::Tcp(s) => s.write(buf),
-            Plain::Unix(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Seconds for a message: `3`, `2.5`, `0.25`.

@@ -138,21 +138,16 @@ fn connected(authenticated: bool) -> (Connection, UnixStream) {
         plugin: String::new(),
     };
     let conn = Connection {
-        stream: BufReader::new(Stream::Plain(Socket::new(
-            Plain::Unix(ours),
-            Duration::ZERO,
-            Instant::now(),
-            BOUND,
-            BOUND,
-        ))),
+        stream: Stream { socket: Socket::new(Plain::Unix(ours), BOUND), tls: None },
+        inbox: Inbox::new(),
         greeting,
         seq: 0,
         broken: false,
         authenticated,
         login: Login::Native,
         peer: "test".into(),
-        during: During::Statement,
         read_timeout: BOUND,
+        write_timeout: BOUND,
     };
     (conn, peer)
 }
@@ -162,9 +157,9 @@ fn a_packet_out_of_sequence_loses_the_connection_and_closes_it() {
     let (mut conn, mut peer) = connected(true);
     // The answer to a query must be packet 1; this OK claims to be packet 5.
     peer.write_all(&[7, 0, 0, 5, 0, 0, 0, 2, 0, 0, 0]).unwrap();
-    let e = conn.query("SELECT 1").unwrap_err();
+    let e = conn.query("SELECT 1", conn.bound(Deadline::now())).unwrap_err();
     assert!(e.lost && e.message.contains("arrived where 1 was due"), "{e:?}");
-    assert!(conn.query("SELECT 1").unwrap_err().lost);
+    assert!(conn.query("SELECT 1", conn.bound(Deadline::now())).unwrap_err().lost);
     // The peer sees the query, then the end of the connection (no goodbye either).
     let mut seen = Vec::new();
     peer.read_to_end(&mut seen).unwrap();
@@ -176,7 +171,7 @@ fn a_packet_out_of_sequence_loses_the_connection_and_closes_it() {
 fn an_in_sequence_answer_is_read_and_the_goodbye_follows() {
     let (mut conn, mut peer) = connected(true);
     peer.write_all(&[7, 0, 0, 1, 0, 3, 9, 2, 0, 0, 0]).unwrap();
-    let outcomes = conn.query("DELETE FROM t").unwrap();
+    let outcomes = conn.query("DELETE FROM t", conn.bound(Deadline::now())).unwrap();
     assert_eq!((outcomes[0].affected_rows, outcomes[0].last_insert_id), (3, 9));
     drop(conn);
     let mut seen = Vec::new();
@@ -197,7 +192,8 @@ fn a_packet_of_16_mib_or_more_is_reassembled_from_its_pieces() {
         peer.write_all(&bytes).unwrap();
         peer
     });
-    let packet = conn.read_packet().unwrap();
+    let bound = conn.bound(Deadline::now());
+    let packet = conn.exchange(bound).read_packet().unwrap();
     assert_eq!(packet.len(), MAX_PAYLOAD + 3);
     assert_eq!(&packet[MAX_PAYLOAD - 1..], b"xyxx");
     assert_eq!(conn.seq, 3, "two packets were read");
@@ -268,7 +264,8 @@ fn log_in_to_a_sha256_greeting(password: Option<&str>) -> (Login, Vec<Vec<u8>>) 
         database: None,
         ..Config::default()
     };
-    let login = Connection::open(&config, Instant::now(), None).map(|(conn, _)| conn.login());
+    let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
+    let login = Connection::open(&config, bound, None).map(|(conn, _)| conn.login());
     let answers = server.join().unwrap();
     let _ = std::fs::remove_file(&path);
     (login.unwrap_or_else(|e| panic!("{e:?}")), answers)

@@ -45,16 +45,27 @@
 //!
 //! 1. No two non-empty sections overlap: each begins at or after the END of every
 //!    section that began before it.
-//! 2. Tokens strictly increase in section order (non-empty sections by START).
+//! 2. Tokens strictly increase in section order (non-empty sections by START). Off in a
+//!    run without tokens (the driver's `phase no-tokens`: the original table, whose
+//!    TOKEN fields are section identities, see `journal`); the report says so. Rule 1,
+//!    the one that matters, is the same in every run.
 //! 3. Every fault kind named in `--require KIND=N,...` landed at least N times (the
 //!    driver journals only faults it saw land).
 //! 4. Progress: acquisitions (all `acquired` lines) per second of chaos (between the
 //!    driver's chaos-start and chaos-end) at least `--floor`, and every caller kind in
-//!    `--kinds` has sections released `ok`.
+//!    `--kinds` has sections released `ok`; with `--kind-floor R`, at least R of them per
+//!    second of chaos (no kind of caller starved by the others), and with `--ok-share F`,
+//!    at least the fraction F of its acquisitions (a lock that reports acquisitions it
+//!    does not hold, and learns so at release, fails this even when nobody overlapped:
+//!    faults end a few sections each, not most of them).
 //! 5. Progress after each fault (`--progress-after KIND,...`): for every landed fault of
 //!    those kinds, some worker journaled an `acquired` after the fault's LANDED_NS (for
 //!    the cluster faults `node-restart` and `node-rejoin`, landed = the cluster showed
-//!    every node Primary and Synced again).
+//!    every node Primary and Synced again). With `--progress-within S`, per name: every
+//!    lock name of the run was acquired after each such fault, within S seconds when
+//!    the fault landed at least S before the chaos ended (a later one: before the run
+//!    ended, e.g. by the driver's `--final-probe`). A name no worker can get any more
+//!    (wedged) fails this even while the other names go on.
 //!
 //! An unreadable journal line fails the run too: a checker that skipped what it cannot
 //! read could be green for the wrong reason.
@@ -132,6 +143,8 @@ struct Run {
     sections: Vec<Section>,
     faults: Vec<Fault>,
     chaos: (Option<u64>, Option<u64>),
+    /// False when the driver journaled `phase no-tokens`: TOKEN fields are identities.
+    no_tokens: bool,
     unreadable: Vec<String>,
 }
 
@@ -195,16 +208,29 @@ fn read_driver(run: &mut Run, text: &str) {
         match Line::parse(raw) {
             Some(Line::Phase { at, phase }) if phase == "chaos-start" => run.chaos.0 = Some(at),
             Some(Line::Phase { at, phase }) if phase == "chaos-end" => run.chaos.1 = Some(at),
+            Some(Line::Phase { phase, .. }) if phase == "no-tokens" => run.no_tokens = true,
             Some(Line::Phase { .. }) => {}
             Some(Line::Fault(fault)) => run.faults.push(fault),
-            Some(Line::Lease { name, token, deadline, pid, .. }) => leases.push((name, token, pid, deadline, raw)),
+            Some(Line::Lease { at, name, token, deadline, pid }) => leases.push((at, name, token, pid, deadline, raw)),
             _ => run.unreadable.push(format!("driver.journal:{}: {raw:?}", i + 1)),
         }
     }
-    for (name, token, pid, deadline, raw) in leases {
-        for s in run.sections.iter_mut().filter(|s| s.name == name && s.token == token && s.pid == pid) {
-            s.extend(Some(deadline));
-            s.lines.push(format!("driver: {raw}"));
+    for (at, name, token, pid, deadline, raw) in leases {
+        let of = |s: &Section| s.name == name && s.pid == pid;
+        let hit: Vec<usize> = match token {
+            Some(token) => {
+                (0..run.sections.len()).filter(|i| of(&run.sections[*i]) && run.sections[*i].token == token).collect()
+            }
+            // No token: the section of NAME that PID began last before the observation.
+            None => (0..run.sections.len())
+                .filter(|i| of(&run.sections[*i]) && run.sections[*i].start <= at)
+                .max_by_key(|i| run.sections[*i].start)
+                .into_iter()
+                .collect(),
+        };
+        for i in hit {
+            run.sections[i].extend(Some(deadline));
+            run.sections[i].lines.push(format!("driver: {raw}"));
         }
     }
     for f in &run.faults {
@@ -212,7 +238,10 @@ fn read_driver(run: &mut Run, text: &str) {
             let hit = match f.ends {
                 Ends::None => false,
                 Ends::Pid => f.pid == Some(s.pid),
-                Ends::Section => f.name.as_deref() == Some(s.name.as_str()) && f.token == Some(s.token),
+                // Without a token (a run without tokens): the sections of NAME and PID.
+                Ends::Section => {
+                    f.name.as_deref() == Some(s.name.as_str()) && f.token.map_or(f.pid == Some(s.pid), |t| t == s.token)
+                }
                 Ends::All => true,
             };
             // Only sections that began before the fault had landed.
@@ -276,7 +305,7 @@ impl Clock {
 /// Rules 1 and 2 for the sections of one name; also the shortest time from a lease's
 /// deadline to the next holder's start (how tight the deadlines are: a lenient checker
 /// would leave much room there).
-fn judge_name(sections: &[&Section], faults: &[Fault], clock: &Clock) -> (Vec<Violation>, Option<u64>) {
+fn judge_name(sections: &[&Section], faults: &[Fault], clock: &Clock, tokens: bool) -> (Vec<Violation>, Option<u64>) {
     let mut live: Vec<&Section> = sections.iter().copied().filter(|s| !s.empty()).collect();
     live.sort_by_key(|s| (s.start, s.token));
     let mut out = Vec::new();
@@ -308,7 +337,7 @@ fn judge_name(sections: &[&Section], faults: &[Fault], clock: &Clock) -> (Vec<Vi
                 });
             }
         }
-        if let Some(p) = previous {
+        if let Some(p) = previous.filter(|_| tokens) {
             if s.token <= p.token {
                 out.push(Violation {
                     what: format!(
@@ -337,6 +366,12 @@ pub struct Options {
     kinds: Vec<String>,
     require: Vec<(String, u64)>,
     progress_after: Vec<String>,
+    /// `--progress-within S`: rule 5 per name, within S seconds.
+    progress_within: Option<f64>,
+    /// `--kind-floor R`: sections released ok per second of chaos, per kind of `kinds`.
+    kind_floor: f64,
+    /// `--ok-share F`: the share of each kind's acquisitions released ok.
+    ok_share: f64,
     seed: String,
 }
 
@@ -347,6 +382,9 @@ fn options(args: &[String]) -> Result<Options, String> {
         kinds: Vec::new(),
         require: Vec::new(),
         progress_after: Vec::new(),
+        progress_within: None,
+        kind_floor: 0.0,
+        ok_share: 0.0,
         seed: "?".into(),
     };
     let mut it = args.iter();
@@ -358,6 +396,22 @@ fn options(args: &[String]) -> Result<Options, String> {
             "--floor" => o.floor = value.parse().map_err(|_| format!("--floor {value}: not a number"))?,
             "--kinds" => o.kinds = list().collect(),
             "--progress-after" => o.progress_after = list().collect(),
+            "--kind-floor" => {
+                o.kind_floor = value.parse().map_err(|_| format!("--kind-floor {value}: not a number"))?
+            }
+            "--ok-share" => {
+                o.ok_share = value.parse().map_err(|_| format!("--ok-share {value}: not a number"))?;
+                if !(0.0..=1.0).contains(&o.ok_share) {
+                    return Err(format!("--ok-share {value}: a fraction from 0 to 1"));
+                }
+            }
+            "--progress-within" => {
+                let s: f64 = value.parse().map_err(|_| format!("--progress-within {value}: not a number"))?;
+                if !(s.is_finite() && s > 0.0) {
+                    return Err(format!("--progress-within {value}: seconds > 0"));
+                }
+                o.progress_within = Some(s);
+            }
             "--require" => {
                 for item in list() {
                     let (kind, n) = item.split_once('=').ok_or_else(|| format!("--require {item}: expected KIND=N"))?;
@@ -371,7 +425,7 @@ fn options(args: &[String]) -> Result<Options, String> {
     }
     if o.dir.as_os_str().is_empty() {
         return Err("usage: chaos check --dir DIR [--floor ACQ_PER_S] [--kinds cli,php,c] \
-                    [--require KIND=N,...] [--progress-after KIND,...] [--seed N]"
+                    [--kind-floor R] [--ok-share F] [--require KIND=N,...] [--progress-after KIND,...] [--progress-within S] [--seed N]"
             .to_owned());
     }
     Ok(o)
@@ -410,6 +464,45 @@ fn show(counts: &Counts) -> String {
     counts.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
 }
 
+/// Rule 5 per name (`--progress-within`): for each name, the longest wait from a fault
+/// of `--progress-after` landing to that name's next acquisition (shown), and what fails.
+fn per_name_progress(run: &Run, o: &Options, names: &[&str], within: f64, clock: &Clock) -> (String, Vec<String>) {
+    let end = run.chaos.1.unwrap_or(u64::MAX);
+    let within_ns = (within * 1e9) as u64;
+    let mut slowest = Vec::new();
+    let mut failed = Vec::new();
+    for name in names {
+        let mut worst: Option<(u64, &Fault)> = None;
+        for f in run.faults.iter().filter(|f| o.progress_after.contains(&f.kind)) {
+            let next = run.sections.iter().filter(|s| s.name == *name && s.start > f.landed).map(|s| s.start).min();
+            let Some(next) = next else {
+                failed.push(format!(
+                    "{name}: no acquisition after the fault {} landed at {}",
+                    f.kind,
+                    clock.at(f.landed)
+                ));
+                continue;
+            };
+            let wait = next - f.landed;
+            if wait > within_ns && f.landed.saturating_add(within_ns) <= end {
+                failed.push(format!(
+                    "{name}: first acquired {:.1} s after the fault {} landed at {} (at most {within} s)",
+                    wait as f64 / 1e9,
+                    f.kind,
+                    clock.at(f.landed)
+                ));
+            }
+            if worst.is_none_or(|(w, _)| wait > w) {
+                worst = Some((wait, f));
+            }
+        }
+        if let Some((wait, f)) = worst {
+            slowest.push(format!("{name} +{:.1}s ({} at {})", wait as f64 / 1e9, f.kind, clock.at(f.landed)));
+        }
+    }
+    (if slowest.is_empty() { "-".to_owned() } else { slowest.join(", ") }, failed)
+}
+
 /// The summary text, and whether the run failed.
 fn judge(run: &Run, o: &Options) -> (String, bool) {
     let first = run.sections.iter().map(|s| s.start).chain(run.faults.iter().map(|f| f.sent)).min().unwrap_or(0);
@@ -424,6 +517,12 @@ fn judge(run: &Run, o: &Options) -> (String, bool) {
         _ => 0.0,
     };
     let _ = writeln!(r, "chaos check (seed {}, {seconds:.1} s of chaos, locks {})", o.seed, names.join(" "));
+    if run.no_tokens {
+        let _ = writeln!(
+            r,
+            "  no tokens (the original table): TOKEN is each section's identity; rule 2 (tokens increase) is off"
+        );
+    }
     let mut violations = Vec::new();
     for name in &names {
         let of_name: Vec<&Section> = run.sections.iter().filter(|s| s.name == *name).collect();
@@ -433,7 +532,7 @@ fn judge(run: &Run, o: &Options) -> (String, bool) {
             *ended.entry(why).or_default() += 1;
         }
         let live = of_name.iter().filter(|s| !s.empty()).count();
-        let (found, tightest) = judge_name(&of_name, &run.faults, &clock);
+        let (found, tightest) = judge_name(&of_name, &run.faults, &clock, !run.no_tokens);
         let tightest = tightest.map_or(String::new(), |t| {
             format!("; next holder {:.3} s after a lease's deadline at the closest", t as f64 / 1e9)
         });
@@ -476,8 +575,26 @@ fn judge(run: &Run, o: &Options) -> (String, bool) {
         shortfalls.push(format!("{rate:.2} acquisitions/s is below the floor of {:.2}/s", o.floor));
     }
     for kind in &o.kinds {
-        if released_ok.get(kind).copied().unwrap_or(0) == 0 {
+        let ok = released_ok.get(kind).copied().unwrap_or(0);
+        let acquired = acquisitions.get(kind).copied().unwrap_or(0);
+        if ok == 0 {
             shortfalls.push(format!("no {kind} caller completed a section (release ok)"));
+            continue;
+        }
+        let per_second = if seconds > 0.0 { ok as f64 / seconds } else { 0.0 };
+        if per_second < o.kind_floor {
+            shortfalls.push(format!(
+                "{kind} callers completed {per_second:.2} sections/s, below the floor of {:.2}/s per kind",
+                o.kind_floor
+            ));
+        }
+        let share = ok as f64 / acquired as f64;
+        if share < o.ok_share {
+            shortfalls.push(format!(
+                "{kind} callers released {ok} of {acquired} sections ok ({:.0}%), fewer than {:.0}%",
+                share * 100.0,
+                o.ok_share * 100.0
+            ));
         }
     }
     let mut after: Vec<String> = Vec::new();
@@ -489,6 +606,11 @@ fn judge(run: &Run, o: &Options) -> (String, bool) {
                 shortfalls.push(format!("no acquisition after the fault {} landed at {}", f.kind, clock.at(f.landed)))
             }
         }
+    }
+    if let Some(within) = o.progress_within {
+        let (slowest, failed) = per_name_progress(run, o, &names, within, &clock);
+        let _ = writeln!(r, "  slowest first acquisition of each name after a fault: {slowest}");
+        shortfalls.extend(failed);
     }
     if !o.progress_after.is_empty() {
         let _ = writeln!(
@@ -565,6 +687,9 @@ mod tests {
             floor: 0.0,
             kinds: Vec::new(),
             progress_after: Vec::new(),
+            progress_within: None,
+            kind_floor: 0.0,
+            ok_share: 0.0,
             require: require.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect(),
             seed: "0".into(),
         };
@@ -707,6 +832,148 @@ mod tests {
             &[],
         );
         fails_with(&r, &[], "VIOLATION: a: tokens did not increase in section order: c-1 token 7");
+    }
+
+    #[test]
+    fn without_tokens_identities_need_not_increase_but_overlaps_still_fail() {
+        let workers: [(&str, &[&str]); 2] = [
+            ("c-1", &["acquired 1s a 9 3s 100", "release 2s a 9 ok 100"]),
+            ("original-2", &["acquired 2.1s a 6 4s 200", "release 2.5s a 6 ok 200"]),
+        ];
+        let report = passes(&run(&workers, &["phase 0s no-tokens"]), &[]);
+        assert!(report.contains("rule 2 (tokens increase) is off"), "{report}");
+        // The same identities with tokens are a violation of rule 2.
+        fails_with(&run(&workers, &[]), &[], "tokens did not increase");
+        let overlapping: [(&str, &[&str]); 2] = [
+            ("c-1", &["acquired 1s a 1 3s 100", "release 2s a 1 ok 100"]),
+            ("original-2", &["acquired 1.5s a 2 4s 200", "release 2.5s a 2 ok 200"]),
+        ];
+        fails_with(&run(&overlapping, &["phase 0s no-tokens"]), &[], "two holders at once for 0.500 s");
+    }
+
+    #[test]
+    fn a_killed_session_without_a_token_ends_the_section_its_pid_held_of_that_name() {
+        let r = run(
+            &[
+                ("php-1", &["acquired 0.5s a 1 3s 100", "release 0.6s a 1 ok 100", "acquired 1s a 2 3s 100"]),
+                ("original-2", &["acquired 1.3s a 7 6s 200", "release 1.6s a 7 ok 200"]),
+            ],
+            &["phase 0s no-tokens", "fault 1.2s 1.25s kill-session section a - 100"],
+        );
+        let report = passes(&r, &[("kill-session", 1)]);
+        assert!(report.contains("ended by: kill-session 1, release ok 2"), "{report}");
+        // The fault names pid 100: pid 200's section of the same name is not cut by it.
+        let r = run(
+            &[
+                ("php-1", &["acquired 1.3s a 2 3s 100"]),
+                ("original-2", &["acquired 0.9s a 7 6s 200", "release 1.6s a 7 error 200"]),
+            ],
+            &["phase 0s no-tokens", "fault 1.2s 1.25s kill-session section a - 100"],
+        );
+        fails_with(&r, &[], "two holders at once for 0.300 s");
+    }
+
+    #[test]
+    fn a_lease_line_without_a_token_lengthens_the_section_its_pid_began_last() {
+        let r = run(
+            &[
+                ("c-1", &["acquired 0.2s a 1 2.5s 100", "release 0.4s a 1 ok 100", "acquired 1s a 5 3s 100"]),
+                ("original-2", &["acquired 3.5s a 6 6s 200", "release 3.6s a 6 ok 200"]),
+            ],
+            &["phase 0s no-tokens", "fault 1.2s 1.21s stop none a - 100", "lease 1.22s a - 4s 100"],
+        );
+        fails_with(&r, &[], "c-1 token 5 pid 100 [+0.800 s, +3.800 s] (ended by deadline)");
+    }
+
+    /// The report of a run judged with rule 5 per name (faults kill9, within 5 s).
+    fn per_name(r: &Run) -> (String, bool) {
+        let o = Options {
+            dir: PathBuf::new(),
+            floor: 0.0,
+            kinds: Vec::new(),
+            progress_after: vec!["kill9".to_owned()],
+            progress_within: Some(5.0),
+            kind_floor: 0.0,
+            ok_share: 0.0,
+            require: Vec::new(),
+            seed: "0".into(),
+        };
+        judge(r, &o)
+    }
+
+    #[test]
+    fn a_name_nobody_acquires_after_a_fault_is_wedged_even_while_others_go_on() {
+        let workers: [(&str, &[&str]); 2] = [
+            ("c-1", &["acquired 0.5s a 1 3s 100", "acquired 2s b 2 4s 300", "release 2.1s b 2 ok 300"]),
+            ("php-2", &["acquired 0.6s b 3 3s 200", "release 0.7s b 3 ok 200"]),
+        ];
+        let driver = ["phase 0s chaos-start", "fault 1s 1.1s kill9 pid a 1 100", "phase 20s chaos-end"];
+        let (report, failed) = per_name(&run(&workers, &driver));
+        assert!(failed, "{report}");
+        assert!(report.contains("FAILED: a: no acquisition after the fault kill9 landed at +1.100 s"), "{report}");
+        assert!(report.contains("slowest first acquisition of each name after a fault: b +0.9s"), "{report}");
+    }
+
+    #[test]
+    fn a_name_acquired_again_too_late_fails_unless_the_fault_came_near_the_end() {
+        let workers: [(&str, &[&str]); 1] = [("c-1", &["acquired 0.5s a 1 3s 100", "acquired 9.1s a 2 12s 200"])];
+        let late = ["phase 0s chaos-start", "fault 1s 1.1s kill9 pid a 1 100", "phase 20s chaos-end"];
+        let (report, failed) = per_name(&run(&workers, &late));
+        assert!(failed, "{report}");
+        assert!(
+            report.contains("a: first acquired 8.0 s after the fault kill9 landed at +1.100 s (at most 5 s)"),
+            "{report}"
+        );
+        // The chaos ended 3 s after the fault: the next acquisition may come after that.
+        let near_end = ["phase 0s chaos-start", "fault 1s 1.1s kill9 pid a 1 100", "phase 4s chaos-end"];
+        let (report, failed) = per_name(&run(&workers, &near_end));
+        assert!(!failed, "{report}");
+    }
+
+    #[test]
+    fn a_kind_that_mostly_loses_its_sections_or_is_starved_fails() {
+        // php: 1 of 4 released ok (its lock said "acquired" and then "not held");
+        // original: one section in 10 s of chaos.
+        let workers: [(&str, &[&str]); 2] = [
+            (
+                "php-1",
+                &[
+                    "acquired 1s a 1 3s 100",
+                    "release 1.1s a 1 lost 100",
+                    "acquired 2s a 2 4s 100",
+                    "release 2.1s a 2 lost 100",
+                    "acquired 3s a 3 5s 100",
+                    "release 3.1s a 3 lost 100",
+                    "acquired 4s a 4 6s 100",
+                    "release 4.1s a 4 ok 100",
+                ],
+            ),
+            ("original-2", &["acquired 5s a 5 7s 200", "release 5.1s a 5 ok 200"]),
+        ];
+        let r = run(&workers, &["phase 0s chaos-start", "phase 10s chaos-end"]);
+        let judged = |kind_floor: f64, ok_share: f64| {
+            let o = Options {
+                dir: PathBuf::new(),
+                floor: 0.0,
+                kinds: vec!["php".to_owned(), "original".to_owned()],
+                progress_after: Vec::new(),
+                progress_within: None,
+                kind_floor,
+                ok_share,
+                require: Vec::new(),
+                seed: "0".into(),
+            };
+            judge(&r, &o)
+        };
+        let (report, failed) = judged(0.0, 0.5);
+        assert!(failed && report.contains("php callers released 1 of 4 sections ok (25%), fewer than 50%"), "{report}");
+        let (report, failed) = judged(0.2, 0.0);
+        assert!(
+            failed && report.contains("original callers completed 0.10 sections/s, below the floor of 0.20/s"),
+            "{report}"
+        );
+        let (report, failed) = judged(0.1, 0.25);
+        assert!(!failed, "{report}");
     }
 
     #[test]

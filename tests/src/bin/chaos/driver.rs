@@ -13,6 +13,15 @@
 //! worker the recorded pid is the `mysqllock run` process; PHP and C workers are the
 //! holding process themselves.
 //!
+//! `--table original` runs on the original package's table (5 columns: no token, no
+//! holder pid; the driver checks the table's shape at the start either way, and
+//! `--table upgraded` is the default). A holder is then the process of our worker groups
+//! that has the row's session open: `connection_id` → the process list's HOST (the
+//! client's port) → the socket's inode → the process (see `procfs`). Sections have no
+//! tokens: the driver journals `phase no-tokens`, sets `CHAOS_TOKENS=0` for the workers
+//! (they journal section identities and leave the fenced guard alone, see `journal`),
+//! and names a stopped or killed section by NAME and PID. The faults are the same.
+//!
 //! Fault kinds (`--faults`, default all; each time the driver tries the kinds that
 //! landed least so far first, so every kind lands about equally often):
 //! - `kill9`: SIGKILL of a holder process (a PHP/C worker is respawned; a CLI worker's
@@ -66,6 +75,12 @@
 //! `--isolate-nodes` (default 3,1): a single-primary group's suite aims both at the
 //! members that are primary at the time.
 //!
+//! `--final-probe`: once every worker has ended, the driver itself locks each name once
+//! (waiting up to `PROBE_TIMEOUT`, the run's TTL) and releases it, journaling the section
+//! as worker `probe-0` (`journals/probe-0.journal`, kind `probe`): a name left wedged by
+//! the last faults fails the run there (the checker's per-name progress, `--progress-within`,
+//! counts the probe for faults too close to the end for the workers to show it).
+//!
 //! `--victims KIND,...` restricts the faults aimed at workers to workers of those kinds
 //! (the self-test aims them at the one worker it broke); `kill-query`, whose target is a
 //! statement that names no worker, cannot be aimed so and is refused with it.
@@ -81,6 +96,7 @@ use std::time::{Duration, Instant};
 use mysqllock_core::{Config, NativeLocker, Session, Value};
 
 use crate::journal::{self, Ends, Fault, Line};
+use crate::procfs::{pgid_of, process_gone, process_state, session_holder};
 use crate::rng::Rng;
 
 /// The lease every worker takes, and how long it waits for it.
@@ -101,6 +117,8 @@ const TICK: Duration = Duration::from_millis(50);
 const LANDING_POLL: Duration = Duration::from_millis(2);
 const LANDING_WAIT: Duration = Duration::from_secs(5);
 const SERVER_BACK_WAIT: Duration = Duration::from_secs(60);
+/// How long `--final-probe` waits for each name.
+const PROBE_TIMEOUT: f64 = 20.0;
 /// For `Driver::await_gone`: whether session `?` is there (both servers).
 const SESSION: &str = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?";
 
@@ -215,6 +233,10 @@ struct Options {
     stop_seconds: (f64, f64),
     /// Landings of each kind of `faults` the chaos goes on for (within MIN_FAULTS_GRACE).
     min_faults: u32,
+    /// `--table original`: the original package's table, without tokens or holder pids.
+    original_table: bool,
+    /// `--final-probe`: lock every name once after the workers ended.
+    final_probe: bool,
 }
 
 fn options(args: &[String]) -> Result<Options, String> {
@@ -238,11 +260,17 @@ fn options(args: &[String]) -> Result<Options, String> {
         ttl: TTL_SECONDS.to_owned(),
         stop_seconds: STOP_SECONDS,
         min_faults: 0,
+        original_table: false,
+        final_probe: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         if flag == "--lease" {
             o.lease = true;
+            continue;
+        }
+        if flag == "--final-probe" {
+            o.final_probe = true;
             continue;
         }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -289,6 +317,13 @@ fn options(args: &[String]) -> Result<Options, String> {
                 }
             }
             "--ttl" => o.ttl = value.clone(),
+            "--table" => {
+                o.original_table = match value.as_str() {
+                    "original" => true,
+                    "upgraded" => false,
+                    _ => return Err(format!("--table {value}: expected original or upgraded")),
+                };
+            }
             "--stop-seconds" => {
                 let (low, high) =
                     value.split_once(',').ok_or_else(|| format!("--stop-seconds {value}: expected LOW,HIGH"))?;
@@ -310,9 +345,13 @@ fn options(args: &[String]) -> Result<Options, String> {
     if let Some(bad) = o.specs.iter().find(|s| s.node.is_some_and(|k| k >= o.node_dsns.len())) {
         return Err(format!("worker {} {}: no such node in --node-dsns", bad.kind, bad.name));
     }
+    if o.lease && (o.original_table || o.final_probe) {
+        return Err("--table original and --final-probe are for the GET_LOCK protocol, not --lease".to_owned());
+    }
     if o.dir.as_os_str().is_empty() || o.db_dir.as_os_str().is_empty() || o.dsn.is_empty() || o.specs.is_empty() {
         return Err("usage: chaos drive --dir DIR --db-dir DIR --mariadb-script PATH --dsn URL [--seconds N] \
                     [--seed N] [--restarts N] [--min-faults N] [--fault-gap LOW,HIGH] [--faults KIND,...|none] [--victims KIND,...] \
+                    [--table original|upgraded] [--final-probe] \
                     --worker \"KIND NAME keep-alive|plain PROGRAM ARGS...\"..."
             .to_owned());
     }
@@ -368,6 +407,8 @@ struct Driver {
     o: Options,
     rng: Rng,
     locker: NativeLocker,
+    /// The server's port: the remote port of every worker's session socket.
+    server_port: u16,
     workers: Vec<Worker>,
     stopped: Vec<Stopped>,
     restart: Option<Restart>,
@@ -411,6 +452,7 @@ impl Driver {
         fs::create_dir_all(o.dir.join("journals")).map_err(|e| format!("{}: {e}", o.dir.display()))?;
         fs::create_dir_all(o.dir.join("workers")).map_err(|e| format!("{}: {e}", o.dir.display()))?;
         let config = Config::from_url(&o.dsn).map_err(|e| e.chain())?;
+        let server_port = config.port;
         let log = File::create(o.dir.join("driver.log")).map_err(|e| format!("driver.log: {e}"))?;
         let chaos_path = std::env::current_exe().map_err(|e| format!("locating the chaos binary: {e}"))?;
         let workers = o
@@ -428,6 +470,7 @@ impl Driver {
         Ok(Driver {
             rng: Rng::new(o.seed),
             locker: NativeLocker::from_config(config),
+            server_port,
             journal: o.dir.join("driver.journal"),
             o,
             workers,
@@ -485,6 +528,12 @@ impl Driver {
         for w in &self.workers {
             let mode = if w.spec.keep_alive { "keep-alive" } else { "plain" };
             println!("chaos: worker {} on {} ({mode}): {}", w.label, w.spec.name, w.spec.argv.join(" "));
+        }
+        if !self.o.lease {
+            self.check_table()?;
+        }
+        if self.o.original_table {
+            self.write(&Line::Phase { at: journal::monotonic_ns(), phase: "no-tokens".into() })?;
         }
         self.start = Instant::now();
         self.write(&Line::Phase { at: journal::monotonic_ns(), phase: "chaos-start".into() })?;
@@ -590,7 +639,8 @@ impl Driver {
 
     /// Starts worker `i`: `PROGRAM ARGS... JOURNAL NAME DSN`, with the settings in
     /// `CHAOS_*`: CHAOS_BIN (this binary: `guard`, `now`, `deadline`, `journal`),
-    /// CHAOS_DIR (the guard's directory), CHAOS_KIND, CHAOS_WORKER (its label),
+    /// CHAOS_DIR (the guard's directory), CHAOS_KIND, CHAOS_WORKER (its label), CHAOS_TOKENS
+    /// (0 on the original table: journal section identities, no guard; else 1),
     /// CHAOS_KEEP_ALIVE (1 or 0), CHAOS_SEED, CHAOS_TTL, CHAOS_TIMEOUT (seconds) and
     /// CHAOS_STOP (a file whose existence asks the worker to finish its section and end).
     fn spawn(&mut self, i: usize) -> Result<(), String> {
@@ -609,6 +659,7 @@ impl Driver {
             .arg(&w.spec.name)
             .arg(w.spec.node.map_or(&self.o.dsn, |k| &self.o.node_dsns[k]))
             .env("CHAOS_LEASE", if self.o.lease { "1" } else { "0" })
+            .env("CHAOS_TOKENS", if self.o.original_table { "0" } else { "1" })
             .env("CHAOS_BIN", &chaos_path)
             .env("CHAOS_DIR", &self.o.dir)
             .env("CHAOS_KIND", &w.spec.kind)
@@ -678,7 +729,7 @@ impl Driver {
         rows.into_iter()
             .filter(|r| r.holder_alive && names.contains(&r.name.as_str()))
             .filter_map(|r| {
-                let pid = i32::try_from(r.pid?).ok()?;
+                let pid = self.holder_pid(&r)?;
                 let group = pgid_of(pid)?;
                 let worker = self.workers.iter().position(|w| w.pgid() == Some(group))?;
                 if self.stopped.iter().any(|s| s.worker == worker) || !self.victim(worker) {
@@ -687,6 +738,43 @@ impl Driver {
                 Some(Holder { worker, pid, name: r.name, token: r.token.unwrap_or(0), connection_id: r.connection_id })
             })
             .collect()
+    }
+
+    /// The process of a row's holder: its `holder_pid` on an upgraded table, else (the
+    /// original table) the process of our worker groups that has its session's socket
+    /// open (see `procfs`).
+    fn holder_pid(&self, row: &mysqllock_core::LockStatus) -> Option<i32> {
+        if !self.o.original_table {
+            return i32::try_from(row.pid?).ok();
+        }
+        let groups: Vec<i32> = self.workers.iter().filter_map(Worker::pgid).collect();
+        session_holder(row.host.as_deref()?, self.server_port, &groups)
+    }
+
+    /// Refuses a lock table whose shape is not the one `--table` names: an upgraded run
+    /// on the original table would find no holders, an original run on an upgraded one
+    /// would test the wrong path.
+    fn check_table(&mut self) -> Result<(), String> {
+        const UPGRADE: &str = "SELECT COUNT(*) FROM information_schema.COLUMNS \
+                               WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'shared_locks' \
+                               AND COLUMN_NAME IN ('token', 'holder_host', 'holder_pid')";
+        let upgrade_columns = self
+            .locker
+            .session()
+            .map_err(|e| e.chain())
+            .and_then(|s| s.execute(UPGRADE, &[]).map_err(|e| e.to_string()))
+            .map_err(|e| format!("cannot read the lock table's columns: {e}"))?
+            .rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Value::as_u64);
+        match (self.o.original_table, upgrade_columns) {
+            (true, Some(0)) | (false, Some(3)) => Ok(()),
+            (true, n) => Err(format!("--table original: shared_locks has {n:?} of the upgrade's 3 columns, not 0")),
+            (false, n) => Err(format!(
+                "shared_locks has {n:?} of the upgrade's 3 columns, not 3: run mysqllock init --upgrade, or pass --table original"
+            )),
+        }
     }
 
     /// The unexpired rows of the lease table, read on the first node that answers
@@ -931,7 +1019,7 @@ impl Driver {
                     continue;
                 }
                 let deadline = (before + (micros.max(0) as u64) * 1000).saturating_sub(journal::CLOCK_MARGIN_NS);
-                let line = Line::Lease { at: before, name, token, deadline, pid: pid as u32 };
+                let line = Line::Lease { at: before, name, token: Some(token), deadline, pid: pid as u32 };
                 self.note(&format!("stopped lease: {line} ({micros} us left)"));
                 if let Err(e) = self.write(&line) {
                     self.note(&e);
@@ -948,8 +1036,12 @@ impl Driver {
             }
         };
         for r in rows {
-            let (Some(pid), Some(token)) = (r.pid, r.token) else { continue };
-            let pid = i32::try_from(pid).unwrap_or(-1);
+            // The original table: no token; the checker finds the section by NAME and PID.
+            let token = r.token.filter(|_| !self.o.original_table);
+            if !self.o.original_table && token.is_none() {
+                continue;
+            }
+            let Some(pid) = self.holder_pid(&r) else { continue };
             if !r.holder_alive || pgid_of(pid) != Some(group) {
                 continue;
             }
@@ -1117,6 +1209,9 @@ impl Driver {
         }
         restarted?;
         node_op?;
+        if self.o.final_probe {
+            self.probe()?;
+        }
         let starts: u32 = self.workers.iter().map(|w| w.spawns).sum();
         println!(
             "chaos: {:.1} s with {} workers ({starts} worker processes started); details in {}",
@@ -1124,6 +1219,47 @@ impl Driver {
             self.workers.len(),
             self.o.dir.join("driver.log").display()
         );
+        Ok(())
+    }
+}
+
+impl Driver {
+    /// `--final-probe`: every name locked and released once by the driver, now that no
+    /// worker runs, journaled as worker `probe-0` (TOKEN: the lease's token, or the
+    /// section's identity on the original table). A name that cannot be had within
+    /// PROBE_TIMEOUT is journaled nowhere: the checker then misses an acquisition of it.
+    fn probe(&mut self) -> Result<(), String> {
+        let journal = self.o.dir.join("journals").join("probe-0.journal");
+        let mut names: Vec<String> = self.workers.iter().map(|w| w.spec.name.clone()).collect();
+        names.sort();
+        names.dedup();
+        let ttl: f64 = self.o.ttl.parse().map_err(|_| format!("--ttl {}: not a number", self.o.ttl))?;
+        let pid = std::process::id();
+        let append =
+            |line: Line| journal::append(&journal, &line.to_string()).map_err(|e| format!("probe journal: {e}"));
+        for name in names {
+            let deadline = journal::ttl_deadline_ns(ttl);
+            let lease = match self.locker.acquire(&name, PROBE_TIMEOUT, ttl) {
+                Ok(lease) => lease,
+                Err(e) => {
+                    let text = format!("probe: {name} could not be locked within {PROBE_TIMEOUT} s: {}", e.chain());
+                    self.note(&text);
+                    println!("chaos: {text}");
+                    continue;
+                }
+            };
+            let at = journal::monotonic_ns();
+            let token = if self.o.original_table { at } else { lease.token.unwrap_or(0) };
+            append(Line::Acquired { at, name: name.clone(), token, deadline: Some(deadline), pid })?;
+            let releasing = journal::monotonic_ns();
+            let verdict = match self.locker.release(&name) {
+                Ok(()) => journal::Verdict::Ok,
+                Err(e) if e.is_not_held() => journal::Verdict::Lost,
+                Err(_) => journal::Verdict::Error,
+            };
+            append(Line::Release { at: releasing, name: name.clone(), token, verdict, pid })?;
+            self.note(&format!("probe: {name} locked and released ({})", verdict.as_str()));
+        }
         Ok(())
     }
 }
@@ -1214,29 +1350,6 @@ fn describe(status: ExitStatus) -> String {
         (None, Some(sig)) => format!("signal {sig}"),
         _ => "unknown status".to_owned(),
     }
-}
-
-/// The fields of /proc/PID/stat after "pid (comm)" (comm may hold spaces and
-/// parentheses): state, ppid, pgrp, ...
-fn stat_fields(pid: i32) -> Option<Vec<String>> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    Some(after.split_whitespace().map(str::to_owned).collect())
-}
-
-/// The process group of `pid` (None once it is gone).
-fn pgid_of(pid: i32) -> Option<i32> {
-    stat_fields(pid)?.get(2)?.parse().ok()
-}
-
-/// The state letter of `pid` (R, S, T, Z, ...).
-fn process_state(pid: i32) -> Option<char> {
-    stat_fields(pid)?.first()?.chars().next()
-}
-
-/// A process that died: gone from /proc, or a zombie not yet reaped.
-fn process_gone(pid: i32) -> bool {
-    matches!(process_state(pid), None | Some('Z' | 'X'))
 }
 
 /// kill(2); a process that is already gone is no error here.

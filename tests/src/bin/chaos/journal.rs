@@ -47,10 +47,24 @@
 //! process; for PHP and C workers, the worker itself): the driver's `kill9` of that pid
 //! ends the section.
 //!
+//! # Runs on a table without tokens
+//!
+//! On the original package's table (5 columns, no `token`: `chaos drive --table
+//! original`) an acquisition has no fencing token. The driver then journals `phase
+//! MONO_NS no-tokens` before `chaos-start`, tells the workers so (`CHAOS_TOKENS=0`), and
+//! TOKEN in the worker lines is the section's *identity* instead: the MONO_NS of its own
+//! `acquired` line (each worker writes the same number in both fields). It is unique: the
+//! checker keys a section by (NAME, TOKEN, PID) within one journal, and one process never
+//! journals two acquisitions in the same nanosecond (an acquisition is at least one round
+//! trip to the server). It carries no promise of the lock, so the checker does not
+//! require identities to increase (rule 2 is off) and the workers write nothing to the
+//! fenced guard (`guard`), which needs tokens. The driver, which cannot know an identity,
+//! names a section by NAME and PID instead: see `fault` and `lease` below.
+//!
 //! # Driver lines
 //!
 //! ```text
-//! phase MONO_NS chaos-start|chaos-end
+//! phase MONO_NS chaos-start|chaos-end|no-tokens
 //! fault SENT_NS LANDED_NS KIND ENDS NAME TOKEN PID
 //! lease MONO_NS NAME TOKEN DEADLINE_NS PID
 //! ```
@@ -66,11 +80,17 @@
 //!   `section` (the section NAME TOKEN: its database session was killed); `all` (every
 //!   section: the server went down). A section that begins between SENT_NS and
 //!   LANDED_NS of an `all` fault is cut at its start. NAME, TOKEN, PID are `-` when the
-//!   fault had no such target.
+//!   fault had no such target. A `section` fault with TOKEN `-` (a run without tokens)
+//!   ends the section of NAME that PID held: every section of NAME and PID that began
+//!   before LANDED_NS is cut at SENT_NS (one that began after SENT_NS, on the new
+//!   session a process may open at once, is cut at its start: it claims nothing).
 //! - `lease`: the driver saw in the lock table (right after stopping a holder) that the
 //!   lease NAME TOKEN of PID runs at least until DEADLINE_NS. A keep-alive renews
 //!   invisibly to its holder; a stopped holder's keep-alive is frozen with it, so what
 //!   the table shows after the stop landed is where that lease can end at the earliest.
+//!   TOKEN is `-` in a run without tokens: the lease is then that of the section of NAME
+//!   and PID that began last before MONO_NS (a process holds one section of a name at
+//!   a time).
 
 use std::fmt;
 use std::fs::OpenOptions;
@@ -137,13 +157,46 @@ impl Ends {
 /// One journal line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Line {
-    Acquired { at: u64, name: String, token: u64, deadline: Option<u64>, pid: u32 },
-    Renewed { at: u64, name: String, token: u64, deadline: Option<u64>, pid: u32 },
-    Release { at: u64, name: String, token: u64, verdict: Verdict, pid: u32 },
-    Lost { at: u64, name: String, token: u64, pid: u32 },
-    Phase { at: u64, phase: String },
+    Acquired {
+        at: u64,
+        name: String,
+        token: u64,
+        deadline: Option<u64>,
+        pid: u32,
+    },
+    Renewed {
+        at: u64,
+        name: String,
+        token: u64,
+        deadline: Option<u64>,
+        pid: u32,
+    },
+    Release {
+        at: u64,
+        name: String,
+        token: u64,
+        verdict: Verdict,
+        pid: u32,
+    },
+    Lost {
+        at: u64,
+        name: String,
+        token: u64,
+        pid: u32,
+    },
+    Phase {
+        at: u64,
+        phase: String,
+    },
     Fault(Fault),
-    Lease { at: u64, name: String, token: u64, deadline: u64, pid: u32 },
+    /// `token` None: a run without tokens (the section is named by NAME and PID).
+    Lease {
+        at: u64,
+        name: String,
+        token: Option<u64>,
+        deadline: u64,
+        pid: u32,
+    },
 }
 
 /// A `fault` line: a fault the driver saw land.
@@ -206,7 +259,7 @@ impl Line {
                 token: opt(w[6])?,
                 pid: opt(w[7])?,
             }),
-            ("lease", 6) => Line::Lease { at: n(1)?, name: name(2)?, token: n(3)?, deadline: n(4)?, pid: pid(5)? },
+            ("lease", 6) => Line::Lease { at: n(1)?, name: name(2)?, token: opt(w[3])?, deadline: n(4)?, pid: pid(5)? },
             _ => return None,
         })
     }
@@ -227,7 +280,9 @@ impl fmt::Display for Line {
             Line::Lost { at, name, token, pid } => write!(f, "lost {at} {name} {token} {pid}"),
             Line::Phase { at, phase } => write!(f, "phase {at} {phase}"),
             Line::Fault(fault) => write!(f, "{fault}"),
-            Line::Lease { at, name, token, deadline, pid } => write!(f, "lease {at} {name} {token} {deadline} {pid}"),
+            Line::Lease { at, name, token, deadline, pid } => {
+                write!(f, "lease {at} {name} {} {deadline} {pid}", show(token))
+            }
         }
     }
 }
@@ -312,6 +367,9 @@ mod tests {
         round_trip("fault 8123456789 8123999999 kill9 pid chaos-a 42 3171");
         round_trip("fault 8123456789 9123999999 restart all - - -");
         round_trip("lease 8123456789 chaos-a 42 10123456789 3171");
+        round_trip("lease 8123456789 chaos-a - 10123456789 3171");
+        round_trip("phase 8123456789 no-tokens");
+        round_trip("fault 8123456789 8123999999 kill-session section chaos-a - 3171");
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod check;
 mod driver;
 mod guard;
 mod journal;
+mod procfs;
 mod rng;
 
 use std::path::Path;
