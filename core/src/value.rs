@@ -98,6 +98,9 @@ pub struct Outcome {
     /// The OK packet's insert id; the protocol reports GET_LOCK's result through
     /// `LAST_INSERT_ID(expr)` so an INSERT needs no second round trip.
     pub last_insert_id: u64,
+    /// How many columns the statement's result set has, 0 for a statement without one: a
+    /// `LIMIT 0` query answers with its columns and no row (the lock table's width).
+    pub columns: usize,
 }
 
 impl Outcome {

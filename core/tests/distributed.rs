@@ -487,7 +487,7 @@ impl Session for FoundRows {
         let params = if params.is_empty() { mysql::Params::Empty } else { mysql::Params::Positional(params) };
         let fail = |e: mysql::Error| mysqllock_core::SessionError::client(e.to_string());
         let rows: Vec<mysql::Row> = self.0.exec(sql, params).map_err(fail)?;
-        let rows = rows
+        let rows: Vec<Vec<Value>> = rows
             .into_iter()
             .map(|r| {
                 r.unwrap()
@@ -502,10 +502,14 @@ impl Session for FoundRows {
                     .collect()
             })
             .collect();
+        // The test's statements with a result set return rows; the width of an empty one
+        // is not needed here (no table probe runs on this session).
+        let columns = rows.first().map_or(0, Vec::len);
         Ok(mysqllock_core::Outcome {
             rows,
             affected_rows: self.0.affected_rows(),
             last_insert_id: self.0.last_insert_id(),
+            columns,
         })
     }
 

@@ -144,6 +144,7 @@ impl MysqliSession {
             rows: Vec::new(),
             affected_rows: number(counters, "affected_rows"),
             last_insert_id: number(counters, "insert_id"),
+            columns: 0,
         })
     }
 

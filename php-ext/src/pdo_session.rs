@@ -231,7 +231,7 @@ impl PdoSession {
         let columns = self.statement_call(statement, "columnCount", vec![])?.long().unwrap_or(0);
         if columns > 0 {
             let all = self.statement_call(statement, "fetchAll", vec![&FETCH_NUM])?;
-            return Ok(Outcome { rows: driver::rows_of(&all), ..Outcome::default() });
+            return Ok(Outcome { rows: driver::rows_of(&all), columns: columns as usize, ..Outcome::default() });
         }
         let affected = self.statement_call(statement, "rowCount", vec![])?.long().unwrap_or(0);
         // GET_LOCK's result comes back through LAST_INSERT_ID(expr) after an INSERT.
@@ -240,6 +240,7 @@ impl PdoSession {
             rows: Vec::new(),
             affected_rows: u64::try_from(affected).unwrap_or(0),
             last_insert_id: insert_id.str().and_then(|s| s.parse().ok()).unwrap_or(0),
+            columns: 0,
         })
     }
 }

@@ -134,6 +134,7 @@ pub(super) fn outcomes<P: mysql::prelude::Protocol>(mut result: mysql::QueryResu
         // A statement without rows has its OK packet now; reading the (absent) rows
         // moves past it.
         let (affected_rows, last_insert_id) = (set.affected_rows(), set.last_insert_id().unwrap_or(0));
+        let columns = set.columns().as_ref().len();
         let rows = set
             .by_ref()
             .map(|row| {
@@ -142,7 +143,7 @@ pub(super) fn outcomes<P: mysql::prelude::Protocol>(mut result: mysql::QueryResu
                 Ok(row.unwrap().into_iter().zip(columns.iter()).map(|(v, c)| from_mysql(v, c)).collect())
             })
             .collect::<Result<_, SessionError>>()?;
-        outcomes.push(Outcome { rows, affected_rows, last_insert_id });
+        outcomes.push(Outcome { rows, affected_rows, last_insert_id, columns });
     }
     Ok(outcomes)
 }

@@ -314,10 +314,13 @@ fn setup_query(mariadb: bool, set: &str, probe: Option<&str>) -> String {
     }
 }
 
-/// A statement whose one row has as many values as `table` has columns, all NULL: it
-/// reads no row and cannot fail for want of a column (only for want of the table).
+/// A statement that answers with `table`'s columns and no row: it cannot fail for want of
+/// a column (only for want of the table), and it reads no row. The probe it replaces
+/// (the table joined `ON FALSE` to one row, for a row of NULLs) read the whole table on
+/// MariaDB 10.11: 177 rows examined and 0.28 ms of server time for a table of 177 rows,
+/// against none and 0.06 ms for this one, in the slow log.
 fn table_probe(table: &Table) -> String {
-    format!("SELECT l.* FROM (SELECT 1) AS one LEFT JOIN {} AS l ON FALSE", table.sql_name())
+    format!("SELECT * FROM {} LIMIT 0", table.sql_name())
 }
 
 /// Reads the setup's answer (running the setup first unless it travelled with the
@@ -339,8 +342,8 @@ fn setup(
         Some(answer) => answer,
         None => link.query(&setup_query(mariadb, set, probe), bound),
     };
-    let mut sets: Vec<Vec<Vec<Value>>> = match answer {
-        Ok(outcomes) => outcomes.into_iter().map(|outcome| outcome.rows).collect(),
+    let mut outcomes = match answer {
+        Ok(outcomes) => outcomes,
         // No such variable: not a Galera-capable MariaDB; the full probe tells.
         Err(e) if mariadb && e.code == Some(UNKNOWN_SYSTEM_VARIABLE) => {
             let (topology, wait_timeout) = full_probe(link, bound)?;
@@ -355,9 +358,10 @@ fn setup(
         Err(e) => return Err(e),
     };
     let columns = match probe {
-        Some(_) => sets.pop().and_then(|rows| Some(rows.first()?.len())),
+        Some(_) => outcomes.pop().map(|outcome| outcome.columns).filter(|&n| n > 0),
         None => None,
     };
+    let sets = outcomes.into_iter().map(|outcome| outcome.rows).collect();
     let (topology, wait_timeout) = topology_answer(link, mariadb, sets, bound)?;
     Ok(Learned { topology, wait_timeout, lock_table_columns: columns })
 }

@@ -82,6 +82,37 @@ fn a_session_learns_the_lock_tables_width_in_its_setup() {
 }
 
 #[test]
+fn the_setups_look_at_the_lock_table_reads_no_row() {
+    // A table with many rows left in it (killed holders, names never taken again) must not
+    // make every connect slower: the look is for the columns, not the rows.
+    let config = config();
+    let table =
+        crate::config::Table::new(&format!("probe_rows_{}", std::process::id()), config.table.quote_style()).unwrap();
+    let mut admin = session();
+    admin.execute(&format!("DROP TABLE IF EXISTS {}", table.sql_name()), &[]).unwrap();
+    admin.execute(&table.create_sql(), &[]).unwrap();
+    let rows: Vec<String> = (0..300).map(|i| format!("('left-{i}', 0, 0, 60, 1)")).collect();
+    let insert = format!(
+        "INSERT INTO {} (name, connection_id, created, ttl, lock_acquired) VALUES {}",
+        table.sql_name(),
+        rows.join(", ")
+    );
+    assert_eq!(admin.execute(&insert, &[]).unwrap().affected_rows, 300);
+
+    let mut learned = MysqlSession::connect_learning(&config, &table).unwrap();
+    assert_eq!(learned.lock_table_columns(), Some(5));
+    // Rows read by a table scan so far; SHOW STATUS reads some itself, as much each time.
+    let mut scanned = || -> u64 {
+        let outcome = learned.execute("SHOW SESSION STATUS LIKE 'Handler_read_rnd_next'", &[]).unwrap();
+        outcome.first(1).as_u64().unwrap()
+    };
+    let (first, second) = (scanned(), scanned());
+    let by_setup = first.saturating_sub(second - first);
+    admin.execute(&format!("DROP TABLE {}", table.sql_name()), &[]).unwrap();
+    assert!(by_setup < 300, "the setup read {by_setup} rows of a table of 300 to learn its width");
+}
+
+#[test]
 fn a_session_knows_its_raised_wait_timeout_without_asking() {
     let mut session = session();
     let asked = session.execute("SELECT @@session.wait_timeout", &[]).unwrap().first(0).as_f64();

@@ -456,7 +456,7 @@ impl Exchange<'_> {
         let mut c = Cursor::new(&packet[1..]);
         match (c.lenenc(), c.lenenc(), c.u16()) {
             (Some(affected_rows), Some(last_insert_id), Some(status)) => {
-                Ok((Outcome { rows: Vec::new(), affected_rows, last_insert_id }, status))
+                Ok((Outcome { rows: Vec::new(), affected_rows, last_insert_id, columns: 0 }, status))
             }
             _ => Err(self.malformed("an OK packet")),
         }
@@ -484,7 +484,7 @@ impl Exchange<'_> {
             let packet = self.read_packet()?;
             if is_eof(&packet) {
                 let status = Cursor::new(&packet[1..]).skip(2).and_then(|mut c| c.u16()).unwrap_or(0);
-                return Ok((Outcome { rows, affected_rows: 0, last_insert_id: 0 }, status));
+                return Ok((Outcome { rows, affected_rows: 0, last_insert_id: 0, columns: count }, status));
             }
             if packet.first() == Some(&0xFF) {
                 return Err(server_error(&packet));
