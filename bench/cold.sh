@@ -105,7 +105,7 @@ def php(set):
 # (issue 34: the cold SharedLock script, load included, against it).
 rows.append(dict(key="bare", label="`php -r ''` without the extension", argv=bare + ["-r", ""], group="bare"))
 rows.append(dict(key="empty", label="`php -r ''` (extension loaded)", argv=php("now") + ["-r", ""], group="php"))
-rows.append(dict(key="empty-dist", label="`php -r ''` (the extension as shipped: profile dist)", argv=php("dist") + ["-r", ""], group="bare"))
+rows.append(dict(key="empty-dist", label="`php -r ''` (profile dist: LTO, one code unit, stripped)", argv=php("dist") + ["-r", ""], group="bare"))
 rows.append(dict(key="pdo-bare", label="PDO `GET_LOCK` + `RELEASE_LOCK`, without the extension", argv=bare + [f"{root}/bench/php/cold_once.php", "pdo", "cold-pdo-bare"], group="bare"))
 rows.append(dict(key="pdo", label="floor: PDO `GET_LOCK` + `RELEASE_LOCK`", argv=php("now") + [f"{root}/bench/php/cold_once.php", "pdo", "cold-pdo"], group="php"))
 for set in sets:
@@ -113,7 +113,7 @@ for set in sets:
     at = "" if set == "now" else f"@{set}"
     rows.append(dict(key="shared" + at, label="`SharedLock::lock()->release()`" + tag, argv=php(set) + [f"{root}/bench/php/cold_once.php", "shared", "cold-shared" + at], group="php", floor="pdo"))
     if set == "now":
-        rows.append(dict(key="shared-dist", label="`SharedLock::lock()->release()` (the extension as shipped: profile dist)", argv=php("dist") + [f"{root}/bench/php/cold_once.php", "shared", "cold-shared-dist"], group="bare"))
+        rows.append(dict(key="shared-dist", label="`SharedLock::lock()->release()` (profile dist: LTO, one code unit, stripped)", argv=php("dist") + [f"{root}/bench/php/cold_once.php", "shared", "cold-shared-dist"], group="bare"))
     rows.append(dict(key="session" + at, label="`SessionLock` acquire + release" + tag, argv=php(set) + [f"{root}/bench/php/cold_once.php", "session", "cold-session" + at], group="php", floor="pdo"))
 rows.append(dict(key="mariadb", label="floor: `mariadb --skip-ssl -e \"SELECT GET_LOCK(…,0); SELECT RELEASE_LOCK(…)\"`",
                  argv=pin + ["mariadb", "--no-defaults", "--skip-ssl", "-h127.0.0.1", f"-P{port}", f"-u{user}", f"-p{password}", "-e",

@@ -104,8 +104,8 @@ foreach ($impls as $key => $s) {
 }
 echo "$runs runs of each, one of each per round, the order rotating (after one untimed run of each)\n";
 if (isset($impls['bare'], $impls['pdo-bare'], $impls['empty-dist'], $impls['shared-dist'])) {
-    // Issue 34's cold figures, on the extension as shipped (profile dist): what loading it
-    // costs a process, and the cold SharedLock script with that load included against a
+    // Issue 34's cold figures, on the extension built with profile dist (LTO, one code
+    // unit, stripped): what loading it costs a process, and the cold SharedLock script with that load included against a
     // PDO script of a PHP without it, each minus `php -r ''` without the extension (paired).
     $load = $pairedDiff('empty-dist', 'bare');
     $pdoCost = $pairedDiff('pdo-bare', 'bare');
