@@ -122,7 +122,7 @@ phpunit_options() {
 "$php" -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' || fail "PHP $php_version cannot load $so as the mysqllock extension"
 have_php=$("$php" -r 'echo PHP_VERSION;')
 need_version PHP "$php_version" "$have_php"
-[ "$("$php" -r 'echo PHP_ZTS;')" = "$zts" ] || fail "$php: PHP_ZTS is not $zts, as MYSQLLOCK_PHP_HOME=$php_home says"
+[ "$("$php" -r 'echo (int) PHP_ZTS;')" = "$zts" ] || fail "$php: PHP_ZTS is not $zts, as MYSQLLOCK_PHP_HOME=$php_home says"
 have_phpunit=$("$php" "$phpunit" --version | sed -n 's/^PHPUnit \([0-9][0-9.]*\).*/\1/p')
 need_version PHPUnit "${MYSQLLOCK_PHPUNIT:-}" "$have_phpunit"
 phpunit_major=${have_phpunit%%.*}
