@@ -41,8 +41,8 @@ mod transport;
 mod value;
 
 pub use config::{
-    url_settings, Config, QuoteStyle, SslMode, Table, Tls, DEFAULT_IO_TIMEOUT, DEFAULT_LEASE_TABLE, DEFAULT_TABLE,
-    LONGEST_WAIT_PER_STATEMENT,
+    url_settings, Config, QuoteStyle, SslMode, Table, Tls, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IO_TIMEOUT,
+    DEFAULT_LEASE_TABLE, DEFAULT_TABLE, LONGEST_WAIT_PER_STATEMENT,
 };
 pub use deadline::Deadline;
 pub use error::{Error, Loss, Result, SessionError};

@@ -24,7 +24,7 @@ use ext_php_rs::zend::{ce, ExecuteData};
 use mysqllock_core::{Dialect, Error, QuoteStyle, Table, DEFAULT_LEASE_TABLE, MAX_LEASE_TTL};
 
 use crate::args::{self, Args};
-use crate::connection::{self, PhpConnector, Reconnect, Settings, Target};
+use crate::connection::{self, OwnConnection, PhpConnector, Reconnect, Target};
 use crate::exceptions::{lease_exception, lease_to_php, protected_property};
 use crate::handler::{self, boolean, double, handlers, int, php_int};
 use crate::ini;
@@ -151,7 +151,9 @@ fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
         None => {
             let url = ini::get(ini::DSN)
                 .ok_or_else(|| lease_exception(&format!("DistributedLock::__construct(): {NO_DSN}"), 0, None))?;
-            let (settings, shared_table) = Settings::from_url(&url).map_err(|e| {
+            let base =
+                ini::config().map_err(|e| lease_exception(&format!("DistributedLock::__construct(): {e}"), 0, None))?;
+            let (settings, shared_table) = OwnConnection::from_url(base, &url).map_err(|e| {
                 lease_exception(&format!("DistributedLock::__construct(): mysqllock.dsn: {e}"), 0, None)
             })?;
             let config = settings.native(&shared_table.unwrap_or_default());
