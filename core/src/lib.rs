@@ -53,7 +53,7 @@ pub use locker::session_lock;
 pub use locker::{
     AcquireOptions, Lease, LockStatus, Locker, NativeLocker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS,
 };
-pub use session::{Connector, Session};
+pub use session::{Connector, OpenSession, Session};
 pub use topology::Topology;
 pub use transport::{stopped_answering, Authentication, During, MysqlSession};
 pub use value::{Outcome, Value};

@@ -15,7 +15,7 @@ use std::time::Duration;
 use ext_php_rs::types::Zval;
 use ext_php_rs::zend::ClassEntry;
 use mysqllock_core::{
-    url_settings, Config, Connector, Dialect, Error, MysqlSession, Session, SessionError, Table, Tls,
+    url_settings, Config, Connector, Dialect, Error, MysqlSession, OpenSession, Session, SessionError, Table, Tls,
 };
 
 use crate::driver::{self, Statements};
@@ -406,9 +406,9 @@ impl Connector for PhpConnector {
     /// A keep-alive thread opens its own connection with the native parameters. A PDO
     /// session cannot be shared with a thread (PHP values stay on PHP's thread), so
     /// keep-alive is refused there.
-    fn keep_alive_config(&self) -> Option<Config> {
+    fn keep_alive(&self, io_timeout: Duration) -> Option<OpenSession> {
         match &self.target {
-            Target::Native(config) => Some((**config).clone()),
+            Target::Native(config) => config.keep_alive(io_timeout),
             Target::Pdo { .. } | Target::Mysqli { .. } => None,
         }
     }
