@@ -611,6 +611,30 @@ namespace Nene\Kit {
         public function forceRelease(string $resource): bool {}
 
         /**
+         * The resources of the live leases whose name begins with $prefix exactly (case,
+         * accents and trailing blanks count, whatever the column's collation folds),
+         * ordered; read as isHeld() reads.
+         *
+         * @return list<string>
+         * @throws \InvalidArgumentException for an empty prefix (it would name every lease
+         *   of the table, other applications' too) or bad input
+         * @throws DistributedLockException if the database fails
+         */
+        public function heldWithPrefix(string $prefix): array {}
+
+        /**
+         * Ends every live lease whose name begins with $prefix exactly, whoever holds it,
+         * each as forceRelease() ends one (what a framework's "flush the locks" asks
+         * for). A lease taken while this runs may outlive it.
+         *
+         * @return int how many live leases it ended
+         * @throws \InvalidArgumentException for an empty prefix (it would end every lease
+         *   of the table, other applications' too) or bad input
+         * @throws DistributedLockException if the database fails
+         */
+        public function forceReleaseWithPrefix(string $prefix): int {}
+
+        /**
          * The fencing token of the last successful acquire()/renew() on this object:
          * strictly increasing per resource across takeovers. Null on a table without the
          * upgrade (upgradeTable(), `mysqllock init --lease --upgrade`), and once that

@@ -1,24 +1,20 @@
 //! DURATION arguments: `90`, `90s`, `1.5s`, `500ms`, `5m`, `2h`, `1d`.
 //!
 //! A plain number is seconds, as `--timeout` and `--ttl` have always taken it, so
-//! existing crontab lines keep their meaning. Only the syntax is checked here: whether
-//! a value is in range (negative, NaN, too large) is the core's decision, so every
-//! option reports it in the same words (`invalid ttl: NaN is not a finite number ...`).
+//! existing crontab lines keep their meaning. The syntax is the core's one reader of
+//! seconds ([`limits::parse_seconds`], which a URL's and an option file's timeouts go
+//! through too); whether a value is in range (negative, NaN, too large) is the core's
+//! decision as well, so every option reports it in the same words (`invalid ttl: NaN is
+//! not a finite number ...`).
 
-/// The unit suffixes and their length in seconds; `ms` before `s`, which it ends with.
-const UNITS: [(&str, f64); 5] = [("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0), ("d", 86_400.0)];
+use mysqllock_core::limits;
 
 /// What the help and the error message show as accepted forms.
-pub const FORMS: &str = "seconds (90, 1.5), or a number with a unit: 500ms, 90s, 5m, 2h, 1d";
+pub const FORMS: &str = limits::DURATION_FORMS;
 
 /// Seconds in `text`, for clap's `value_parser`.
 pub fn seconds(text: &str) -> Result<f64, String> {
-    let (number, unit) = UNITS
-        .iter()
-        .find_map(|&(suffix, unit)| text.strip_suffix(suffix).map(|number| (number, unit)))
-        .unwrap_or((text, 1.0));
-    // `f64` also reads "inf", "1e3" and "-5": they pass, and the core judges the value.
-    number.parse::<f64>().map(|n| n * unit).map_err(|_| format!("{text:?} is not a duration: expected {FORMS}"))
+    limits::parse_seconds(text).ok_or_else(|| format!("{text:?} is not a duration: expected {FORMS}"))
 }
 
 #[cfg(test)]

@@ -683,6 +683,24 @@ fn malformed_duration_is_refused() {
 }
 
 #[test]
+fn a_bad_timeout_is_refused_in_the_cores_words_from_an_option_and_from_a_url() {
+    // One parser (the core's Config::set) behind every surface: the same value gets the
+    // same words, with where it came from in front; php.ini's are in IniSettingsTest.php.
+    let says = "invalid read_timeout: must be more than 0 seconds (every read and write has a bound)";
+    let option: Ran = mysqllock_on(&dsn(), &["--read-timeout", "0", "status"]).output().unwrap().into();
+    let url: Ran = mysqllock_on(&format!("{}?read_timeout=0", dsn()), &["status"]).output().unwrap().into();
+    for (out, source) in [(option, "--read-timeout"), (url, "MYSQLLOCK_DSN")] {
+        assert_eq!(out.code, Some(64), "{out:?}");
+        assert!(out.stderr.contains(&format!("mysqllock: {source}: {says}")), "{}", out.stderr);
+    }
+    // And the same units: a URL's timeout is read as an option's is (status needs the
+    // table, which a test run before this one may or may not have made).
+    init();
+    let units: Ran = mysqllock_on(&format!("{}?connect_timeout=500ms", dsn()), &["status"]).output().unwrap().into();
+    assert_eq!(units.code, Some(0), "{units:?}");
+}
+
+#[test]
 fn negative_at_least_is_refused() {
     assert_refused(&unique("negatleast"), &["--at-least", "-1"], "invalid at_least: -1 is negative");
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
+use crate::limits::seconds_setting;
 
 /// How identifiers are quoted: MySQL's backticks, or ANSI double quotes for servers
 /// running with `sql_mode=ANSI_QUOTES`.
@@ -211,7 +212,9 @@ impl Tls {
         self.ca.is_some() || matches!(self.mode(), SslMode::VerifyCa | SslMode::VerifyIdentity)
     }
 
-    fn check(&self) -> Result<()> {
+    /// Refuses settings that contradict each other: a client certificate without its key,
+    /// or a key without its certificate.
+    pub fn validate(&self) -> Result<()> {
         if self.cert.is_some() != self.key.is_some() {
             return Err(Error::invalid("ssl-cert/ssl-key", "a client certificate needs both ssl-cert and ssl-key"));
         }
@@ -274,7 +277,7 @@ impl Default for Config {
             charset: "utf8mb4".into(),
             table: Table::default(),
             lease_table: Table::lease_default(),
-            connect_timeout: Duration::from_secs(10),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             read_timeout: DEFAULT_IO_TIMEOUT,
             write_timeout: DEFAULT_IO_TIMEOUT,
             allow_cluster: false,
@@ -282,6 +285,10 @@ impl Default for Config {
         }
     }
 }
+
+/// The default [`Config::connect_timeout`]: a server that has not let a client in (TCP,
+/// TLS, the login and the session's setup) within 10 s is not one to wait for.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The default [`Config::read_timeout`] and [`Config::write_timeout`]. A lock statement
 /// takes well under a millisecond on an idle server; 30 s leaves room for a server under
@@ -357,13 +364,15 @@ impl Config {
                 self.lease_table = self.lease_table.clone().with_quote(quote);
             }
             "allow-cluster" => {
-                self.allow_cluster = match value {
+                self.allow_cluster = match value.trim().to_ascii_lowercase().as_str() {
                     "1" | "true" | "on" | "yes" => true,
                     "0" | "false" | "off" | "no" => false,
-                    _ => return Err(bad("allow_cluster must be 1 or 0".into())),
+                    _ => {
+                        return Err(Error::invalid("allow_cluster", format!("{value:?} is neither 1 (on) nor 0 (off)")))
+                    }
                 }
             }
-            "connect-timeout" => self.connect_timeout = seconds("connect_timeout", value)?,
+            "connect-timeout" => self.connect_timeout = seconds_setting("connect_timeout", value)?,
             "read-timeout" => self.read_timeout = positive_seconds("read_timeout", value)?,
             "write-timeout" => self.write_timeout = positive_seconds("write_timeout", value)?,
             "ssl-mode" => self.tls.mode = Some(SslMode::parse(value)?),
@@ -381,7 +390,7 @@ impl Config {
         if self.charset.is_empty() || !self.charset.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Error::invalid("charset", format!("{:?} is not a character set name", self.charset)));
         }
-        self.tls.check()
+        self.tls.validate()
     }
 
     /// `user@host:port/database`, for messages: never the password.
@@ -400,16 +409,10 @@ impl Config {
     }
 }
 
-/// A setting in seconds (fractions allowed), as the limits allow a timeout.
-fn seconds(what: &'static str, value: &str) -> Result<Duration> {
-    let secs: f64 =
-        value.parse().map_err(|_| Error::invalid("connection setting", format!("{what} must be seconds")))?;
-    crate::limits::duration(what, secs)
-}
-
-/// [`seconds`], and more than zero: an I/O bound of zero would mean none at all.
+/// [`limits::seconds_setting`](crate::limits::seconds_setting), and more than zero: an I/O
+/// bound of zero would mean none at all.
 fn positive_seconds(what: &'static str, value: &str) -> Result<Duration> {
-    let duration = seconds(what, value)?;
+    let duration = seconds_setting(what, value)?;
     if duration.is_zero() {
         return Err(Error::invalid(what, "must be more than 0 seconds (every read and write has a bound)"));
     }
@@ -583,6 +586,27 @@ mod tests {
         for bad in ["read_timeout=0", "write_timeout=-1", "read_timeout=NaN", "read_timeout=soon"] {
             assert!(Config::from_url(&format!("mysql://h/db?{bad}")).is_err(), "{bad} accepted");
         }
+        // The one reader of seconds, units and all, wherever a timeout is written.
+        let c = Config::from_url("mysql://h/db?connect_timeout=1m&read_timeout=500ms&write_timeout=2s").unwrap();
+        assert_eq!(
+            (c.connect_timeout, c.read_timeout, c.write_timeout),
+            (Duration::from_secs(60), Duration::from_millis(500), Duration::from_secs(2))
+        );
+        let zero = Config::from_url("mysql://h/db?read_timeout=0").err().unwrap().to_string();
+        assert_eq!(zero, "invalid read_timeout: must be more than 0 seconds (every read and write has a bound)");
+        let junk = Config::from_url("mysql://h/db?connect_timeout=5x").err().unwrap().to_string();
+        assert!(junk.starts_with("invalid connect_timeout: \"5x\" is not a duration"), "{junk}");
+    }
+
+    #[test]
+    fn allow_cluster_takes_the_usual_spellings_of_on_and_off() {
+        for (text, on) in [("1", true), ("On", true), ("YES", true), ("true", true), ("0", false), ("off", false)] {
+            let mut c = Config::default();
+            c.set("allow_cluster", text).unwrap();
+            assert_eq!(c.allow_cluster, on, "{text:?}");
+        }
+        let e = Config::default().set("allow_cluster", "maybe").unwrap_err().to_string();
+        assert_eq!(e, "invalid allow_cluster: \"maybe\" is neither 1 (on) nor 0 (off)");
     }
 
     #[test]

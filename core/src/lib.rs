@@ -41,8 +41,8 @@ mod transport;
 mod value;
 
 pub use config::{
-    url_settings, Config, QuoteStyle, SslMode, Table, Tls, DEFAULT_IO_TIMEOUT, DEFAULT_LEASE_TABLE, DEFAULT_TABLE,
-    LONGEST_WAIT_PER_STATEMENT,
+    url_settings, Config, QuoteStyle, SslMode, Table, Tls, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IO_TIMEOUT,
+    DEFAULT_LEASE_TABLE, DEFAULT_TABLE, LONGEST_WAIT_PER_STATEMENT,
 };
 pub use deadline::Deadline;
 pub use error::{Error, Loss, Result, SessionError};
@@ -53,7 +53,7 @@ pub use locker::session_lock;
 pub use locker::{
     AcquireOptions, Lease, LockStatus, Locker, NativeLocker, DEFAULT_MAX_HOLD, LEASES_PER_SESSION, MAX_SESSIONS,
 };
-pub use session::{Connector, Session};
+pub use session::{Connector, OpenSession, Session};
 pub use topology::Topology;
 pub use transport::{stopped_answering, Authentication, During, MysqlSession};
 pub use value::{Outcome, Value};

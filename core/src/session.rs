@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::config::{Config, Table};
+use crate::config::Table;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result, SessionError};
 use crate::topology::Topology;
@@ -128,6 +128,9 @@ impl<S: Session + ?Sized> Session for Box<S> {
     }
 }
 
+/// Opens a session that may be used on another thread (a keep-alive's).
+pub type OpenSession = Box<dyn FnMut() -> Result<Box<dyn Session + Send>> + Send>;
+
 /// Produces the session a [`Locker`](crate::Locker) runs on, when it first needs one and again after
 /// the previous one was lost.
 pub trait Connector {
@@ -143,10 +146,12 @@ pub trait Connector {
         self.connect()
     }
 
-    /// Where a keep-alive thread opens its own connection to the same server and table.
-    /// `None` when sessions come from elsewhere (an application's PDO): keep-alive is
-    /// then refused.
-    fn keep_alive_config(&self) -> Option<Config> {
+    /// How a keep-alive thread opens sessions of its own to the same server, each read
+    /// and write of them bounded by `io_timeout` at most (a renewal must never hang its
+    /// holder on a stalled server). `None` when sessions come from elsewhere (an
+    /// application's PDO, whose session a thread cannot use): keep-alive is then refused.
+    fn keep_alive(&self, io_timeout: Duration) -> Option<OpenSession> {
+        let _ = io_timeout;
         None
     }
 

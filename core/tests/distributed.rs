@@ -239,6 +239,31 @@ fn force_release_on_the_upgraded_table_keeps_the_row_and_tokens_count_on() {
 }
 
 #[test]
+fn leases_are_listed_and_ended_by_an_exact_prefix_and_nothing_else() {
+    for (table, mut lock) in [(PLAIN, plain()), (FENCED, fenced())] {
+        let base = unique("prefix");
+        let prefix = format!("{base}_%:");
+        // LIKE's wildcards in the prefix match themselves only; the collation's case
+        // folding does not widen it; an expired lease is not live; another prefix stays.
+        let under = [format!("{prefix}a"), format!("{prefix}b")];
+        let (upper, wild, other) =
+            (prefix.to_uppercase() + "c", format!("{base}xy:d"), format!("{}:e", unique("other")));
+        for (i, resource) in under.iter().chain([&upper, &wild, &other]).enumerate() {
+            lock.acquire(resource, &format!("owner-{i}"), 30.0).unwrap().unwrap();
+        }
+        craft(table, &format!("{prefix}expired"), "owner-x", "2000-01-01 00:00:00");
+        assert_eq!(lock.held_with_prefix(&prefix).unwrap(), under.to_vec(), "{table}");
+        assert_eq!(lock.force_release_with_prefix(&prefix).unwrap(), 2, "{table}");
+        assert_eq!(lock.held_with_prefix(&prefix).unwrap(), Vec::<String>::new(), "{table}");
+        for kept in [&upper, &wild, &other] {
+            assert!(lock.is_held(kept).unwrap(), "{table}: {kept} was ended");
+        }
+        assert!(matches!(lock.held_with_prefix(""), Err(Error::InvalidArgument { .. })), "an empty prefix");
+        assert!(matches!(lock.force_release_with_prefix(""), Err(Error::InvalidArgument { .. })));
+    }
+}
+
+#[test]
 fn expiry_is_judged_in_utc_whatever_the_session_time_zone() {
     let r = unique("utc");
     let mut far_east = raw();

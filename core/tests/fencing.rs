@@ -5,11 +5,16 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use common::*;
-use mysqllock_core::{AcquireOptions, Error, Loss, NativeLocker, Session, Value};
+use mysqllock_core::{
+    AcquireOptions, Config, Connector, Error, Locker, Loss, MysqlSession, NativeLocker, OpenSession, Outcome, Session,
+    SessionError, Value,
+};
 
 fn delete_row(table: &str, name: &str) {
     query(&mut raw(), &format!("DELETE FROM {table} WHERE name = ?"), &[name.into()]);
@@ -172,6 +177,80 @@ fn keep_alive_holds_a_short_lease_while_the_holder_is_busy() {
     a.assert_ttl(&name, 0.0).unwrap();
     a.release(&name).unwrap();
     assert!(b.try_acquire(&name, 30.0).unwrap().is_some());
+}
+
+/// A session of the keep-alive's that counts its statements.
+struct Counted {
+    inner: Box<dyn Session + Send>,
+    statements: Arc<AtomicUsize>,
+}
+
+impl Session for Counted {
+    fn execute(&mut self, sql: &str, params: &[Value]) -> std::result::Result<Outcome, SessionError> {
+        self.statements.fetch_add(1, Ordering::SeqCst);
+        self.inner.execute(sql, params)
+    }
+
+    fn connection_id(&self) -> u64 {
+        self.inner.connection_id()
+    }
+}
+
+/// Native sessions for the holder; for its keep-alive, whatever `keep_alive` opens
+/// (`None`: keep-alive is refused), wrapped to count their statements.
+struct OwnKeepAlive {
+    config: Config,
+    opens: Option<Arc<AtomicUsize>>,
+    statements: Arc<AtomicUsize>,
+}
+
+impl Connector for OwnKeepAlive {
+    type Session = MysqlSession;
+    fn connect(&mut self) -> mysqllock_core::Result<MysqlSession> {
+        MysqlSession::connect(&self.config)
+    }
+
+    fn keep_alive(&self, io_timeout: Duration) -> Option<OpenSession> {
+        let opens = Arc::clone(self.opens.as_ref()?);
+        let statements = Arc::clone(&self.statements);
+        let mut native = self.config.keep_alive(io_timeout)?;
+        Some(Box::new(move || -> mysqllock_core::Result<Box<dyn Session + Send>> {
+            opens.fetch_add(1, Ordering::SeqCst);
+            Ok(Box::new(Counted { inner: native()?, statements: Arc::clone(&statements) }))
+        }))
+    }
+}
+
+#[test]
+fn keep_alive_renews_on_the_sessions_its_connector_opens() {
+    let (opens, statements) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let config = fenced_config();
+    let table = config.table.clone();
+    // The fenced table is upgraded by fenced_locker(), once per test process.
+    drop(fenced_locker());
+    let connector =
+        OwnKeepAlive { config: config.clone(), opens: Some(Arc::clone(&opens)), statements: Arc::clone(&statements) };
+    let mut a = Locker::new(connector, table.clone());
+    let name = unique("keepalive-session");
+    a.acquire_with(&name, 0.0, 1.0, &keep_alive(None)).unwrap();
+    // Renewals every third of the 1 s TTL: well past it, every one through the session
+    // the connector opened (one, kept), and the lease is still there.
+    let start = Instant::now();
+    wait_until("the keep-alive renews three times through its connector's session", || {
+        statements.load(Ordering::SeqCst) >= 3
+    });
+    let mut b = fenced_locker();
+    while start.elapsed() < Duration::from_millis(2500) {
+        assert!(b.try_acquire(&name, 30.0).unwrap().is_none(), "taken over after {:?}", start.elapsed());
+        sleep(Duration::from_millis(250));
+    }
+    assert_eq!(opens.load(Ordering::SeqCst), 1, "one session for the keep-alive, kept between renewals");
+    a.release(&name).unwrap();
+    // A connector that opens no sessions for a thread refuses keep-alive before locking.
+    let refused = OwnKeepAlive { config, opens: None, statements: Arc::new(AtomicUsize::new(0)) };
+    let err = Locker::new(refused, table).acquire_with(&name, 0.0, 1.0, &keep_alive(None)).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { what: "keep_alive", .. }), "{err}");
+    assert!(b.try_acquire(&name, 30.0).unwrap().is_some(), "the refused acquire took nothing");
 }
 
 #[test]

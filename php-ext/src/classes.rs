@@ -15,9 +15,10 @@ use ext_php_rs::zend::ExecuteData;
 use mysqllock_core::{limits, Error, QuoteStyle, Table};
 
 use crate::args::{self, Args, Name};
-use crate::connection::{self, PdoOrigin, Settings};
+use crate::connection::{self, OwnConnection, PdoOrigin};
 use crate::exceptions::{self, to_php, Op};
 use crate::handler::{self, handlers, int, php_int};
+use crate::ini;
 use crate::options;
 use crate::pdo_factory;
 use crate::php::{self, CallError};
@@ -152,7 +153,10 @@ fn configure_connection_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
         Some(p) => Some(connection::port(args::seconds(p, 6)?).map_err(|e| to_php(Op::Configure, &e))?),
     };
     let additional_dsn = args::optional_string(a.get(6), 7)?;
-    let settings = Settings::from_parameters(host, database, user, password, charset, port, additional_dsn)
+    let settings = ini::config()
+        .and_then(|base| {
+            OwnConnection::from_parameters(base, host, database, user, password, charset, port, additional_dsn)
+        })
         .map_err(|e| to_php(Op::Configure, &e))?;
     state::with(|s| {
         s.configure(settings);

@@ -15,7 +15,7 @@ use std::time::Duration;
 use ext_php_rs::types::Zval;
 use ext_php_rs::zend::ClassEntry;
 use mysqllock_core::{
-    url_settings, Config, Connector, Dialect, Error, MysqlSession, Session, SessionError, Table, Tls,
+    url_settings, Config, Connector, Dialect, Error, MysqlSession, OpenSession, Session, SessionError, Table, Tls,
 };
 
 use crate::driver::{self, Statements};
@@ -24,47 +24,34 @@ use crate::mysqli_session::MysqliSession;
 use crate::pdo_session::{self, PdoSession, ReadBound};
 use crate::php;
 
-/// The parameters of `configureConnection()` (or of `mysqllock.dsn`).
+/// The extension's own connection as configured (`mysqllock.dsn`, or the parameters of
+/// `configureConnection()`): the core's [`Config`], laid by the core's own
+/// [`Config::set`] over a base made from php.ini's settings ([`ini::config`]), so every
+/// setting has one parser and one default; and the little a PDO DSN needs beyond it.
 #[derive(Clone)]
-pub struct Settings {
-    pub host: String,
-    pub database: Option<String>,
-    pub user: String,
-    pub password: Option<String>,
-    pub charset: String,
-    pub port: Option<u16>,
-    pub socket: Option<String>,
+pub struct OwnConnection {
+    /// As given: `host` may be empty or `localhost`, which [`native`](Self::native) reads
+    /// as PDO does.
+    pub config: Config,
+    /// Whether a port was given (a PDO DSN names one only then).
+    port_named: bool,
     /// `configureConnection()`'s `$additionalDsn` without its TLS keys, appended
     /// verbatim to a PDO DSN.
-    pub additional_dsn: Option<String>,
-    /// `allow_cluster=1` in `mysqllock.dsn` (`mysqllock.allow_cluster` allows it too).
-    pub allow_cluster: bool,
-    /// `lease_table=t` in `mysqllock.dsn`: `DistributedLock`'s default table.
-    pub lease_table: Table,
-    /// `ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`.
-    pub tls: Tls,
-    /// `connect_timeout`, `read_timeout`, `write_timeout` in `mysqllock.dsn`, which win
-    /// over the php.ini settings of the same names.
-    pub timeouts: Timeouts,
+    additional_dsn: Option<String>,
 }
 
-/// The timeouts a `mysqllock.dsn` names; `None` leaves php.ini's.
-#[derive(Clone, Default)]
-pub struct Timeouts {
-    pub connect: Option<Duration>,
-    pub read: Option<Duration>,
-    pub write: Option<Duration>,
-}
-
-impl Settings {
+impl OwnConnection {
     /// `configureConnection($host, $dbName, $username, $password, $charset, $port,
-    /// $additionalDsn)`. The PDO DSN keys in `$additionalDsn` that the native
-    /// connection understands (`unix_socket`, `host`, `port`, `dbname`, `charset`) are
-    /// applied to it too; others only reach PDOs made by `getConnection()`. The TLS keys
-    /// of the `mysql` client (`ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`, or with `_`)
-    /// are no PDO DSN keys: they set `tls` and are taken out of the DSN (a PDO gets
-    /// them as attributes, see `pdo_tls`).
+    /// $additionalDsn)` over `base` (php.ini's settings). The PDO DSN keys in
+    /// `$additionalDsn` that the native connection understands (`unix_socket`, `host`,
+    /// `port`, `dbname`, `charset`) are applied to it too; others only reach PDOs made by
+    /// `getConnection()`. The TLS keys of the `mysql` client (`ssl-mode`, `ssl-ca`,
+    /// `ssl-cert`, `ssl-key`, or with `_`) are no PDO DSN keys: they go to the core's
+    /// `Config::set`, as in `mysqllock.dsn`, and are taken out of the DSN (a PDO gets them
+    /// as attributes, see `pdo_tls`).
+    #[allow(clippy::too_many_arguments)] // the PHP method's parameters, one for one
     pub fn from_parameters(
+        base: Config,
         host: String,
         database: Option<String>,
         user: String,
@@ -72,24 +59,10 @@ impl Settings {
         charset: String,
         port: Option<u16>,
         additional_dsn: Option<String>,
-    ) -> Result<Settings, Error> {
-        let mut settings = Settings {
-            host,
-            database,
-            user,
-            password,
-            charset,
-            port,
-            socket: None,
-            additional_dsn: None,
-            allow_cluster: false,
-            lease_table: Table::lease_default(),
-            tls: Tls::default(),
-            timeouts: Timeouts::default(),
-        };
-        // The TLS keys go through the core's own parser, so they mean what they mean in
-        // mysqllock.dsn (spellings, values, contradictions).
-        let mut tls = Config::default();
+    ) -> Result<OwnConnection, Error> {
+        let mut config = Config { host, database, user, password, charset, ..base };
+        let mut port_named = port.is_some();
+        config.port = port.unwrap_or(config.port);
         let (mut pdo_pairs, mut took_tls) = (Vec::new(), false);
         if let Some(extra) = &additional_dsn {
             for pair in extra.split(';').map(str::trim).filter(|p| !p.is_empty()) {
@@ -97,83 +70,60 @@ impl Settings {
                 let value = value.trim().to_owned();
                 let key = key.trim().to_ascii_lowercase();
                 if TLS_KEYS.contains(&key.replace('_', "-").as_str()) {
-                    tls.set(&key, &value)?;
+                    config.set(&key, &value)?;
                     took_tls = true;
                     continue;
                 }
                 match key.as_str() {
-                    "unix_socket" => settings.socket = Some(value),
-                    "host" => settings.host = value,
-                    "dbname" => settings.database = Some(value),
-                    "charset" => settings.charset = value,
-                    "port" => settings.port = Some(port_number(&value)?),
+                    "unix_socket" => config.socket = Some(value),
+                    "host" => config.host = value,
+                    "dbname" => config.database = Some(value),
+                    "charset" => config.charset = value,
+                    "port" => {
+                        config.port = port_number(&value)?;
+                        port_named = true;
+                    }
                     _ => {}
                 }
                 pdo_pairs.push(pair);
             }
         }
-        tls.validate()?;
-        settings.tls = tls.tls;
+        config.tls.validate()?;
         // PDO would ignore the TLS keys; they are not left in its DSN to look as if it did.
         let pdo_extra = (!pdo_pairs.is_empty()).then(|| pdo_pairs.join(";"));
-        settings.additional_dsn = if took_tls { pdo_extra } else { additional_dsn };
-        Ok(settings)
+        let additional_dsn = if took_tls { pdo_extra } else { additional_dsn };
+        Ok(OwnConnection { config, port_named, additional_dsn })
     }
 
-    /// A `mysql://` URL (`mysqllock.dsn`); also returns its `table`/`quote` if it set one.
-    pub fn from_url(url: &str) -> Result<(Settings, Option<Table>), Error> {
-        let config = Config::from_url(url)?;
-        let named: Vec<String> = url_settings(url)?.into_iter().map(|(key, _)| key.replace('-', "_")).collect();
-        let given = |key: &str, value: Duration| named.iter().any(|k| k == key).then_some(value);
-        let timeouts = Timeouts {
-            connect: given("connect_timeout", config.connect_timeout),
-            read: given("read_timeout", config.read_timeout),
-            write: given("write_timeout", config.write_timeout),
-        };
-        let table = (config.table != Table::default()).then(|| config.table.clone());
-        let settings = Settings {
-            host: config.host,
-            database: config.database,
-            user: config.user,
-            password: config.password,
-            charset: config.charset,
-            port: Some(config.port),
-            socket: config.socket,
-            additional_dsn: None,
-            allow_cluster: config.allow_cluster,
-            lease_table: config.lease_table,
-            tls: config.tls,
-            timeouts,
-        };
-        Ok((settings, table))
-    }
-
-    /// The core's connection parameters. A `localhost` host means the Unix socket, as
-    /// it does for PDO (`pdo_mysql.default_socket`), when that socket exists.
-    pub fn native(&self, table: &Table) -> Config {
-        let defaults = Config::default();
-        let socket = self.socket.clone().or_else(|| {
-            (self.host == "localhost")
-                .then(|| ini::get(c"pdo_mysql.default_socket"))
-                .flatten()
-                .filter(|path| Path::new(path).exists())
-        });
-        Config {
-            host: if self.host.is_empty() { defaults.host } else { self.host.clone() },
-            port: self.port.unwrap_or(defaults.port),
-            user: self.user.clone(),
-            password: self.password.clone(),
-            database: self.database.clone().filter(|d| !d.is_empty()),
-            socket,
-            charset: self.charset.clone(),
-            table: table.clone(),
-            lease_table: self.lease_table.clone(),
-            connect_timeout: self.timeouts.connect.unwrap_or_else(ini::connect_timeout),
-            read_timeout: self.timeouts.read.unwrap_or_else(ini::read_timeout),
-            write_timeout: self.timeouts.write.unwrap_or_else(ini::write_timeout),
-            allow_cluster: self.allow_cluster || ini::allow_cluster(),
-            tls: self.tls.clone(),
+    /// A `mysql://` URL (`mysqllock.dsn`) over `base` (php.ini's settings): what the URL
+    /// names wins, part by part. Also returns its table if it named one (`table=`,
+    /// `quote=`), which wins over `mysqllock.table`.
+    pub fn from_url(base: Config, url: &str) -> Result<(OwnConnection, Option<Table>), Error> {
+        let mut config = base;
+        let mut table_named = false;
+        for (key, value) in url_settings(url)? {
+            table_named |= matches!(key.replace('-', "_").as_str(), "table" | "quote");
+            config.set(&key, &value)?;
         }
+        config.validate()?;
+        let table = table_named.then(|| config.table.clone());
+        Ok((OwnConnection { config, port_named: true, additional_dsn: None }, table))
+    }
+
+    /// The core's connection parameters for `table`. An empty host is the core's default
+    /// one; a `localhost` host means the Unix socket, as it does for PDO
+    /// (`pdo_mysql.default_socket`), when that socket exists.
+    pub fn native(&self, table: &Table) -> Config {
+        let mut config = self.config.clone();
+        if config.host.is_empty() {
+            config.host = Config::default().host;
+        }
+        if config.socket.is_none() && config.host == "localhost" {
+            config.socket = ini::get(c"pdo_mysql.default_socket").filter(|path| Path::new(path).exists());
+        }
+        config.database = config.database.filter(|d| !d.is_empty());
+        config.table = table.clone();
+        config
     }
 
     /// What `getConnection()` opens: the original package's DSN, the login, the TLS
@@ -183,10 +133,10 @@ impl Settings {
         let config = self.native(&Table::default());
         PdoTarget {
             dsn: self.pdo_dsn(),
-            user: self.user.clone(),
-            password: self.password.clone(),
-            tls: self.tls.clone(),
-            over_socket: is_socket_host(&self.host),
+            user: self.config.user.clone(),
+            password: self.config.password.clone(),
+            tls: self.config.tls.clone(),
+            over_socket: is_socket_host(&self.config.host),
             connect_timeout: config.connect_timeout,
             read_bound: Some(ReadBound::new(config.read_bound_set_once(), config.server())),
         }
@@ -194,13 +144,14 @@ impl Settings {
 
     /// The DSN the original package would build: `mysql:host=..;dbname=..;charset=..`.
     pub fn pdo_dsn(&self) -> String {
-        let mut dsn = format!("mysql:host={}", self.host);
-        if let Some(db) = &self.database {
+        let c = &self.config;
+        let mut dsn = format!("mysql:host={}", c.host);
+        if let Some(db) = &c.database {
             dsn.push_str(&format!(";dbname={db}"));
         }
-        dsn.push_str(&format!(";charset={}", self.charset));
-        if let Some(port) = self.port {
-            dsn.push_str(&format!(";port={port}"));
+        dsn.push_str(&format!(";charset={}", c.charset));
+        if self.port_named {
+            dsn.push_str(&format!(";port={}", c.port));
         }
         match &self.additional_dsn {
             Some(extra) => {
@@ -208,7 +159,7 @@ impl Settings {
                 dsn.push_str(extra.trim_start_matches(';'));
             }
             None => {
-                if let Some(socket) = &self.socket {
+                if let Some(socket) = &c.socket {
                     dsn.push_str(&format!(";unix_socket={socket}"));
                 }
             }
@@ -435,15 +386,20 @@ impl Connector for PhpConnector {
                 if !*identified {
                     return Ok(Box::new(PdoSession::attach(pdo, statements.clone())));
                 }
+                // Read for `allows_cluster`: a bad value fails here, not silently there.
+                ini::allow_cluster()?;
                 match PdoSession::open(pdo, statements.clone()) {
                     Ok(session) => Ok(Box::new(session.bounded(bound.clone()))),
                     Err(source) => Err(session_failed(source)),
                 }
             }
-            Target::Mysqli { mysqli, statements } => match MysqliSession::open(mysqli, statements.clone()) {
-                Ok(session) => Ok(Box::new(session)),
-                Err(source) => Err(session_failed(source)),
-            },
+            Target::Mysqli { mysqli, statements } => {
+                ini::allow_cluster()?;
+                match MysqliSession::open(mysqli, statements.clone()) {
+                    Ok(session) => Ok(Box::new(session)),
+                    Err(source) => Err(session_failed(source)),
+                }
+            }
         }
     }
 
@@ -459,9 +415,9 @@ impl Connector for PhpConnector {
     /// A keep-alive thread opens its own connection with the native parameters. A PDO
     /// session cannot be shared with a thread (PHP values stay on PHP's thread), so
     /// keep-alive is refused there.
-    fn keep_alive_config(&self) -> Option<Config> {
+    fn keep_alive(&self, io_timeout: Duration) -> Option<OpenSession> {
         match &self.target {
-            Target::Native(config) => Some((**config).clone()),
+            Target::Native(config) => config.keep_alive(io_timeout),
             Target::Pdo { .. } | Target::Mysqli { .. } => None,
         }
     }
@@ -478,7 +434,8 @@ impl Connector for PhpConnector {
     fn allows_cluster(&self) -> bool {
         match &self.target {
             Target::Native(config) => config.allow_cluster,
-            Target::Pdo { .. } | Target::Mysqli { .. } => ini::allow_cluster(),
+            // A bad value was refused when the session was opened (`connect`).
+            Target::Pdo { .. } | Target::Mysqli { .. } => ini::allow_cluster().unwrap_or(false),
         }
     }
 }

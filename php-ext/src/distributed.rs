@@ -19,12 +19,12 @@ use ext_php_rs::args::Arg;
 use ext_php_rs::builders::{ClassBuilder, FunctionBuilder};
 use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::flags::{ClassFlags, ConstantFlags, DataType, MethodFlags, PropertyFlags};
-use ext_php_rs::types::Zval;
+use ext_php_rs::types::{ZendHashTable, Zval};
 use ext_php_rs::zend::{ce, ExecuteData};
 use mysqllock_core::{Dialect, Error, QuoteStyle, Table, DEFAULT_LEASE_TABLE, MAX_LEASE_TTL};
 
 use crate::args::{self, Args};
-use crate::connection::{self, PhpConnector, Reconnect, Settings, Target};
+use crate::connection::{self, OwnConnection, PhpConnector, Reconnect, Target};
 use crate::exceptions::{lease_exception, lease_to_php, protected_property};
 use crate::handler::{self, boolean, double, handlers, int, php_int};
 use crate::ini;
@@ -86,6 +86,11 @@ pub fn register() -> ext_php_rs::error::Result<()> {
         .method(method("isHeldBy", is_held_by, DataType::Bool, false).arg(text("resource")).arg(text("owner")), public)
         .method(method("owner", owner, DataType::String, true).arg(text("resource")), public)
         .method(method("forceRelease", force_release, DataType::Bool, false).arg(text("resource")), public)
+        .method(method("heldWithPrefix", held_with_prefix, DataType::Array, false).arg(text("prefix")), public)
+        .method(
+            method("forceReleaseWithPrefix", force_release_with_prefix, DataType::Long, false).arg(text("prefix")),
+            public,
+        )
         .method(method("getToken", get_token, DataType::Long, true), public)
         .method(method("getRemaining", get_remaining, DataType::Double, false), public)
         .method(method("createTable", create_table, DataType::Bool, false), public)
@@ -104,6 +109,8 @@ handlers! {
     is_held_by => is_held_by_body,
     owner => owner_body,
     force_release => force_release_body,
+    held_with_prefix => held_with_prefix_body,
+    force_release_with_prefix => force_release_with_prefix_body,
     get_token => get_token_body,
     get_remaining => get_remaining_body,
     create_table => create_table_body,
@@ -151,7 +158,9 @@ fn construct_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
         None => {
             let url = ini::get(ini::DSN)
                 .ok_or_else(|| lease_exception(&format!("DistributedLock::__construct(): {NO_DSN}"), 0, None))?;
-            let (settings, shared_table) = Settings::from_url(&url).map_err(|e| {
+            let base =
+                ini::config().map_err(|e| lease_exception(&format!("DistributedLock::__construct(): {e}"), 0, None))?;
+            let (settings, shared_table) = OwnConnection::from_url(base, &url).map_err(|e| {
                 lease_exception(&format!("DistributedLock::__construct(): mysqllock.dsn: {e}"), 0, None)
             })?;
             let config = settings.native(&shared_table.unwrap_or_default());
@@ -240,6 +249,33 @@ fn force_release_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
     let resource = text_arg(&a.value(0), 1, "resource", "forceRelease")?;
     let ended = with_object(handle, "forceRelease", |o| o.force_release(&resource))?;
     Ok(boolean(ended))
+}
+
+/// `heldWithPrefix(string $prefix): array`: the resources of the live leases whose name
+/// begins with `$prefix` exactly, ordered (core `held_with_prefix`).
+fn held_with_prefix_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    let a = Args::fetch(ex, &["prefix"], 1)?;
+    let prefix = text_arg(&a.value(0), 1, "prefix", "heldWithPrefix")?;
+    let held = with_object(handle, "heldWithPrefix", |o| o.lock().held_with_prefix(&prefix))?;
+    let mut list = ZendHashTable::new();
+    for resource in held {
+        list.push(resource).map_err(|e| PhpException::from_message(e.to_string()))?;
+    }
+    let mut z = Zval::new();
+    z.set_hashtable(list);
+    Ok(z)
+}
+
+/// `forceReleaseWithPrefix(string $prefix): int`: ends every live lease whose name begins
+/// with `$prefix` exactly, whoever holds it; how many it ended (core
+/// `force_release_with_prefix`).
+fn force_release_with_prefix_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
+    let handle = handle_of(ex)?;
+    let a = Args::fetch(ex, &["prefix"], 1)?;
+    let prefix = text_arg(&a.value(0), 1, "prefix", "forceReleaseWithPrefix")?;
+    let ended = with_object(handle, "forceReleaseWithPrefix", |o| o.force_release_with_prefix(&prefix))?;
+    Ok(int(php_int(ended)))
 }
 
 /// `getToken(): ?int`: the fencing token of the current lease (upgraded table only).

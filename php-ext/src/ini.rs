@@ -9,18 +9,23 @@
 //! | `mysqllock.write_timeout` | `30` | seconds sending to the server may stay stuck |
 //! | `mysqllock.allow_cluster` | `0` | let `SharedLock` (GET_LOCK) run on a Galera node or Group Replication member |
 //!
-//! `connect_timeout`, `read_timeout` and `write_timeout` in `mysqllock.dsn`'s query win
-//! over the three settings. All are `PHP_INI_ALL` (php.ini, `.user.ini`, `ini_set`). The password in
-//! `mysqllock.dsn` is shown masked by `php --ri` and `phpinfo()`, which also show the
-//! TLS mode it puts in force (`ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key` in its query).
+//! The defaults are the core's (`Config::default()`), written into the entries at startup,
+//! and every value is read by the core's own `Config::set` ([`config`]): a timeout is
+//! seconds (`1.5`) or a number with a unit (`500ms`), as in a URL, and a value the core
+//! refuses (`0` for a read or write bound, `soon`) is an error naming the setting, never
+//! quietly the default. `connect_timeout`, `read_timeout` and `write_timeout` in
+//! `mysqllock.dsn`'s query win over the three settings. All are `PHP_INI_ALL` (php.ini,
+//! `.user.ini`, `ini_set`). The password in `mysqllock.dsn` is shown masked by `php --ri`
+//! and `phpinfo()`, which also show the TLS mode it puts in force (`ssl-mode`, `ssl-ca`,
+//! `ssl-cert`, `ssl-key` in its query).
 
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::time::Duration;
 
 use ext_php_rs::ffi::{php_info_print_table_end, php_info_print_table_row, php_info_print_table_start, zend_ini_entry};
 use ext_php_rs::flags::IniEntryPermission;
-use ext_php_rs::zend::{IniEntryDef, IniEntryDefs, ModuleEntry, SapiModule};
-use mysqllock_core::Config;
+use ext_php_rs::zend::{IniEntryDef, ModuleEntry, SapiModule};
+use mysqllock_core::{Config, Error, DEFAULT_TABLE};
 
 pub const DSN: &CStr = c"mysqllock.dsn";
 pub const TABLE: &CStr = c"mysqllock.table";
@@ -29,26 +34,63 @@ pub const ALLOW_CLUSTER: &CStr = c"mysqllock.allow_cluster";
 pub const READ_TIMEOUT: &CStr = c"mysqllock.read_timeout";
 pub const WRITE_TIMEOUT: &CStr = c"mysqllock.write_timeout";
 
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The settings that are the core's `Config` parts of the same names, laid over its
+/// defaults in this order by [`config`].
+const CONFIG_PARTS: [(&CStr, &str); 4] = [
+    (CONNECT_TIMEOUT, "connect_timeout"),
+    (READ_TIMEOUT, "read_timeout"),
+    (WRITE_TIMEOUT, "write_timeout"),
+    (ALLOW_CLUSTER, "allow_cluster"),
+];
 
-static ENTRIES: IniEntryDefs<7> = IniEntryDefs::new([
-    masked(IniEntryDef::new(DSN, c"", IniEntryPermission::All)),
-    IniEntryDef::new(TABLE, c"shared_locks", IniEntryPermission::All),
-    IniEntryDef::new(CONNECT_TIMEOUT, c"10", IniEntryPermission::All),
-    IniEntryDef::new(ALLOW_CLUSTER, c"0", IniEntryPermission::All),
-    IniEntryDef::new(READ_TIMEOUT, c"30", IniEntryPermission::All),
-    IniEntryDef::new(WRITE_TIMEOUT, c"30", IniEntryPermission::All),
-    IniEntryDef::end(),
-]);
-
-const fn masked(mut entry: IniEntryDef) -> IniEntryDef {
+fn masked(mut entry: IniEntryDef) -> IniEntryDef {
     entry.displayer = Some(display_masked);
     entry
 }
 
-/// Registers the settings; module startup only.
+/// Registers the settings, with the core's defaults (shown by `php --ri`); module
+/// startup only. The table is made once per process and kept, as the engine keeps
+/// pointers into it.
 pub fn register(module_number: i32) {
-    IniEntryDef::register(ENTRIES.as_slice(), module_number);
+    let defaults = Config::default();
+    let seconds = |d: Duration| kept(d.as_secs_f64().to_string());
+    let entry = |name, default| {
+        let mut entry = IniEntryDef::new(name, default, IniEntryPermission::All);
+        entry.on_modify = Some(take_any);
+        entry
+    };
+    let entries = vec![
+        masked(entry(DSN, c"")),
+        entry(TABLE, kept(DEFAULT_TABLE.to_owned())),
+        entry(CONNECT_TIMEOUT, seconds(defaults.connect_timeout)),
+        entry(ALLOW_CLUSTER, kept(u8::from(defaults.allow_cluster).to_string())),
+        entry(READ_TIMEOUT, seconds(defaults.read_timeout)),
+        entry(WRITE_TIMEOUT, seconds(defaults.write_timeout)),
+        IniEntryDef::end(),
+    ];
+    IniEntryDef::register(Box::leak(entries.into_boxed_slice()), module_number);
+}
+
+/// Every value is taken as it is: it is judged where it is read ([`config`]), so a bad
+/// one is an error that names it there, never refused here in favour of the old one.
+/// Without a handler the engine refuses `ini_restore()` at run time (it takes a missing
+/// handler for a failed one), and the setting would keep what `ini_set()` gave it.
+unsafe extern "C" fn take_any(
+    _entry: *mut zend_ini_entry,
+    _value: *mut ext_php_rs::ffi::zend_string,
+    _arg1: *mut std::ffi::c_void,
+    _arg2: *mut std::ffi::c_void,
+    _arg3: *mut std::ffi::c_void,
+    _stage: c_int,
+) -> c_int {
+    // SUCCESS
+    0
+}
+
+/// `text` as a C string that lives as long as the process (a default value of the table
+/// the engine keeps).
+fn kept(text: String) -> &'static CStr {
+    Box::leak(CString::new(text).unwrap_or_default().into_boxed_c_str())
 }
 
 /// Unregisters them; module shutdown.
@@ -71,34 +113,38 @@ pub fn get(name: &CStr) -> Option<String> {
     (!value.is_empty()).then_some(value)
 }
 
-/// `mysqllock.connect_timeout` (a positive number of seconds; the default otherwise).
-pub fn connect_timeout() -> Duration {
-    seconds(CONNECT_TIMEOUT).unwrap_or(DEFAULT_CONNECT_TIMEOUT)
+/// The core's `Config` with php.ini's `connect_timeout`, `read_timeout`, `write_timeout`
+/// and `allow_cluster` laid over its defaults by `Config::set`, the one parser of every
+/// surface: the base the extension's own connection is configured on. A value the core
+/// refuses is an error naming the setting.
+pub fn config() -> Result<Config, Error> {
+    let mut config = Config::default();
+    for (name, key) in CONFIG_PARTS {
+        lay(&mut config, name, key)?;
+    }
+    Ok(config)
 }
 
-/// `mysqllock.read_timeout` (a positive number of seconds; the core's default otherwise).
-pub fn read_timeout() -> Duration {
-    seconds(READ_TIMEOUT).unwrap_or(mysqllock_core::DEFAULT_IO_TIMEOUT)
+/// `mysqllock.allow_cluster` alone (for the user's PDO or mysqli, where the timeouts do
+/// not apply): whether GET_LOCK-based locks may run on a replicated cluster node (a
+/// deployment that routes all lock traffic to one node). php.ini's spellings of on and
+/// off (`1`, `On`, `yes`, `true`; `0`, `Off`, `no`, `false`), as the core reads them.
+pub fn allow_cluster() -> Result<bool, Error> {
+    let mut config = Config::default();
+    lay(&mut config, ALLOW_CLUSTER, "allow_cluster")?;
+    Ok(config.allow_cluster)
 }
 
-/// `mysqllock.write_timeout` (a positive number of seconds; the core's default otherwise).
-pub fn write_timeout() -> Duration {
-    seconds(WRITE_TIMEOUT).unwrap_or(mysqllock_core::DEFAULT_IO_TIMEOUT)
-}
-
-/// A setting of positive seconds under an hour; `None` when unset or not that.
-fn seconds(name: &CStr) -> Option<Duration> {
-    get(name)
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0 && *s < 3600.0)
-        .map(Duration::from_secs_f64)
-}
-
-/// `mysqllock.allow_cluster`: whether GET_LOCK-based locks may run on a replicated
-/// cluster node (a deployment that routes all lock traffic to one node). php.ini's
-/// boolean spellings: `1`, `on`, `yes`, `true`.
-pub fn allow_cluster() -> bool {
-    get(ALLOW_CLUSTER).is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "on" | "yes" | "true"))
+/// Lays the setting `name` over `config` as its part `key`, when it has a value.
+fn lay(config: &mut Config, name: &'static CStr, key: &str) -> Result<(), Error> {
+    let Some(value) = get(name) else { return Ok(()) };
+    config.set(key, &value).map_err(|e| match e {
+        // The core's words, with the setting's own name.
+        Error::InvalidArgument { reason, .. } => {
+            Error::InvalidArgument { what: name.to_str().unwrap_or("php.ini setting"), reason }
+        }
+        other => other,
+    })
 }
 
 /// `mysql://user:***@host/db`: the URL with its password replaced.

@@ -98,6 +98,15 @@ impl LeaseObject {
         Ok(ended)
     }
 
+    /// `forceReleaseWithPrefix()`: ends every live lease whose name begins with `prefix`.
+    pub fn force_release_with_prefix(&mut self, prefix: &str) -> Result<u64, Error> {
+        let ended = self.lock.force_release_with_prefix(prefix)?;
+        if self.held.as_ref().is_some_and(|h| h.resource.starts_with(prefix)) {
+            self.held = None;
+        }
+        Ok(ended)
+    }
+
     /// The fencing token of the current lease (upgraded table only).
     pub fn token(&self) -> Option<u64> {
         self.held.as_ref().and_then(|h| h.grant.token)

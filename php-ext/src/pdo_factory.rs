@@ -36,12 +36,13 @@ use ext_php_rs::exception::{PhpException, PhpResult};
 use ext_php_rs::flags::{ClassFlags, DataType, MethodFlags};
 use ext_php_rs::types::{ZendHashTable, Zval};
 use ext_php_rs::zend::{ClassEntry, ExecuteData};
-use mysqllock_core::{Error, Table, Tls};
+use mysqllock_core::{Config, Error, Tls};
 
 use crate::args::{self, Args};
-use crate::connection::{is_socket_host, PdoTarget, Settings};
+use crate::connection::{is_socket_host, OwnConnection, PdoTarget};
 use crate::exceptions::{to_php, Op};
 use crate::handler::{self, handlers};
+use crate::ini;
 use crate::pdo_session::{whole_seconds, ReadBound};
 use crate::php::{self, Noise};
 use crate::registry::Class;
@@ -266,12 +267,11 @@ fn from_url_body(ex: &mut ExecuteData) -> PhpResult<Zval> {
 /// The PDO for a `mysql://` URL: its socket if it names one (as the native connection
 /// takes it), else its host and port.
 fn url_target(url: &str) -> Result<PdoTarget, Error> {
-    let (settings, _) = Settings::from_url(url)?;
-    let connect_timeout = settings.native(&Table::default()).connect_timeout;
-    let Settings { host, port, socket, database, charset, user, password, tls, .. } = settings;
+    let (own, _) = OwnConnection::from_url(ini::config()?, url)?;
+    let Config { host, port, socket, database, charset, user, password, tls, connect_timeout, .. } = own.config;
     let mut dsn = match &socket {
         Some(path) => format!("mysql:unix_socket={path}"),
-        None => format!("mysql:host={host};port={}", port.unwrap_or(3306)),
+        None => format!("mysql:host={host};port={port}"),
     };
     if let Some(db) = &database {
         dsn.push_str(&format!(";dbname={db}"));

@@ -48,7 +48,7 @@ use ext_php_rs::types::{ZendObject, Zval};
 use mysqllock_core::fork::{self, Owner};
 use mysqllock_core::{AcquireOptions, Error, Lease, LockStatus, Locker, Loss, QuoteStyle, Table};
 
-use crate::connection::{PdoOrigin, PdoTarget, PhpConnector, Settings, Target};
+use crate::connection::{OwnConnection, PdoOrigin, PdoTarget, PhpConnector, Target};
 use crate::driver;
 use crate::ini;
 use crate::lease_object::LeaseObject;
@@ -226,7 +226,7 @@ fn take_leases() -> HashMap<i64, LeaseObject> {
 pub struct State {
     /// The process that opened the connections below (see `follow_fork`).
     owner: Owner,
-    settings: Option<Settings>,
+    settings: Option<OwnConnection>,
     /// Why there are no settings, when it is not simply "not configured".
     settings_problem: Option<String>,
     table: Table,
@@ -293,9 +293,10 @@ impl State {
     fn from_ini() -> State {
         let (mut settings, mut settings_problem, mut dsn_table) = (None, None, None);
         if let Some(url) = ini::get(ini::DSN) {
-            match Settings::from_url(&url) {
-                Ok((s, t)) => (settings, dsn_table) = (Some(s), t),
-                Err(e) => settings_problem = Some(format!("mysqllock.dsn: {e}")),
+            match ini::config().map(|base| OwnConnection::from_url(base, &url)) {
+                Ok(Ok((s, t))) => (settings, dsn_table) = (Some(s), t),
+                Ok(Err(e)) => settings_problem = Some(format!("mysqllock.dsn: {e}")),
+                Err(e) => settings_problem = Some(e.to_string()),
             }
         }
         let (table, table_problem) = match (dsn_table, ini::get(ini::TABLE)) {
@@ -457,7 +458,7 @@ impl State {
 
     /// `configureConnection()`: new settings; every current connection is closed (its
     /// locks released first, so no row outlives them).
-    pub fn configure(&mut self, settings: Settings) {
+    pub fn configure(&mut self, settings: OwnConnection) {
         self.close_all();
         self.settings = Some(settings);
         self.settings_problem = None;

@@ -195,6 +195,13 @@ static void test_connection_errors(void)
            "connection URL", "a URL of another scheme is INVALID_ARGUMENT");
     expect(mysqllock_client_open_url("mysql://h/db?frobnicate=1", &c),
            MYSQLLOCK_INVALID_ARGUMENT, "frobnicate", "an unknown URL parameter is refused");
+    /* The core's words, as the CLI and php.ini's settings give them. */
+    expect(mysqllock_client_open_url("mysql://h/db?read_timeout=0", &c), MYSQLLOCK_INVALID_ARGUMENT,
+           "invalid read_timeout: must be more than 0 seconds (every read and write has a bound)",
+           "a read_timeout of 0 is refused, not taken for the default");
+    expect(mysqllock_client_open_url("mysql://h/db?connect_timeout=soon", &c),
+           MYSQLLOCK_INVALID_ARGUMENT, "invalid connect_timeout: \"soon\" is not a duration",
+           "a timeout that is no duration is refused");
     check(c == (mysqllock_client *)&srv, "a failed open leaves *out unwritten");
 
     expect(mysqllock_client_open_url("mysql://u:p@127.0.0.1:1/db", &c), MYSQLLOCK_CONNECTION,

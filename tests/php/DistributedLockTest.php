@@ -499,6 +499,35 @@ VALUES ('job:x', 'owner-A', '2000-01-01 00:00:00', '2000-01-01 00:00:00')");
     /** @test @dataProvider backends */
     #[Test]
     #[DataProvider('backends')]
+    public function leasesUnderAPrefixAreListedAndEndedExactlyAndNoneElse(string $backend): void
+    {
+        $lock = $this->lock($backend);
+        // LIKE's wildcards in the prefix match only themselves, a case-insensitive
+        // collation does not widen it, an expired lease is not live.
+        $base = $this->lockName('pre');
+        $prefix = "{$base}_%:";
+        $under = ["{$prefix}a", "{$prefix}b"];
+        $others = [strtoupper($prefix) . 'c', "{$base}xy:d", $this->lockName('other') . ':e'];
+        // The last one taken is this object's current lease: under the prefix.
+        foreach (array_merge($others, $under) as $i => $resource) {
+            $this->assertTrue($lock->acquire($resource, "owner-$i", 30), $resource);
+        }
+        $this->insertRow($backend, "{$prefix}expired", 'owner-x', "'2000-01-01 00:00:00'");
+        $this->assertSame($under, $lock->heldWithPrefix($prefix));
+        $this->assertSame(2, $lock->forceReleaseWithPrefix($prefix));
+        $this->assertSame([], $lock->heldWithPrefix($prefix));
+        $this->assertSame(0.0, $lock->getRemaining(), "this object's own lease under the prefix ended too");
+        foreach ($others as $resource) {
+            $this->assertTrue($lock->isHeld($resource), "$resource was ended");
+        }
+        $e = $this->catchThrown(fn () => $lock->forceReleaseWithPrefix(''));
+        $this->assertInstanceOf(\InvalidArgumentException::class, $e);
+        $this->assertStringContainsString('an empty prefix would name every lease of the table', $e->getMessage());
+    }
+
+    /** @test @dataProvider backends */
+    #[Test]
+    #[DataProvider('backends')]
     public function forceReleaseOfThisObjectsLeaseEndsItsRemainingTime(string $backend): void
     {
         $lock = $this->lock($backend);

@@ -158,38 +158,17 @@ final class Leases
 
     /**
      * Ends every live lease whose resource begins with $prefix (exactly, case included),
-     * whoever holds it; returns how many it ended. The names are read here (a plain
-     * SELECT on the connection in use, or on a PDO opened from mysqllock.dsn for the
-     * extension's own connection, which has no PDO to lend); each is ended by
-     * forceRelease(), so the table's rules stay the core's (an upgraded table keeps its
-     * rows, ended, and their fencing tokens count on). A lease taken while this runs may
-     * outlive it.
+     * whoever holds it; returns how many it ended. One call of the extension
+     * (DistributedLock::forceReleaseWithPrefix()), on the connection in use: the names
+     * and the table's rules are the core's (an upgraded table keeps its rows, ended, and
+     * their fencing tokens count on). A lease taken while this runs may outlive it.
      *
      * @throws \InvalidArgumentException for an empty prefix: that would end every lease
      *   in the table, other apps' and non-Laravel ones included
      */
     public function forceReleaseAllWithPrefix(string $prefix): int
     {
-        if ($prefix === '') {
-            throw new \InvalidArgumentException('ending every lease whose name begins with "" would end every lease in the table');
-        }
-        $pdo = $this->pdo === null ? PdoFactory::fromUrl((string) ini_get('mysqllock.dsn')) : ($this->pdo)(false);
-        $quoted = implode('.', array_map(static fn (string $part): string => "`$part`", explode('.', $this->table)));
-        $like = strtr($prefix, ['!' => '!!', '%' => '!%', '_' => '!_']) . '%';
-        $st = $pdo->prepare("SELECT resource FROM $quoted WHERE resource LIKE ? ESCAPE '!'");
-        if ($st === false || !$st->execute([$like])) {
-            throw new \RuntimeException("cannot read the lease names of $this->table: " . implode(' ', $pdo->errorInfo()));
-        }
-        $resources = $st->fetchAll(\PDO::FETCH_COLUMN);
-        $st->closeCursor();
-        $ended = 0;
-        foreach ($resources as $resource) {
-            // The collation may match other cases; the prefix is exact.
-            if (is_string($resource) && str_starts_with($resource, $prefix) && $this->forceRelease($resource)) {
-                $ended++;
-            }
-        }
-        return $ended;
+        return $this->lock()->forceReleaseWithPrefix($prefix);
     }
 
     /** The DistributedLock on the connection in use, made again if Laravel replaced its PDO. */

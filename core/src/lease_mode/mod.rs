@@ -334,6 +334,46 @@ impl<C: Connector> DistributedLock<C> {
         }
     }
 
+    /// The resources of the live leases whose name begins with `prefix`, exactly (case,
+    /// accents and trailing blanks count, whatever the column's collation folds), ordered
+    /// by resource, read as [`is_held`](Self::is_held) reads. An empty prefix is refused:
+    /// it would name every lease of the table, other applications' included.
+    pub fn held_with_prefix(&mut self, prefix: &str) -> Result<Vec<String>> {
+        if prefix.is_empty() {
+            return Err(Error::invalid(
+                "prefix",
+                "an empty prefix would name every lease of the table, other applications' too",
+            ));
+        }
+        self.check_names(prefix, None)?;
+        let shape = self.shape(prefix)?;
+        let sql = statements::held_with_prefix(self.dialect, &self.table, shape.upgraded);
+        let pattern = format!("{}%", statements::like_escaped(prefix));
+        let out = self.read(prefix, &sql, &[Value::from(pattern)], shape.sync)?;
+        let mut held: Vec<String> = out
+            .rows
+            .iter()
+            .filter_map(|row| row.first().and_then(Value::as_text))
+            .filter(|resource| resource.starts_with(prefix))
+            .collect();
+        held.dedup();
+        Ok(held)
+    }
+
+    /// Ends every live lease whose resource begins with `prefix` (exactly, as
+    /// [`held_with_prefix`](Self::held_with_prefix) reads it), whoever holds it, each as
+    /// [`force_release`](Self::force_release) ends one (an upgraded table keeps its rows,
+    /// ended, and their fencing tokens count on). Returns how many it ended. A lease taken
+    /// while this runs may outlive it. What a framework's "flush the locks" asks for
+    /// (Laravel's `CanFlushLocks`), without SQL of its own.
+    pub fn force_release_with_prefix(&mut self, prefix: &str) -> Result<u64> {
+        let mut ended = 0;
+        for resource in self.held_with_prefix(prefix)? {
+            ended += u64::from(self.force_release(&resource)?);
+        }
+        Ok(ended)
+    }
+
     /// The row of `resource`, live or not; `None` when there is none.
     pub fn holder(&mut self, resource: &str) -> Result<Option<LeaseRow>> {
         self.check_names(resource, None)?;

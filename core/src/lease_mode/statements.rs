@@ -134,6 +134,34 @@ pub fn is_held(dialect: Dialect, table: &Table, upgraded: bool) -> String {
     }
 }
 
+/// The resources of the live leases matching a `LIKE` pattern (`?`, escaped with `!`,
+/// see [`like_escaped`]).
+pub fn held_with_prefix(dialect: Dialect, table: &Table, upgraded: bool) -> String {
+    let t = table.sql_name();
+    match dialect {
+        Dialect::Sqlite => format!(
+            "SELECT resource FROM {t} WHERE resource LIKE ? ESCAPE '!' AND expires_at >= datetime('now') ORDER BY resource"
+        ),
+        Dialect::MySql => {
+            let (_, _, live, _) = clock(upgraded);
+            format!("SELECT resource FROM {t} WHERE resource LIKE ? ESCAPE '!' AND {live} ORDER BY resource")
+        }
+    }
+}
+
+/// `text` with `LIKE`'s wildcards (and the escape character `!` itself) escaped by `!`,
+/// for a pattern that matches it literally.
+pub fn like_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 4);
+    for c in text.chars() {
+        if matches!(c, '!' | '%' | '_') {
+            out.push('!');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The owner of the live lease on a resource.
 pub fn owner(dialect: Dialect, table: &Table, upgraded: bool) -> String {
     let t = table.sql_name();

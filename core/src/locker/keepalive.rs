@@ -19,16 +19,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::sql::Sql;
-use crate::config::Config;
-use crate::session::Session;
-use crate::transport::MysqlSession;
+use crate::session::{OpenSession, Session};
 
 /// Renew when this fraction of the TTL has passed since the last renewal: two chances
 /// to retry before the lease would run out.
 const RENEW_FRACTION: f64 = 1.0 / 3.0;
 /// A renewal statement (or connect) may take this long before the thread gives up on
 /// its connection and retries with a new one; bounded so release never waits long.
-const IO_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long dropping the handle waits for the thread to finish; it never blocks exit.
 const JOIN_WAIT: Duration = Duration::from_secs(1);
 /// How much sooner than its last renewal's start plus the TTL the lease counts as lost
@@ -38,9 +36,11 @@ const JOIN_WAIT: Duration = Duration::from_secs(1);
 /// so a short TTL still leaves its renewals time to succeed.
 const LOCAL_MARGIN: Duration = Duration::from_millis(1500);
 
-/// What the thread renews, and for how long.
+/// What the thread renews, on sessions of its own, and for how long.
 pub(crate) struct Plan {
-    pub config: Config,
+    /// Opens the thread's sessions (the connector's [`keep_alive`](crate::Connector::keep_alive),
+    /// bounded by [`IO_TIMEOUT`]).
+    pub open: OpenSession,
     pub sql: Sql,
     pub name: String,
     /// The holder's `CONNECTION_ID()`.
@@ -118,8 +118,9 @@ impl KeepAlive {
         });
         let (done, finished) = mpsc::channel();
         let thread_shared = Arc::clone(&shared);
+        let mut plan = plan;
         thread::Builder::new().name(format!("mysqllock-keepalive-{}", plan.name)).spawn(move || {
-            renew_until_stopped(&thread_shared, &plan);
+            renew_until_stopped(&thread_shared, &mut plan);
             let _ = done.send(());
         })?;
         Ok(KeepAlive { shared, finished })
@@ -153,12 +154,12 @@ impl Drop for KeepAlive {
     }
 }
 
-fn renew_until_stopped(shared: &Shared, plan: &Plan) {
+fn renew_until_stopped(shared: &Shared, plan: &mut Plan) {
     let started = Instant::now();
     let ttl = Duration::from_secs(u64::try_from(plan.ttl).unwrap_or(1));
     let interval = ttl.mul_f64(RENEW_FRACTION).max(Duration::from_millis(100));
     let max_hold = Duration::from_secs(u64::try_from(plan.max_hold).unwrap_or(0));
-    let mut session: Option<MysqlSession> = None;
+    let mut session: Option<Box<dyn Session + Send>> = None;
     let mut next = started + interval;
     loop {
         {
@@ -183,7 +184,7 @@ fn renew_until_stopped(shared: &Shared, plan: &Plan) {
             return;
         }
         if session.is_none() {
-            match MysqlSession::connect_with_io_timeout(&plan.config, IO_TIMEOUT) {
+            match (plan.open)() {
                 Ok(s) => session = Some(s),
                 Err(e) => {
                     shared.outcome().last_error = e.chain();
@@ -194,7 +195,7 @@ fn renew_until_stopped(shared: &Shared, plan: &Plan) {
         }
         let Some(s) = session.as_mut() else { continue };
         let attempt = Instant::now();
-        match renew_once(shared, s, plan) {
+        match renew_once(shared, s.as_mut(), plan) {
             Renewal::Renewed => {
                 let mut outcome = shared.outcome();
                 // Not once the holder was told the lease is lost: that stays so.
@@ -231,7 +232,7 @@ enum Renewal {
 }
 
 /// One renewal, run while holding the state lock so `stop` cannot slip in between.
-fn renew_once(shared: &Shared, session: &mut MysqlSession, plan: &Plan) -> Renewal {
+fn renew_once(shared: &Shared, session: &mut dyn Session, plan: &Plan) -> Renewal {
     let state = shared.lock();
     if state.stop {
         return Renewal::Stopped;

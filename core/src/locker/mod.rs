@@ -474,13 +474,13 @@ impl<C: Connector> Locker<C> {
             (false, None) => None,
             (true, max_hold) => {
                 let max_hold = limits::whole_seconds("max_hold", max_hold.unwrap_or(DEFAULT_MAX_HOLD))?;
-                let Some(config) = self.connector.keep_alive_config() else {
+                let Some(open) = self.connector.keep_alive(keepalive::IO_TIMEOUT) else {
                     return Err(Error::invalid(
                         "keep_alive",
                         "needs the library's own connection (a DSN), not an application's session",
                     ));
                 };
-                Some((config, max_hold))
+                Some((open, max_hold))
             }
         };
         self.check_name(name)?;
@@ -527,9 +527,9 @@ impl<C: Connector> Locker<C> {
         self.slots[slot].leases += 1;
         let keep_alive = match keep_alive {
             None => None,
-            Some((config, max_hold)) => {
+            Some((open, max_hold)) => {
                 let plan = keepalive::Plan {
-                    config,
+                    open,
                     sql: self.sql.clone(),
                     name: name.to_owned(),
                     owner: connection_id,

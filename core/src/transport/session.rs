@@ -17,7 +17,7 @@ use super::wire::{self, Bound, OpenError};
 use crate::config::{Config, Table};
 use crate::deadline::Deadline;
 use crate::error::{Error, Result, SessionError};
-use crate::session::{Connector, Session};
+use crate::session::{Connector, OpenSession, Session};
 use crate::topology::{self, Topology};
 use crate::value::{Outcome, Value};
 
@@ -622,8 +622,12 @@ impl Connector for Config {
         MysqlSession::connect_learning(self, table)
     }
 
-    fn keep_alive_config(&self) -> Option<Config> {
-        Some(self.clone())
+    /// Native sessions on this configuration, its bounds capped at `io_timeout`.
+    fn keep_alive(&self, io_timeout: Duration) -> Option<OpenSession> {
+        let config = self.clone();
+        Some(Box::new(move || -> Result<Box<dyn Session + Send>> {
+            Ok(Box::new(MysqlSession::connect_with_io_timeout(&config, io_timeout)?))
+        }))
     }
 
     fn spreads(&self) -> bool {
