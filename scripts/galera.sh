@@ -48,15 +48,17 @@
 # scripts/galera11.sh runs this script for MariaDB 11.8 LTS with sid's galera-4: it sets
 # MYSQLLOCK_SCRIPT_NAME and MYSQLLOCK_SERVER_CHROOT, and every server program
 # (mariadb-install-db, mariadbd with its rsync SST, --wsrep-recover, the client) then runs
-# inside the chroot of scripts/sid.sh, which shares the host's /tmp: DIR must be under
-# /tmp. The chroot's user mysql has a uid of its own, so node dirs are chowned to it from
-# inside.
+# inside the chroot of scripts/sid.sh, through chroot_run, which binds the host's /tmp
+# there for the program alone: DIR must be under /tmp. The chroot's user mysql has a uid
+# of its own, so node dirs are chowned to it from inside.
 set -euo pipefail
 me=${MYSQLLOCK_SCRIPT_NAME:-galera.sh}
 # The chroot the server programs run in; empty: the host's.
 in_root=${MYSQLLOCK_SERVER_CHROOT:-}
 # shellcheck source=scripts/lib/servers.sh
 . "$(dirname "$0")/lib/servers.sh"
+# shellcheck source=scripts/lib/chroot.sh
+. "$(dirname "$0")/lib/chroot.sh"
 
 usage="usage: $me start|stop|wait|status DIR | $me kill|restart|isolate|rejoin DIR K"
 cmd=${1:?$usage}
@@ -250,9 +252,12 @@ launch() {
   shift
   server_options "$k"
   rm -f "$dir/node$k/mysqld.sock"
-  # setsid and chroot exec what follows, so $! is mariadbd's own pid.
+  # setsid and every step of chroot_command exec what follows, so $! is mariadbd's own
+  # pid; its mount namespace lives as long as it does.
   if [ -n "$in_root" ]; then
-    setsid chroot "$in_root" /usr/sbin/mariadbd "${opts[@]}" "$@" </dev/null >/dev/null 2>&1 &
+    local chroot_cmd
+    chroot_command "$in_root" -- /usr/sbin/mariadbd "${opts[@]}" "$@"
+    setsid "${chroot_cmd[@]}" </dev/null >/dev/null 2>&1 &
   else
     setsid /usr/sbin/mariadbd "${opts[@]}" "$@" </dev/null >/dev/null 2>&1 &
   fi

@@ -85,6 +85,8 @@ set -euo pipefail
 me=group-replication.sh
 # shellcheck source=scripts/lib/servers.sh
 . "$(dirname "$0")/lib/servers.sh"
+# shellcheck source=scripts/lib/chroot.sh
+. "$(dirname "$0")/lib/chroot.sh"
 
 usage="usage: group-replication.sh start|stop|wait|status DIR | group-replication.sh kill|restart|isolate|rejoin|primary DIR K"
 cmd=${1:?$usage}
@@ -138,8 +140,8 @@ ensure_users() {
   exec 8>"$chroot_root.users.lock"
   flock 8
   for k in "${ids[@]}"; do
-    chroot "$chroot_root" getent passwd "$(user_of "$k")" >/dev/null \
-      || chroot "$chroot_root" useradd --system --no-create-home --home-dir /nonexistent \
+    chroot_run "$chroot_root" -- getent passwd "$(user_of "$k")" >/dev/null \
+      || chroot_run "$chroot_root" -- useradd --system --no-create-home --home-dir /nonexistent \
         --shell /usr/sbin/nologin --uid "$(uid_of "$k")" --user-group "$(user_of "$k")"
   done
   flock -u 8
@@ -155,8 +157,8 @@ pid_of() { live_pid "$outer/member$1/mysqld.pid" "$inner/member$1/data"; }
 sql() {
   local k=$1
   shift
-  timeout "${sql_timeout:-10}" chroot "$chroot_root" mysql --no-defaults -uroot --socket="$inner/member$k/mysqld.sock" \
-    --connect-timeout=2 -N -B "$@"
+  chroot_run "$chroot_root" -- timeout "${sql_timeout:-10}" mysql --no-defaults -uroot \
+    --socket="$inner/member$k/mysqld.sock" --connect-timeout=2 -N -B "$@"
 }
 
 # Sets st_state, st_role (member K's own view of itself) and st_online (how many members
@@ -276,7 +278,10 @@ launch() {
   server_options "$k"
   rm -f "$outer/member$k/mysqld.sock" "$outer/member$k/mysqld.sock.lock" "$outer/member$k/mysqld.pid"
   # setsid + nohup: started from a shell that exits right away, mysqld would die with it.
-  setsid nohup chroot "$chroot_root" /usr/sbin/mysqld "${opts[@]}" </dev/null >/dev/null 2>&1 &
+  # Its mount namespace (chroot_command) lives as long as it does.
+  local chroot_cmd
+  chroot_command "$chroot_root" -- /usr/sbin/mysqld "${opts[@]}"
+  setsid nohup "${chroot_cmd[@]}" </dev/null >/dev/null 2>&1 &
   disown
   for i in $(seq 1 $((timeout * 10))); do
     if sql "$k" -e 'SELECT 1' >/dev/null 2>&1; then return 0; fi
@@ -368,7 +373,7 @@ case "$cmd" in
     echo "$dir" >"$outer/owner"
     for k in "${ids[@]}"; do
       prepare_member "$k"
-      chroot "$chroot_root" /usr/sbin/mysqld --no-defaults --initialize-insecure --user="$(user_of "$k")" \
+      chroot_run "$chroot_root" -- /usr/sbin/mysqld --no-defaults --initialize-insecure --user="$(user_of "$k")" \
         --datadir="$inner/member$k/data" --tmpdir="$inner/member$k/tmp" \
         --innodb-redo-log-capacity=16M >"$dir/install$k.log" 2>&1 \
         || { cat "$dir/install$k.log" >&2; exit 1; }

@@ -27,8 +27,8 @@
 # scripts/mariadb11.sh runs this script for MariaDB 11.8 LTS (Debian sid's, in the chroot of
 # scripts/sid.sh): it sets MYSQLLOCK_SCRIPT_NAME and MYSQLLOCK_SERVER_CHROOT (prefixed, so
 # that nothing in a caller's environment turns them on by chance), and every server
-# program then runs inside that chroot, which shares the host's /tmp, so DIR (under /tmp)
-# means the same inside.
+# program then runs inside that chroot (through chroot_run: in a mount namespace of its own,
+# where the host's /tmp is bound, so DIR, under /tmp, means the same inside).
 set -euo pipefail
 me=${MYSQLLOCK_SCRIPT_NAME:-mariadb.sh}
 # The chroot the server programs run in; empty: the host's.
@@ -37,14 +37,19 @@ in_root=${MYSQLLOCK_SERVER_CHROOT:-}
 . "$(dirname "$0")/lib/servers.sh"
 # shellcheck source=scripts/lib/standalone.sh
 . "$(dirname "$0")/lib/standalone.sh"
+# shellcheck source=scripts/lib/chroot.sh
+. "$(dirname "$0")/lib/chroot.sh"
 
 cmd=${1:?usage: $me start|stop|restart DIR}
 dir=${2:?usage: $me start|stop|restart DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 tls=
 
+# Root's client over the Unix socket, without TLS: MariaDB's clients from 11.4 on want TLS
+# by default, and a 10.11 server without certificates has none (Debian 13's 11.8 client,
+# in the trixie chroot, against the host's 10.11); the socket counts as secure anyway.
 root_sql() {
-  server mariadb --no-defaults -uroot --socket="$dir/mysqld.sock" "$@"
+  server mariadb --no-defaults --skip-ssl -uroot --socket="$dir/mysqld.sock" "$@"
 }
 
 launch() {
@@ -75,7 +80,7 @@ check_tls() {
 }
 
 stop_server() {
-  stop_pid "$dir/mysqld.pid" server mariadb-admin --no-defaults -uroot --socket="$dir/mysqld.sock" shutdown
+  stop_pid "$dir/mysqld.pid" server mariadb-admin --no-defaults --skip-ssl -uroot --socket="$dir/mysqld.sock" shutdown
 }
 
 # What a test account may do beyond its database (create_accounts).

@@ -7,9 +7,9 @@
 #   scripts/mariadb11.sh start|stop|restart|crash-table|sql DIR ...   # as mariadb.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# Called from inside the chroot (a PHP suite of the matrix restarting its server), the
-# server programs are right here.
-if [ "${MYSQLLOCK_IN_SID:-}" = 1 ]; then
+# Called from inside the sid chroot (a PHP suite of the matrix marking a table crashed),
+# the server programs are right here. From inside another chroot sid.sh says it cannot.
+if [ "${MYSQLLOCK_IN_CHROOT:-}" = sid ]; then
   MYSQLLOCK_SERVER_CHROOT=
 else
   MYSQLLOCK_SERVER_CHROOT=$(bash "$here/sid.sh" root)

@@ -8,12 +8,16 @@
 #   scripts/mysql.sh crash-table DIR DB TABLE   # as in mariadb.sh
 #   scripts/mysql.sh root          # prepares the chroot (below) and prints its path
 #   scripts/mysql.sh sql DIR [ARGS...]  # the chroot's mysql client as root on DIR's server
+#   scripts/mysql.sh clean         # removes the chroot, every datadir in it with it
+#                                  # (refused while a server runs in it)
 #
 # Debian 12 has no MySQL package, and sid's (Oracle's MySQL 9.7 LTS) needs a newer glibc
 # than the host's, so the server runs in a Debian sid chroot made by debootstrap once
 # (about 2 minutes) and kept under /var/cache/mysqllock (MYSQLLOCK_MYSQL_ROOT overrides),
-# so later runs pay nothing. The chroot shares the host's network: host programs reach
-# the server on 127.0.0.1:PORT. Its files live inside the chroot, under
+# so later runs pay nothing. Every program enters it through chroot_run
+# (scripts/lib/chroot.sh): the server's mounts (/proc, /dev, /tmp) live in a mount
+# namespace of its own, as long as it runs. The chroot shares the host's network: host
+# programs reach the server on 127.0.0.1:PORT. Its files live inside the chroot, under
 # ROOT/srv/mysqllock/ID (ID derived from DIR); DIR/server is a symlink to them, DIR/mysqld.sock
 # to its socket, so a host client takes --socket=DIR/mysqld.sock, and DIR/mysqld.pid to its
 # pid file (the pid is the host's: the chroot shares the process table), where
@@ -47,7 +51,7 @@ me=mysql.sh
 . "$(dirname "$0")/lib/chroot.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
-chroot_root=${MYSQLLOCK_MYSQL_ROOT:-/var/cache/mysqllock/sid-mysql}
+chroot_root=$mysql_root
 
 # The chroot with mysqld (lib/chroot.sh makes it once).
 install_mysql() {
@@ -79,10 +83,10 @@ sweep() {
   done
 }
 
-# The caller's MYSQL_PWD (a test's, for its own account) would be tried for root, which
-# has none: the server refuses it.
+# chroot_run's clean environment keeps out a caller's MYSQL_PWD (a test's, for its own
+# account), which would be tried for root, who has none: the server would refuse it.
 root_sql() {
-  env -u MYSQL_PWD chroot "$chroot_root" mysql --no-defaults -uroot --socket="$inner/mysqld.sock" "$@"
+  chroot_run "$chroot_root" -- mysql --no-defaults -uroot --socket="$inner/mysqld.sock" "$@"
 }
 
 launch() {
@@ -93,14 +97,17 @@ launch() {
   fi
   rm -f "$outer/mysqld.sock" "$outer/mysqld.sock.lock"
   # --no-defaults: never read a my.cnf; everything we rely on is here. setsid + nohup:
-  # started from a shell that exits right away, mysqld would die with it.
+  # started from a shell that exits right away, mysqld would die with it; its mount
+  # namespace (chroot_command) lives as long as it does.
   # --user=root: the chroot is ours alone, and its datadir lives only inside it.
-  setsid nohup chroot "$chroot_root" /usr/sbin/mysqld --no-defaults --user=root \
+  local chroot_cmd
+  chroot_command "$chroot_root" -- /usr/sbin/mysqld --no-defaults --user=root \
     --datadir="$inner/data" --socket="$inner/mysqld.sock" --pid-file="$inner/mysqld.pid" \
     --port="$port" --bind-address=127.0.0.1 --skip-name-resolve --tmpdir="$inner/tmp" \
     --log-error="$inner/error.log" --max-connections=500 --mysqlx=OFF --secure-file-priv= "${tls_options[@]}" \
     --innodb-buffer-pool-size=32M --innodb-redo-log-capacity=16M --skip-log-bin \
-    --myisam-recover-options=OFF >/dev/null 2>&1 </dev/null &
+    --myisam-recover-options=OFF
+  setsid nohup "${chroot_cmd[@]}" >/dev/null 2>&1 </dev/null &
   # myisam-recover-options=OFF: a crashed lock table is reported to the client, so the
   # library's own repair is what the tests see (as with mariadb.sh).
   wait_ready 600 "$outer/error.log"
@@ -138,12 +145,18 @@ GRANT SELECT ON performance_schema.* TO '$1'@'127.0.0.1';
 SQL
 }
 
-cmd=${1:?usage: mysql.sh start|stop|restart|crash-table|sql DIR | mysql.sh root}
-if [ "$cmd" = root ]; then
-  ensure_root
-  echo "$chroot_root"
-  exit 0
-fi
+cmd=${1:?usage: mysql.sh start|stop|restart|crash-table|sql DIR | mysql.sh root|clean}
+case "$cmd" in
+  root)
+    ensure_root
+    echo "$chroot_root"
+    exit 0
+    ;;
+  clean)
+    chroot_clean "$chroot_root"
+    exit 0
+    ;;
+esac
 dir=${2:?usage: mysql.sh start|stop|restart|crash-table|sql DIR}
 tls=
 
@@ -159,7 +172,7 @@ case "$cmd" in
     echo "$dir" >"$outer/owner"
     ln -sfn "$outer" "$dir/server"
     if [ ! -d "$outer/data/mysql" ]; then
-      chroot "$chroot_root" /usr/sbin/mysqld --no-defaults --initialize-insecure --user=root \
+      chroot_run "$chroot_root" -- /usr/sbin/mysqld --no-defaults --initialize-insecure --user=root \
         --datadir="$inner/data" --tmpdir="$inner/tmp" >"$dir/install.log" 2>&1 \
         || { cat "$dir/install.log" >&2; exit 1; }
     fi
@@ -205,7 +218,7 @@ SQL
     crash_table "$outer/data" "$db" "$table"
     ;;
   *)
-    echo "usage: mysql.sh start|stop|restart|crash-table|sql DIR | mysql.sh root" >&2
+    echo "usage: mysql.sh start|stop|restart|crash-table|sql DIR | mysql.sh root|clean" >&2
     exit 2
     ;;
 esac

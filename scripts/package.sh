@@ -14,6 +14,8 @@
 #   scripts/package.sh check-elf ARCH FILE...  # each FILE is an ELF file for ARCH
 #                                            # (x86_64, arm64: PIE's spelling)
 #   scripts/package.sh check-musl FILE...    # each FILE is linked for musl, not glibc
+#   scripts/package.sh clean                 # removes the cache below (the next build
+#                                            # is a cold one)
 #
 # What is built is the manifest [workspace.metadata.package] in Cargo.toml (read by
 # scripts/lib/package_manifest.py): the glibc floor, the targets, and for each target its
@@ -36,7 +38,8 @@
 # system's headers instead (for arm64: the arm64 tree's, --sysroot), which describe the
 # same types. For a PHP of another architecture, ext-php-rs is given a php that prints the
 # real arm64 php's `php -i` (taken in its tree under qemu) and a php-config that names the
-# tree's headers.
+# tree's headers. A build inside a chroot or tree enters it through chroot_run, with the
+# repository, the cache and the toolchain bound in for that command alone.
 #
 # Caches, so that a second run only packs: the venv, zig's cache, the crates Debian's cargo
 # downloads and the builds (target/TARGET/phpX.Y, one per PHP so none undoes another's) in
@@ -54,7 +57,7 @@ repo=$(cd "$here/.." && pwd)
 # shellcheck source=scripts/lib/chroot.sh
 . "$here/lib/chroot.sh"
 
-cache=${MYSQLLOCK_PACKAGE_CACHE:-/var/cache/mysqllock/package}
+cache=$package_cache
 dist=${MYSQLLOCK_DIST:-$repo/dist}
 builds=$cache/target
 
@@ -573,6 +576,7 @@ package() {
 cmd=build
 case "${1:-}" in
   list|check-glibc|check-elf|check-musl|build) cmd=$1; shift ;;
+  clean) chroot_clean "$cache"; exit 0 ;;
   -h|--help) usage; exit 0 ;;
 esac
 tag_arg=()

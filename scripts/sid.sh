@@ -5,28 +5,17 @@
 # (scripts/mariadb11.sh runs it). MySQL 9.7 has a chroot of its own
 # (scripts/mysql.sh): sid's mysql-server-core and mariadb-server-core conflict.
 #
-#   scripts/sid.sh root            # makes the chroot (once; debootstrap needs root) and
-#                                  # prints its path
-#   scripts/sid.sh run CMD...      # CMD inside it, in the current directory, with the same
-#                                  # environment and MYSQLLOCK_IN_SID=1; the repository and
-#                                  # /tmp are the host's, at the same paths, so paths mean
-#                                  # the same on both sides
-#   scripts/sid.sh ext X.Y         # builds the extension for PHP X.Y with the host's Rust
-#                                  # toolchain and prints the .so's path inside the chroot
-#                                  # (/build/phpX.Y/release/...; ROOT/build/... on the host)
+#   scripts/sid.sh root | run CMD... | ext X.Y | clean   # as every PHP chroot:
+#                                                        # scripts/lib/php-chroot.sh
 #
-# Kept under /var/cache/mysqllock/sid-php (MYSQLLOCK_SID_ROOT overrides). The extension's
-# builds live in the chroot's /build/phpX.Y, so they stay incremental from run to run.
+# Kept under /var/cache/mysqllock/sid-php (MYSQLLOCK_SID_ROOT overrides). Inside, the
+# project's scripts see MYSQLLOCK_IN_CHROOT=sid.
 set -euo pipefail
 me=sid.sh
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/.." && pwd)
-# shellcheck source=scripts/lib/servers.sh
-. "$here/lib/servers.sh"
-# shellcheck source=scripts/lib/chroot.sh
-. "$here/lib/chroot.sh"
+# shellcheck source=scripts/lib/php-chroot.sh
+. "$(dirname "$0")/lib/php-chroot.sh"
 
-root=${MYSQLLOCK_SID_ROOT:-/var/cache/mysqllock/sid-php}
+root=$sid_root
 
 # What the chroot holds. Changing this list makes the next use install what is new. The
 # steps are chained with && (set -e does not reach into a function called with ||).
@@ -53,59 +42,26 @@ install_sid_php() {
 # for Symfony 8. Debian's autoload.php files find each other relative to their own
 # directory, so the copy is complete on its own.
 install_symfony_8() {
-  chroot "$1" /bin/sh -e -c '
-    rm -rf /opt/symfony-8 /tmp/symfony-8 && mkdir -p /opt/symfony-8 /tmp/symfony-8/debs /tmp/symfony-8/files
+  # The work directory is the host's /tmp (chroot_run binds it): a name of its own there.
+  # shellcheck disable=SC2016 # the script is the chroot's shell's
+  chroot_run "$1" -- /bin/sh -e -c '
+    rm -rf /opt/symfony-8 && mkdir -p /opt/symfony-8
+    work=$(mktemp -d /tmp/mysqllock-symfony-8.XXXXXX) && chmod 755 "$work"
+    trap "rm -rf \"$work\"" EXIT
+    mkdir -p "$work/debs" "$work/files"
     apt-get -o Acquire::Check-Valid-Until=false -s -t experimental install --no-install-recommends \
       php-symfony-lock php-symfony-console php-symfony-framework-bundle \
-      | sed -n "s/^Inst \([^ ]*\) .*(\([^ ]*\) .*/\1=\2/p" >/tmp/symfony-8/list
-    grep -q "^php-symfony-lock=8" /tmp/symfony-8/list
-    cd /tmp/symfony-8/debs
-    apt-get -o Acquire::Check-Valid-Until=false -qq download $(cat /tmp/symfony-8/list)
-    for deb in *.deb; do dpkg-deb -x "$deb" /tmp/symfony-8/files; done
+      | sed -n "s/^Inst \([^ ]*\) .*(\([^ ]*\) .*/\1=\2/p" >"$work/list"
+    grep -q "^php-symfony-lock=8" "$work/list"
+    cd "$work/debs"
+    apt-get -o Acquire::Check-Valid-Until=false -qq download $(cat "$work/list")
+    for deb in *.deb; do dpkg-deb -x "$deb" "$work/files"; done
     cp -a /usr/share/php /opt/symfony-8/php
-    cp -a /tmp/symfony-8/files/usr/share/php/. /opt/symfony-8/php/
-    rm -rf /tmp/symfony-8'
+    cp -a "$work/files/usr/share/php/." /opt/symfony-8/php/'
 }
 
 ensure() {
-  chroot_ensure "$root" "PHP 8.4/8.5 + MariaDB 11.8" install_sid_php
-  chroot_bind "$root" /tmp
-  chroot_bind "$root" /dev
-  chroot_bind "$root" "$repo"
+  chroot_ensure "$root" "PHP 8.4/8.5 + MariaDB 11.8" install_sid_php sid
 }
 
-cmd=${1:?usage: sid.sh root | run CMD... | ext X.Y}
-shift
-case "$cmd" in
-  root)
-    ensure
-    echo "$root"
-    ;;
-  run)
-    [ $# -gt 0 ] || die "usage: sid.sh run CMD..."
-    ensure
-    # The current directory must exist inside: the repository and /tmp do.
-    # MYSQLLOCK_IN_SID tells the project's scripts that they already run inside.
-    MYSQLLOCK_IN_SID=1 exec chroot "$root" /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$PWD" "$@"
-    ;;
-  ext)
-    version=${1:?usage: sid.sh ext X.Y}
-    [[ $version =~ ^[0-9]+\.[0-9]+$ ]] || die "ext $version: a PHP version is X.Y"
-    ensure
-    [ -x "$root/usr/bin/php$version" ] || die "PHP $version is not in $root"
-    target=/build/php$version
-    mkdir -p "$root$target"
-    chroot_cargo "$root" "$repo" CARGO_TARGET_DIR="$target" \
-      PHP="/usr/bin/php$version" PHP_CONFIG="/usr/bin/php-config$version" \
-      -- build --release --locked -p mysqllock-php >&2 \
-      || die "building the extension for PHP $version failed"
-    so=$target/release/libmysqllock_php.so
-    # The path inside the chroot; the same file is $root$so on the host.
-    chroot "$root" "php$version" -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' \
-      || die "PHP $version cannot load $so"
-    echo "$so"
-    ;;
-  *)
-    die "usage: sid.sh root | run CMD... | ext X.Y"
-    ;;
-esac
+php_chroot_main "$root" sid ensure "$@"

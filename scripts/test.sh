@@ -8,8 +8,9 @@
 # PHPUnit) runs against which. Each suite is a script that finds its server in
 # MYSQLLOCK_TEST_DSN (and the server's kind in MYSQLLOCK_TEST_SERVER, its script in
 # MYSQLLOCK_SERVER_SCRIPT); it runs once per server, as NAME@SERVER. A suite whose header
-# says `# matrix: php` runs once per row of the matrix instead, as NAME@SERVER/phpX.Y, with
-# the row in its environment (tests/suites/lib/php.sh). A suite whose header says
+# says `# matrix: php` runs once per row of the matrix instead, as NAME@SERVER/phpX.Y (a
+# ZTS row's as phpX.Y-zts), with the row in its environment (tests/suites/lib/php.sh);
+# `# matrix: php home=zts` runs on the rows of that home only. A suite whose header says
 # `# server: none` (lint, header) or `# server: own` (it starts its own servers) runs once.
 # A suite that needs a fresh server (restarts) starts one of the same kind with that script.
 #
@@ -19,9 +20,19 @@
 #   bash scripts/test.sh 30-php 40-c     # only the suites named
 #   MYSQLLOCK_TEST_JOBS=1 bash scripts/test.sh   # one suite at a time (default: 2 at a
 #                                        # time, never two on one server)
+#
+# At the end, once the servers are stopped, the run fails if any mount is left under the
+# cache directories (scripts/lib/chroot.sh, cache_dirs): in the host's mount namespace, or
+# in the namespace of a process of this run still alive (MYSQLLOCK_TEST_RUN in its
+# environment), so that the cache can be deleted without reaching a host file (issue 37).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+me=test.sh
+# shellcheck source=scripts/lib/servers.sh
+. scripts/lib/servers.sh
+# shellcheck source=scripts/lib/chroot.sh
+. scripts/lib/chroot.sh
 # The matrix's rows (comments and blank lines dropped), and its servers in order of first
 # mention, less those MYSQLLOCK_TEST_SERVERS leaves out.
 rows=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tests/matrix)
@@ -32,11 +43,18 @@ for server in $(awk '!seen[$1]++ { print $1 }' <<<"$rows"); do
   esac
 done
 [ -n "$servers" ] || { echo "no server of tests/matrix is in MYSQLLOCK_TEST_SERVERS=${MYSQLLOCK_TEST_SERVERS:-}"; exit 1; }
+# A suite named that does not exist would run nothing and pass.
+for name in "$@"; do
+  [ -f "tests/suites/$name.sh" ] || { echo "no suite $name (tests/suites/$name.sh)"; exit 1; }
+done
 
 bash scripts/install-deps.sh || exit 1
 cargo build --release --locked --workspace --all-targets || exit 1
 
 work=$(mktemp -d /tmp/mysqllock-test.XXXXXX)
+# Every process of this run carries it, chroot_run's commands too: the final check below
+# tells this run's leftovers from those of another run on the same machine.
+export MYSQLLOCK_TEST_RUN=$work
 stop_servers() {
   local server
   for server in $servers; do
@@ -90,10 +108,17 @@ for s in tests/suites/*.sh; do
     continue
   fi
   if grep -q '^# matrix: php' "$s"; then
+    # `# matrix: php home=H`: only the rows whose PHP lives in H (a suite that needs a
+    # thread-safe PHP runs on the zts rows).
+    only_home=$(sed -n 's/^# matrix: php home=\([a-z]*\).*/\1/p' "$s" | head -n 1)
     # fd 3: a suite reading its standard input must not eat the rows.
     while read -r -u 3 server php home symfony laravel phpunit; do
       case " $servers " in *" $server "*) ;; *) continue ;; esac
-      job "$name@$server/php$php" "$server" with_row "$server" "$php" "$home" "$symfony" "$laravel" "$phpunit" bash "$s"
+      [ -z "$only_home" ] || [ "$home" = "$only_home" ] || continue
+      # A thread-safe PHP is named as such (php8.2-zts), beside the NTS one of the version.
+      label=php$php
+      [ "$home" != zts ] || label=$label-zts
+      job "$name@$server/$label" "$server" with_row "$server" "$php" "$home" "$symfony" "$laravel" "$phpunit" bash "$s"
     done 3<<<"$rows"
     continue
   fi
@@ -156,9 +181,20 @@ while [ ${#pending[@]} -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
   report_job "$i"
 done
 
+stop_servers
+trap - EXIT
+# No mount outlives the run: the cache stays removable without reaching a host file.
+mapfile -t cache < <(cache_dirs)
+leftovers=$(chroot_leftovers "MYSQLLOCK_TEST_RUN=$work" "${cache[@]}")
 echo
 if [ $failed -gt 0 ]; then
   printf 'failed suites: %s\n' "${failures[*]}"
 fi
 echo "suites: $passed passed, $failed failed"
+if [ -n "$leftovers" ]; then
+  echo "failed: mounts left under the cache directories after the run (${cache[*]}):"
+  echo "$leftovers"
+  exit 1
+fi
+echo "no mount left under the cache directories (${cache[*]})"
 [ $failed -eq 0 ]

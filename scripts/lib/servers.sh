@@ -15,10 +15,12 @@ die() {
 
 # server PROGRAM ARGS...: a server program, on the host or, when the caller's $in_root names
 # a chroot (mariadb.sh and galera.sh take it from MYSQLLOCK_SERVER_CHROOT, which
-# scripts/mariadb11.sh and galera11.sh set), inside that chroot.
+# scripts/mariadb11.sh and galera11.sh set), inside that chroot, through chroot_run (the
+# caller sources lib/chroot.sh): its mounts live as long as the program, and it sees
+# chroot_run's clean environment.
 server() {
   if [ -n "${in_root:-}" ]; then
-    chroot "$in_root" "$@"
+    chroot_run "$in_root" -- "$@"
   else
     "$@"
   fi

@@ -4,8 +4,9 @@
 // process ends), so the next request gets it at once, on the extension's own connection
 // and on a PDO set with setConnection(), and no server session is left behind. The same for MySqlLock\SessionLock
 // on the extension's own connection and on the request's PDO or mysqli, persistent ones
-// (which outlive the request) included. Run under Debian's php-fpm of the PHP that runs the tests
-// (requests sent with cgi-fcgi) and under `php -S`, each started here with the extension.
+// (which outlive the request) included. Run under the php-fpm of the PHP that runs the
+// tests (Debian's, or the ZTS row's own; requests sent with cgi-fcgi) and under `php -S`,
+// each started here with the extension.
 declare(strict_types=1);
 
 namespace MySqlLockTest;
@@ -169,10 +170,14 @@ final class WebServerTest extends TestCase
 /** A php-fpm master or a `php -S` server with the extension, serving fixtures/web/. */
 final class WebServer
 {
-    /** The php-fpm of the PHP running the tests: Debian names it by version. */
+    /**
+     * The php-fpm of the PHP running the tests: MYSQLLOCK_PHP_FPM (the ZTS PHP's, set by
+     * tests/suites/lib/php.sh), else Debian's, named by version.
+     */
     private static function fpmBinary(): string
     {
-        return '/usr/sbin/php-fpm' . PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION;
+        $fpm = getenv('MYSQLLOCK_PHP_FPM');
+        return $fpm !== false && $fpm !== '' ? $fpm : '/usr/sbin/php-fpm' . PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION;
     }
 
     private const FPM_WORKERS = 2;
@@ -194,7 +199,7 @@ final class WebServer
     /** php-fpm with its own config, pool and unix socket under a temp dir, as this user. */
     public static function fpm(): self
     {
-        $fpmPackage = 'php' . PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION . '-fpm';
+        $fpmPackage = getenv('MYSQLLOCK_PHP_FPM') ? 'the PHP of scripts/php-src.sh' : 'php' . PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION . '-fpm';
         foreach ([self::fpmBinary() => $fpmPackage, self::CGI_FCGI => 'libfcgi-bin'] as $tool => $package) {
             if (!is_executable($tool)) {
                 TestCase::fail("$tool is missing: install $package (scripts/install-deps.sh does)");

@@ -11,4 +11,5 @@ set -euo pipefail
 need_php_modules pdo_mysql pdo_sqlite pcntl posix
 
 need_attributes tests/php
-exec "$php" -d "extension=$so" "$phpunit" -c "$(phpunit_config tests/php)" "$@"
+phpunit_options tests/php
+exec "$php" -d "extension=$so" "$phpunit" "${phpunit_opts[@]}" "$@"

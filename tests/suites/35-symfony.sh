@@ -34,4 +34,5 @@ need_php_modules pdo_mysql posix
 validate_composer bridges/symfony
 
 need_attributes tests/bridges/symfony
-exec "$php" -d "extension=$so" "$phpunit" -c "$(phpunit_config tests/bridges/symfony)" "$@"
+phpunit_options tests/bridges/symfony
+exec "$php" -d "extension=$so" "$phpunit" "${phpunit_opts[@]}" "$@"

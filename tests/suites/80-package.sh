@@ -326,6 +326,8 @@ use ItsMieger\MySqlSharedLocks\SharedLock;
 [, $name, $go, $ext, $tag, $rc] = $argv;
 $machine = php_uname('m');
 $arch = in_array($machine, ['arm64', 'aarch64'], true) ? 'arm64' : (PHP_INT_SIZE === 4 ? 'x86' : 'x86_64');
+// The libc this PHP runs on, from the loader mapped into it: a musl loader merely
+// installed beside glibc (Debian's musl-tools) must not make a glibc PHP ask for musl.
 $libc = str_contains((string) file_get_contents('/proc/self/maps'), '/ld-musl-') ? 'musl' : 'glibc';
 $debug = PHP_DEBUG ? '-debug' : '';
 foreach ([$tag, $rc] as $version) {
@@ -474,7 +476,8 @@ methods=$(python3 -c 'import json; print(json.dumps(json.load(open("composer.jso
   && pass "composer.json: pre-packaged binaries first, the source build as the fallback" \
   || fail "composer.json php-ext.download-url-method is $methods"
 # Debian 12's Composer (2.5) predates php-ext in its schema; sid's knows it.
-if out=$(COMPOSER_ROOT_VERSION=$tag bash scripts/sid.sh run composer validate --strict 2>&1); then
+# (sid.sh run passes only the project's MYSQLLOCK_* variables in: Composer's goes through env.)
+if out=$(bash scripts/sid.sh run env COMPOSER_ROOT_VERSION="$tag" composer validate --strict 2>&1); then
   pass "composer validate --strict (Composer $(bash scripts/sid.sh run composer --version 2>/dev/null | awk '{print $3}'))"
 else
   fail "composer validate --strict: $out"

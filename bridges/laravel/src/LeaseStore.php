@@ -15,11 +15,13 @@ use Nene\Kit\DistributedLock;
  *
  * lock() and restoreLock() give LeaseLocks; flushLocks() ends the leases under the store's
  * prefix (Laravel 13's CanFlushLocks: `php artisan cache:clear mysqllock --locks`). Cache operations throw
- * UnsupportedCacheOperation, except the three Laravel 8's scheduler sends for its mutexes
- * (names under "framework/schedule-"): add($key, true, $seconds) takes a lease with an
- * owner of its own, get()/has() tell whether one is held, forget() ends it whoever holds
- * it (the scheduler forgets in another process). Later Laravel versions ask a
- * LockProvider store for locks instead; both take the same leases (the same names).
+ * UnsupportedCacheOperation, except the three the scheduler sends where it keeps its mutexes
+ * as cache entries (names under "framework/schedule-"): Laravel 8's withoutOverlapping()
+ * and onOneServer(), and onOneServer() up to Laravel 11.45.1 and 12.21 (10.48 included).
+ * add($key, true, $seconds) takes a lease with an owner of its own, get()/has() tell
+ * whether one is held, forget() ends it whoever holds it (the scheduler forgets in another
+ * process). Otherwise Laravel asks a LockProvider store for locks; both take the same
+ * leases (the same names).
  */
 class LeaseStore implements Store, LockProvider, FlushesLocks
 {
@@ -126,8 +128,9 @@ class LeaseStore implements Store, LockProvider, FlushesLocks
     }
 
     /**
-     * Laravel 8's scheduler only (CacheEventMutex, CacheSchedulingMutex): takes the mutex
-     * $key for $seconds unless it is held.
+     * The scheduler's mutexes kept as cache entries only (CacheEventMutex on Laravel 8,
+     * CacheSchedulingMutex up to 11.45.1 and 12.21): takes the mutex $key for $seconds
+     * unless it is held.
      *
      * @throws UnsupportedCacheOperation for any other key or value
      */
@@ -141,8 +144,8 @@ class LeaseStore implements Store, LockProvider, FlushesLocks
     }
 
     /**
-     * Laravel 8's scheduler only: true while the mutex $key is held, null otherwise (so
-     * Repository::has() tells whether it is).
+     * The scheduler's mutexes kept as cache entries only: true while the mutex $key is
+     * held, null otherwise (so Repository::has() tells whether it is).
      *
      * @throws UnsupportedCacheOperation for any other key
      */
@@ -155,7 +158,8 @@ class LeaseStore implements Store, LockProvider, FlushesLocks
     }
 
     /**
-     * Laravel 8's scheduler only: ends the mutex $key whoever holds it.
+     * The scheduler's mutexes kept as cache entries only: ends the mutex $key whoever
+     * holds it.
      *
      * @throws UnsupportedCacheOperation for any other key
      */
@@ -222,7 +226,7 @@ class LeaseStore implements Store, LockProvider, FlushesLocks
     }
 
     /**
-     * Whether $key is a mutex of Laravel 8's scheduler: Event::mutexName() is
+     * Whether $key is a mutex of the scheduler: Event::mutexName() is
      * "framework" . DIRECTORY_SEPARATOR . "schedule-" . sha1(...), CallbackEvent's
      * "framework/schedule-" . sha1(...); onOneServer appends the minute ("Hi").
      */

@@ -27,9 +27,13 @@ class MySqlLockServiceProvider extends ServiceProvider
         // At the cache manager's first resolution (or now, if it is resolved already), so
         // the driver is there before any provider's boot() or command asks for a store.
         $this->callAfterResolving('cache', static function (CacheManager $cache): void {
-            // CacheManager binds the creator to itself: $this below is the manager.
+            // CacheManager binds the creator to itself: $this below is the manager. The
+            // config goes on to repository() as for Laravel's own drivers: from Laravel 11
+            // it names the store in the Repository and its events (CacheLocksFlushed, ...)
+            // and may turn events off ('events' => false); Laravel 8 and 10 take the store
+            // alone (PHP drops the extra argument).
             $cache->extend(self::DRIVER, function ($app, array $config) {
-                return $this->repository(LeaseStore::fromConfig($config, $app));
+                return $this->repository(LeaseStore::fromConfig($config, $app), $config);
             });
         });
     }

@@ -3,7 +3,8 @@
 // CacheEventMutex (withoutOverlapping) and CacheSchedulingMutex (onOneServer) send
 // add/has/forget for their mutex names, which the store answers with leases; a real
 // Event::run() takes and forgets its mutex; "another server" is a child process. Later
-// Laravel versions ask the store for lock() on the same names instead: both paths meet.
+// Laravel versions ask the store for lock() on the same names instead (10.48's
+// CacheEventMutex; its CacheSchedulingMutex still sends add/has): both paths meet.
 declare(strict_types=1);
 
 namespace MySqlLockLaravelTest;
@@ -117,7 +118,7 @@ final class SchedulerTest extends TestCase
 
     public function testTheLockPathOfLaterLaravelsMeetsTheSameMutex(): void
     {
-        // Laravel 9.x and later: create = lock(name, minutes * 60)->acquire(),
+        // Laravel 9.51 and later: create = lock(name, minutes * 60)->acquire(),
         // exists = !lock(name)->get(fn () => true), forget = lock(name)->forceRelease().
         $event = $this->event($this->command());
         $store = $this->cache()->getStore();

@@ -15,11 +15,15 @@ final class UniqueJobTest extends TestCase
         return new UniqueLock($this->app->make(\Illuminate\Contracts\Cache\Repository::class));
     }
 
-    /** The lock name Laravel's UniqueLock gives $job (its own getKey() from Laravel 10 on; 8's format before). */
+    /**
+     * The lock name Laravel's UniqueLock gives $job: its own getKey() where it has one
+     * (protected on Laravel 10, public and static from 11.39 on; called as a method of the
+     * UniqueLock either way), Laravel 8's inline format before.
+     */
     private function keyOf(ReportJob $job): string
     {
         return method_exists(UniqueLock::class, 'getKey')
-            ? UniqueLock::getKey($job)
+            ? (fn (ReportJob $job): string => $this->getKey($job))->call($this->uniqueLock(), $job)
             : 'laravel_unique_job:' . ReportJob::class . $job->uniqueId();
     }
 

@@ -11,6 +11,7 @@ use Symfony\Bundle\FrameworkBundle\FrameworkBundle;
 use Symfony\Bundle\FrameworkBundle\Kernel\MicroKernelTrait;
 use Symfony\Component\DependencyInjection\Loader\Configurator\ContainerConfigurator;
 use Symfony\Component\HttpKernel\Kernel;
+use Symfony\Component\Lock\Exception\InvalidArgumentException;
 use Symfony\Component\Lock\LockFactory;
 use Symfony\Component\Routing\Loader\Configurator\RoutingConfigurator;
 
@@ -51,7 +52,10 @@ final class FrameworkBundleTest extends TestCase
     {
         $container = $this->bootKernel(false, preg_replace('#^mysql:#', 'mysqllock:', testDsn()));
 
-        $this->expectExceptionMessage('Unsupported Connection');
+        // Symfony's StoreFactory refuses it: 'Unsupported Connection: "mysqllock:..."' on
+        // 5.4, 7.4 and 8.1, 'No lock store supports the given DSN.' on 6.4.
+        $this->expectException(InvalidArgumentException::class);
+        $this->expectExceptionMessageMatches('/^(Unsupported Connection: "mysqllock:|No lock store supports the given DSN\.)/');
         $container->get('sft.lock_factory');
     }
 

@@ -4,8 +4,11 @@
 # is a failure with a message, never a skip).
 #
 # The row (tests/matrix, set by scripts/test.sh; Debian 12's PHP when run by hand):
-# MYSQLLOCK_PHP (X.Y), MYSQLLOCK_PHP_HOME (host, or sid: the chroot of scripts/sid.sh, where
-# the suite then re-runs itself with the extension built for that PHP), MYSQLLOCK_SYMFONY,
+# MYSQLLOCK_PHP (X.Y), MYSQLLOCK_PHP_HOME (host; sid or trixie: the chroot of
+# scripts/sid.sh or scripts/trixie.sh, where the suite then re-runs itself with the
+# extension built there for that PHP; or zts: the thread-safe PHP scripts/php-src.sh
+# builds from Debian's source, on the host, with the extension built for it in a cargo
+# target dir of its own), MYSQLLOCK_SYMFONY,
 # MYSQLLOCK_LARAVEL, MYSQLLOCK_PHPUNIT (the versions the row expects; each suite checks the
 # ones it uses with need_version).
 : "${MYSQLLOCK_ROOT:?MYSQLLOCK_ROOT is not set (the repository root)}"
@@ -23,21 +26,34 @@ fail() {
   exit 1
 }
 
+php=/usr/bin/php$php_version
+zts=0
 case $php_home in
   host) ;;
-  sid)
-    if [ -z "${MYSQLLOCK_PHP_EXT:-}" ]; then
-      MYSQLLOCK_PHP_EXT=$(bash scripts/sid.sh ext "$php_version") || fail "no extension for PHP $php_version"
+  sid | trixie)
+    if [ "${MYSQLLOCK_IN_CHROOT:-}" != "$php_home" ]; then
+      MYSQLLOCK_PHP_EXT=$(bash "scripts/$php_home.sh" ext "$php_version") || fail "no extension for PHP $php_version in $php_home"
       export MYSQLLOCK_PHP_EXT
-      exec bash scripts/sid.sh run bash "$0" "$@"
+      exec bash "scripts/$php_home.sh" run bash "$0" "$@"
     fi
     ;;
-  *) fail "MYSQLLOCK_PHP_HOME=$php_home: host or sid" ;;
+  zts)
+    [ "$php_version" = 8.2 ] || fail "a ZTS PHP is built for 8.2 only (scripts/php-src.sh), not $php_version"
+    if [ -z "${MYSQLLOCK_PHP_EXT:-}" ]; then
+      MYSQLLOCK_PHP_EXT=$(bash scripts/php-src.sh ext zts) || fail "no extension for the ZTS PHP"
+      export MYSQLLOCK_PHP_EXT
+    fi
+    zts_prefix=$(bash scripts/php-src.sh prefix zts)
+    php=$zts_prefix/bin/php
+    # WebServerTest's php-fpm: this PHP's, not Debian's.
+    export MYSQLLOCK_PHP_FPM=$zts_prefix/sbin/php-fpm
+    zts=1
+    ;;
+  *) fail "MYSQLLOCK_PHP_HOME=$php_home: host, sid, trixie or zts" ;;
 esac
 
 # The extension for this PHP (tests/php/support/ChildProcess.php reads the same variable).
 so=${MYSQLLOCK_PHP_EXT:-$MYSQLLOCK_BIN/libmysqllock_php.so}
-php=/usr/bin/php$php_version
 phpunit=/usr/bin/phpunit
 
 # need_version WHAT WANT HAVE: the row's WANT is HAVE or a prefix of it (13 matches 13.31.0).
@@ -80,18 +96,33 @@ need_attributes() {
   "$php" tests/suites/lib/phpunit-attributes.php "$1" || fail "$1: annotations and attributes disagree"
 }
 
-# phpunit_config DIR: DIR's configuration for the PHPUnit here (PHPUnit 10 changed the
-# format: phpunit10.xml beside the 9.6 one).
-phpunit_config() {
-  if [ "${phpunit_major:?}" -ge 10 ]; then echo "$1/phpunit10.xml"; else echo "$1/phpunit.xml"; fi
+# phpunit_options DIR: sets phpunit_opts to DIR's configuration for the PHPUnit here
+# (PHPUnit 10 changed the format: phpunit10.xml beside the 9.6 one) and what that file
+# cannot say to every PHPUnit from 10 on: each one's schema refuses the attributes of a
+# later one, and a configuration that does not validate is a warning (CI runs 11.5 and
+# 13.4). 12 and later also fail on PHPUnit's own notices and warnings; the record of the
+# run is not kept (13 calls it the test run history, 10 to 12 the result cache).
+phpunit_options() {
+  if [ "${phpunit_major:?}" -lt 10 ]; then
+    phpunit_opts=(-c "$1/phpunit.xml")
+    return
+  fi
+  phpunit_opts=(-c "$1/phpunit10.xml")
+  [ "$phpunit_major" -lt 12 ] || phpunit_opts+=(--fail-on-phpunit-notice --fail-on-phpunit-warning)
+  if [ "$phpunit_major" -ge 13 ]; then
+    phpunit_opts+=(--do-not-record-test-run-history)
+  else
+    phpunit_opts+=(--do-not-cache-result)
+  fi
 }
 
-[ -x "$php" ] || fail "$php is missing (PHP $php_version; scripts/install-deps.sh or scripts/sid.sh installs it)"
+[ -x "$php" ] || fail "$php is missing (PHP $php_version; scripts/install-deps.sh, sid.sh or trixie.sh installs it)"
 [ -f "$so" ] || fail "the extension $so does not exist (cargo build --release -p mysqllock-php)"
 [ -x "$phpunit" ] || fail "$phpunit is missing (apt-get install phpunit)"
 "$php" -d "extension=$so" -r 'exit(extension_loaded("mysqllock") ? 0 : 1);' || fail "PHP $php_version cannot load $so as the mysqllock extension"
 have_php=$("$php" -r 'echo PHP_VERSION;')
 need_version PHP "$php_version" "$have_php"
+[ "$("$php" -r 'echo PHP_ZTS;')" = "$zts" ] || fail "$php: PHP_ZTS is not $zts, as MYSQLLOCK_PHP_HOME=$php_home says"
 have_phpunit=$("$php" "$phpunit" --version | sed -n 's/^PHPUnit \([0-9][0-9.]*\).*/\1/p')
 need_version PHPUnit "${MYSQLLOCK_PHPUNIT:-}" "$have_phpunit"
 phpunit_major=${have_phpunit%%.*}

@@ -39,6 +39,7 @@ if (laravelAtLeast(13)) {
             $this->assertInstanceOf(CanFlushLocks::class, $repository->getStore());
             $this->assertTrue($repository->supportsFlushingLocks());
             $this->assertTrue($repository->getStore()->hasSeparateLockStore());
+            $this->assertSame('mysqllock', $repository->getName(), 'the Repository does not know its store\'s name');
         }
 
         public function testRepositoryFlushLocksEndsTheAppsLeasesAndSaysSo(): void
@@ -46,11 +47,12 @@ if (laravelAtLeast(13)) {
             $repository = $this->cache();
             $events = new Dispatcher($this->app);
             $seen = [];
-            $events->listen(CacheLocksFlushing::class, function () use (&$seen) {
-                $seen[] = 'flushing';
+            // Each event names the store, as for Laravel's own drivers.
+            $events->listen(CacheLocksFlushing::class, function (CacheLocksFlushing $e) use (&$seen) {
+                $seen[] = "flushing {$e->storeName}";
             });
-            $events->listen(CacheLocksFlushed::class, function () use (&$seen) {
-                $seen[] = 'flushed';
+            $events->listen(CacheLocksFlushed::class, function (CacheLocksFlushed $e) use (&$seen) {
+                $seen[] = "flushed {$e->storeName}";
             });
             $repository->setEventDispatcher($events);
             $this->assertTrue($repository->lock('a', 600, 'owner-a')->get());
@@ -58,7 +60,7 @@ if (laravelAtLeast(13)) {
 
             $this->assertTrue($repository->flushLocks());
 
-            $this->assertSame(['flushing', 'flushed'], $seen);
+            $this->assertSame(['flushing mysqllock', 'flushed mysqllock'], $seen);
             $this->assertFalse($repository->lock('a')->isLocked());
             // The child's app has the tests' prefix (lvt_): another app's lease stays.
             $this->assertSame('owner-b', $this->ownerOf('lvt_' . $this->lockName('elsewhere')));
