@@ -252,6 +252,7 @@ php_wrappers() {
 [ "\$1" = -i ] || { echo "only -i is known here" >&2; exit 1; }
 exec cat '$dir/php-i.txt'
 SH
+  # shellcheck disable=SC2016 # the single quotes are the wrapper's
   cat >"$dir/php-config" <<SH
 #!/bin/sh
 # The php-config of PHP $minor of $home${prefix:+, its include paths under $prefix} (written
@@ -272,11 +273,13 @@ seed_target_dir() {
   [ -e "$dir" ] && return 0
   for sibling in "$(dirname "$dir")"/php*; do
     case $sibling in *.tmp) continue ;; esac
-    [ -d "$sibling" ] && [ -e "$sibling/.mysqllock-complete" ] || continue
+    [ -e "$sibling/.mysqllock-complete" ] || continue
     echo "$me: $dir starts from a copy of $sibling" >&2
     rm -rf "$dir.tmp"
-    cp -a --reflink=auto "$sibling" "$dir.tmp" && mv "$dir.tmp" "$dir" && rm -f "$dir/.mysqllock-complete" \
-      || die "copying $sibling to $dir failed"
+    if ! { cp -a --reflink=auto "$sibling" "$dir.tmp" && mv "$dir.tmp" "$dir"; }; then
+      die "copying $sibling to $dir failed"
+    fi
+    rm -f "$dir/.mysqllock-complete"
     return 0
   done
   mkdir -p "$dir"
@@ -376,14 +379,16 @@ build_ext() {
   # Which php and headers: the home's, or wrappers naming them where they cannot run.
   case "$kind" in
     host)
-      [ -x "/usr/bin/php-config$minor" ] && [ -x "/usr/bin/php$minor" ] \
-        || die "PHP $minor is not installed here (/usr/bin/php-config$minor; Debian: php$minor-dev)"
+      if [ ! -x "/usr/bin/php-config$minor" ] || [ ! -x "/usr/bin/php$minor" ]; then
+        die "PHP $minor is not installed here (/usr/bin/php-config$minor; Debian: php$minor-dev)"
+      fi
       php_check "$zts" "/usr/bin/php$minor"
       php_env=("PHP=/usr/bin/php$minor" "PHP_CONFIG=/usr/bin/php-config$minor")
       ;;
     sid)
-      [ -x "$root/usr/bin/php$minor" ] && [ -x "$root/usr/bin/php-config$minor" ] \
-        || die "PHP $minor is not in $root (scripts/sid.sh installs it)"
+      if [ ! -x "$root/usr/bin/php$minor" ] || [ ! -x "$root/usr/bin/php-config$minor" ]; then
+        die "PHP $minor is not in $root (scripts/sid.sh installs it)"
+      fi
       php_check "$zts" chroot_run "$root" -- "php$minor"
       php_env=("PHP=/usr/bin/php$minor" "PHP_CONFIG=/usr/bin/php-config$minor")
       ;;
@@ -469,7 +474,9 @@ src_prefix() {
   local script prefix
   script=$(python3 "$here/lib/package_manifest.py" built-by "$repo" "$1") || die "home $1 names no script"
   prefix=$(bash "$repo/$script" build "$1") || die "$script build $1 failed"
-  [ -x "$prefix/bin/php" ] && [ -x "$prefix/bin/php-config" ] || die "$prefix has no bin/php and bin/php-config"
+  if [ ! -x "$prefix/bin/php" ] || [ ! -x "$prefix/bin/php-config" ]; then
+    die "$prefix has no bin/php and bin/php-config"
+  fi
   echo "$prefix"
 }
 
@@ -553,7 +560,7 @@ package() {
     files+=("${e_file[$j]}")
   done
   for i in "${!t_name[@]}"; do
-    selected "$i" && [ -n "${t_cli[$i]}" ] || continue
+    if ! selected "$i" || [ -z "${t_cli[$i]}" ]; then continue; fi
     local bin=$stage/${t_name[$i]}/bin
     dir=${t_cli[$i]%.tar.gz}
     install -D -m 0755 "$bin/mysqllock" "$stage/$dir/mysqllock"
@@ -569,7 +576,7 @@ package() {
   done
 
   (cd "$dist" && sha256sum -- "${files[@]}" >"$checksums") || die "writing $checksums failed"
-  (cd "$dist" && ls -l -- "${files[@]}" "$checksums" | awk '{print $5, $9}') >&2
+  (cd "$dist" && stat -c '%s %n' -- "${files[@]}" "$checksums") >&2
   echo "$me: $dist: ${#files[@]} archives and $checksums in $((SECONDS - started)) s" >&2
 }
 
@@ -600,7 +607,7 @@ case "$cmd" in
       selected "${e_target[$j]}" && echo "ext ${t_name[${e_target[$j]}]} ${e_php[$j]} ${e_file[$j]}"
     done
     for i in "${!t_name[@]}"; do
-      selected "$i" && [ -n "${t_cli[$i]}" ] || continue
+      if ! selected "$i" || [ -z "${t_cli[$i]}" ]; then continue; fi
       echo "cli ${t_name[$i]} - ${t_cli[$i]}"
       echo "lib ${t_name[$i]} - ${t_lib[$i]}"
     done

@@ -11,7 +11,8 @@
 #                                       # CMD inside NAME (lib/chroot.sh's chroot_run: /proc,
 #                                       # /dev, /tmp and each PATH for CMD alone)
 #   scripts/trees.sh list               # the trees' names
-#   scripts/trees.sh clean NAME         # removes NAME (refused while anything is mounted in it)
+#   scripts/trees.sh clean NAME         # removes NAME (lib/chroot.sh's chroot_clean: refused
+#                                       # while a process runs in it or a mount is under it)
 #
 # A tree of another architecture runs through binfmt_misc: the kernel hands its programs to
 # Debian's qemu-user-static, registered with the F flag (the emulator is opened once, at
@@ -28,7 +29,6 @@ repo=$(cd "$here/.." && pwd)
 # shellcheck source=scripts/lib/chroot.sh
 . "$here/lib/chroot.sh"
 
-trees_dir=${MYSQLLOCK_TREES_DIR:-/var/cache/mysqllock}
 
 # apt_install PACKAGE...: on the host, when a tool is missing.
 apt_install() {
@@ -45,8 +45,9 @@ ensure_binfmt() {
     arm64) qemu=aarch64 ;;
     *) die "no qemu for the architecture $arch is known here" ;;
   esac
-  command -v "qemu-$qemu-static" >/dev/null && command -v update-binfmts >/dev/null \
-    || apt_install qemu-user-static binfmt-support
+  if ! command -v "qemu-$qemu-static" >/dev/null || ! command -v update-binfmts >/dev/null; then
+    apt_install qemu-user-static binfmt-support
+  fi
   if ! mountpoint -q /proc/sys/fs/binfmt_misc; then
     mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc \
       || die "cannot mount binfmt_misc (the kernel needs CONFIG_BINFMT_MISC)"
@@ -129,8 +130,11 @@ make_tree() {
     case $package in */*) from_suite+=("$package") ;; *) plain+=("$package") ;; esac
   done
   [ ${#plain[@]} -eq 0 ] || include=${include:+$include,}$(IFS=,; echo "${plain[*]}")
+  # In a mount namespace of its own: what mmdebstrap mounts in the tree while it works
+  # (/proc, /dev, /sys, for its hooks and the packages' scripts) ends with it, even when
+  # it is killed. Its hooks' chroot is mmdebstrap's own, inside that namespace.
   # shellcheck disable=SC2016 # $1 is mmdebstrap's, in its hooks
-  mmdebstrap --variant=apt --architectures="$archs" \
+  /usr/bin/unshare --mount --propagation private -- mmdebstrap --variant=apt --architectures="$archs" \
     --aptopt='Acquire::Check-Valid-Until "false"' --aptopt='APT::Install-Recommends "false"' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' \
@@ -173,11 +177,8 @@ case "$cmd" in
   clean)
     [ $# -eq 1 ] || die "usage: trees.sh clean NAME"
     load_tree "$1"
-    [ -e "$root" ] || exit 0
-    if findmnt -rn -o TARGET | grep -q "^$root/"; then
-      die "something is still mounted under $root: $(findmnt -rn -o TARGET | grep "^$root/" | tr '\n' ' ')"
-    fi
-    rm -rf --one-file-system "$root" "$root.tmp" "$root.log" "$root.lock"
+    # Refused while a process runs in it or any mount namespace has a mount under it.
+    chroot_clean "$root"
     ;;
   *)
     die "usage: trees.sh root NAME | run NAME ... -- CMD... | list | clean NAME"

@@ -36,8 +36,9 @@ done
 
 work=$(mktemp -d /tmp/mysqllock-package.XXXXXX)
 server_dir=
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
-  [ -n "$server_dir" ] && bash scripts/mariadb.sh stop "$server_dir" >/dev/null 2>&1
+  [ -z "$server_dir" ] || bash scripts/mariadb.sh stop "$server_dir" >/dev/null 2>&1
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -75,7 +76,7 @@ cc_for() {
   esac
 }
 for i in "${!t_name[@]}"; do
-  selected "$i" && [ -n "${t_lib[$i]}" ] || continue
+  if ! selected "$i" || [ -z "${t_lib[$i]}" ]; then continue; fi
   if ! cc=$(cc_for "${t_arch[$i]}" "${t_libc[$i]}"); then
     fail "no C compiler is known for ${t_arch[$i]} with ${t_libc[$i]}"
   elif ! command -v "$cc" >/dev/null; then
@@ -137,8 +138,11 @@ grep -E ' built in |needs|is (AArch64|Advanced)' "$work/package.log" | sed 's/^/
 
 for line in "${archives[@]}"; do
   file=${line##* }
-  [ -s "$dist/$file" ] && pass "dist/$file exists ($(stat -c %s "$dist/$file") bytes)" \
-    || fail "dist/$file is missing"
+  if [ -s "$dist/$file" ]; then
+    pass "dist/$file exists ($(stat -c %s "$dist/$file") bytes)"
+  else
+    fail "dist/$file is missing"
+  fi
 done
 if (cd "$dist" && sha256sum --check --strict --quiet "$checksums") >"$work/sums.out" 2>&1 \
   && [ "$(wc -l <"$dist/$checksums")" -eq $((${#archives[@]} - 1)) ]; then
@@ -199,6 +203,7 @@ if [ -z "${MYSQLLOCK_TEST_DSN:-}" ]; then
     finish
   fi
   set -a
+  # shellcheck disable=SC1091 # written by mariadb.sh start
   . "$server_dir/env"
   set +a
 fi
@@ -264,7 +269,7 @@ first_home() {
 
 # --- the CLI, per target ------------------------------------------------------------------
 for i in "${!t_name[@]}"; do
-  selected "$i" && [ -n "${t_cli[$i]}" ] || continue
+  if ! selected "$i" || [ -z "${t_cli[$i]}" ]; then continue; fi
   target=${t_name[$i]}
   home=$(first_home "$i")
   cli_dir=$work/cli-$target
@@ -292,9 +297,11 @@ for i in "${!t_name[@]}"; do
   pid=$!
   if wait_for "$out" held "$pid"; then
     seen=$(held_by "$name")
-    [ "$seen" = "1 1" ] \
-      && pass "while the crontab job ran under the $target CLI, another connection saw $name held by its session" \
-      || fail "the job under the $target CLI ran, but another connection sees '$seen' for $name"
+    if [ "$seen" = "1 1" ]; then
+      pass "while the crontab job ran under the $target CLI, another connection saw $name held by its session"
+    else
+      fail "the job under the $target CLI ran, but another connection sees '$seen' for $name"
+    fi
   else
     fail "the $target CLI did not start the job: $(cat "$cli_dir/run.out")"
   fi
@@ -306,7 +313,11 @@ for i in "${!t_name[@]}"; do
   else
     fail "mysqllock run ($target) exited $rc, not the job's 7: $(cat "$cli_dir/run.out")"
   fi
-  released "$name" && pass "$name is free after the run" || fail "$name is still held after the run: $(held_by "$name")"
+  if released "$name"; then
+    pass "$name is free after the run"
+  else
+    fail "$name is still held after the run: $(held_by "$name")"
+  fi
 done
 
 # --- the extension, one archive per PHP -----------------------------------------------------
@@ -385,9 +396,11 @@ for j in "${!e_file[@]}"; do
   pid=$!
   if wait_for "$dir/out" held "$pid"; then
     seen=$(held_by "$name")
-    [ "$seen" = "1 1" ] \
-      && pass "$what ($(sed -n 3p "$dir/out")) holds $name: another connection sees its row and GET_LOCK" \
-      || fail "$what said held, but another connection sees '$seen' for $name"
+    if [ "$seen" = "1 1" ]; then
+      pass "$what ($(sed -n 3p "$dir/out")) holds $name: another connection sees its row and GET_LOCK"
+    else
+      fail "$what said held, but another connection sees '$seen' for $name"
+    fi
   else
     fail "$what did not take $name: $(cat "$dir/out" "$dir/err")"
   fi
@@ -413,7 +426,7 @@ done
 
 # --- the C library, per target ----------------------------------------------------------------
 for i in "${!t_name[@]}"; do
-  selected "$i" && [ -n "${t_lib[$i]}" ] || continue
+  if ! selected "$i" || [ -z "${t_lib[$i]}" ]; then continue; fi
   target=${t_name[$i]}
   home=$(first_home "$i")
   cc=$(cc_for "${t_arch[$i]}" "${t_libc[$i]}")
@@ -472,9 +485,11 @@ done
 
 # --- composer.json: PIE's download methods --------------------------------------------------
 methods=$(python3 -c 'import json; print(json.dumps(json.load(open("composer.json"))["php-ext"].get("download-url-method")))')
-[ "$methods" = '["pre-packaged-binary", "composer-default"]' ] \
-  && pass "composer.json: pre-packaged binaries first, the source build as the fallback" \
-  || fail "composer.json php-ext.download-url-method is $methods"
+if [ "$methods" = '["pre-packaged-binary", "composer-default"]' ]; then
+  pass "composer.json: pre-packaged binaries first, the source build as the fallback"
+else
+  fail "composer.json php-ext.download-url-method is $methods"
+fi
 # Debian 12's Composer (2.5) predates php-ext in its schema; sid's knows it.
 # (sid.sh run passes only the project's MYSQLLOCK_* variables in: Composer's goes through env.)
 if out=$(bash scripts/sid.sh run env COMPOSER_ROOT_VERSION="$tag" composer validate --strict 2>&1); then
