@@ -422,7 +422,10 @@ def self_test(repo):
         home = m.homes[src[0]]
         cases.append(("a PHP built from source of another version", home["built_by"],
                       f"php_minor={home['php'][0]}", "php_minor=8.3", f"home {src[0]}:"))
-    with tempfile.TemporaryDirectory() as tmp:
+    # The copies live under the repository's target/, not /tmp (which other work on the
+    # machine may empty meanwhile).
+    os.makedirs(f"{repo}/target", exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="manifest-self-test.", dir=f"{repo}/target") as tmp:
         def fresh():
             root = f"{tmp}/repo"
             shutil.rmtree(root, ignore_errors=True)

@@ -34,7 +34,11 @@ for tool in gcc unzip tar objdump readelf python3 mariadb sha256sum; do
 done
 [ "$failed" = 0 ] || finish
 
-work=$(mktemp -d /tmp/mysqllock-package.XXXXXX)
+# The suite's files live under the repository's target/, not /tmp (which other work on the
+# machine may empty meanwhile): the sid chroot sees the repository at its own path, and
+# run_in binds it into the trees, so a path means the same on every side.
+mkdir -p "$root/target"
+work=$(mktemp -d "$root/target/package-test.XXXXXX")
 server_dir=
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
@@ -91,14 +95,14 @@ for j in "${!e_file[@]}"; do home_kind[${e_home[$j]}]=${e_kind[$j]}; done
 
 # run_in HOME CMD...: CMD where the PHP of HOME lives: this machine (also for a PHP built
 # from source here), the sid chroot or a tree (another architecture's through qemu-user).
-# Paths under /tmp are the same there.
+# The repository (and so $work) is at its own path there.
 run_in() {
   local home=$1
   shift
   case ${home_kind[$home]:-host} in
     host|src) "$@" ;;
     sid) bash scripts/sid.sh run "$@" ;;
-    tree) bash scripts/trees.sh run "$home" -- "$@" ;;
+    tree) bash scripts/trees.sh run "$home" --bind "$root" -- "$@" ;;
   esac
 }
 
