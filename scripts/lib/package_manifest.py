@@ -107,7 +107,10 @@ class Manifest:
             for minor, from_suite in php.items():
                 checked(f"tree {name} php version", minor, VERSION)
                 checked(f"tree {name} php {minor} suite", from_suite, NAME)
-            out[name] = {"arch": arch, "suite": suite, "foreign": foreign,
+            variant = tree.get("variant", "apt")
+            if variant not in ("apt", "extract"):
+                fail(f"tree {name}: variant is apt or extract, not {variant!r}")
+            out[name] = {"arch": arch, "suite": suite, "foreign": foreign, "variant": variant,
                          "packages": packages, "php": dict(php)}
         return out
 
@@ -249,13 +252,16 @@ def cmd_tree(m, name):
         fail(f"no tree {name} (trees: {', '.join(m.trees)})")
     shell_scalar("tree_arch", tree["arch"])
     shell_scalar("tree_suite", tree["suite"])
+    shell_scalar("tree_variant", tree["variant"])
     shell_array("tree_foreign", tree["foreign"])
     shell_array("tree_packages", tree["packages"])
-    # PHP's packages, each with the suite it comes from (apt's pkg/suite).
+    # PHP's packages, each with the suite it comes from (apt's pkg/suite). An extracted
+    # tree's php has no conf.d to enable PDO MySQL in: it gets the CLI and the headers.
     php_packages = []
+    parts = ("cli", "mysql", "dev") if tree["variant"] == "apt" else ("cli", "dev")
     for minor in sorted(tree["php"], key=version_key):
         suite = tree["php"][minor]
-        for part in ("cli", "mysql", "dev"):
+        for part in parts:
             package = f"php{minor}-{part}"
             php_packages.append(package if suite == tree["suite"] else f"{package}/{suite}")
     shell_array("tree_php_packages", php_packages)
