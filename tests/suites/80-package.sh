@@ -341,9 +341,12 @@ use ItsMieger\MySqlSharedLocks\SharedLock;
 [, $name, $go, $ext, $tag, $rc] = $argv;
 $machine = php_uname('m');
 $arch = in_array($machine, ['arm64', 'aarch64'], true) ? 'arm64' : (PHP_INT_SIZE === 4 ? 'x86' : 'x86_64');
-// The libc this PHP runs on, from the loader mapped into it: a musl loader merely
+// The libc this PHP runs on, from the files mapped into it: a musl loader merely
 // installed beside glibc (Debian's musl-tools) must not make a glibc PHP ask for musl.
-$libc = str_contains((string) file_get_contents('/proc/self/maps'), '/ld-musl-') ? 'musl' : 'glibc';
+// musl's loader is its libc: /lib/ld-musl-x86_64.so.1 on Alpine, which the maps show as
+// the file the link names, /usr/lib/x86_64-linux-musl/libc.so on Debian.
+$maps = (string) file_get_contents('/proc/self/maps');
+$libc = preg_match('~/(ld-musl-[^/\s]+|libc\.musl-[^/\s]+|[^/\s]+-linux-musl/libc\.so)$~m', $maps) ? 'musl' : 'glibc';
 $debug = PHP_DEBUG ? '-debug' : '';
 foreach ([$tag, $rc] as $version) {
     $names = [];
@@ -460,14 +463,23 @@ for i in "${!t_name[@]}"; do
     else
       link=("$lib/lib/libmysqllock.a" -lm -pthread -ldl)
     fi
+    link_cc=$cc
+    if [ $kind = static ] && [ "${t_libc[$i]}" = musl ]; then
+      # The static library needs an unwinder (Rust's panics unwind): on a musl system gcc's
+      # own libgcc (Alpine's is musl's). Debian's musl-gcc borrows gcc 12's libgcc_eh.a,
+      # built for glibc (undefined reference to _dl_find_object), so this link is zig cc's
+      # for musl (package.sh's wrapper) with LLVM's libunwind.
+      link_cc=${MYSQLLOCK_PACKAGE_CACHE:-/var/cache/mysqllock/package}/bin/zigcc-${t_triple[$i]/-unknown-/-}
+      link+=(-lunwind)
+    fi
     name=package-c-$target-$kind-$$
     program=$lib_dir/example-$kind
-    if ! "$cc" "${cflags[@]}" -o "$program" tests/c/example.c "${link[@]}" 2>"$work/gcc.err"; then
-      fail "tests/c/example.c does not build against the $target archive ($kind, $cc): $(cat "$work/gcc.err")"
+    if ! "$link_cc" "${cflags[@]}" -o "$program" tests/c/example.c "${link[@]}" 2>"$work/gcc.err"; then
+      fail "tests/c/example.c does not build against the $target archive ($kind, $link_cc): $(cat "$work/gcc.err")"
       continue
     fi
     if ! out=$(bash scripts/package.sh check-elf "${t_arch[$i]}" "$program" 2>&1); then
-      fail "the $kind example built by $cc is not ${t_arch[$i]}: $out"
+      fail "the $kind example built by $link_cc is not ${t_arch[$i]}: $out"
     fi
     # (ldd's output is read whole: grep -q quitting early would make ldd's SIGPIPE fail the
     # pipeline under pipefail.)
@@ -480,7 +492,7 @@ for i in "${!t_name[@]}"; do
     run_in "$home" "$program" "$dsn" "$name" >"$work/example.out" 2>&1 || rc=$?
     if [ $rc -eq 0 ] && grep -qx "running $name" "$work/example.out" && grep -qx "done" "$work/example.out" \
       && released "$name"; then
-      pass "a C program ($cc) linked against the $target library ($kind) locks and releases $name (run in $home)"
+      pass "a C program (${link_cc##*/}) linked against the $target library ($kind) locks and releases $name (run in $home)"
     else
       fail "the C example ($target, $kind, in $home) exited $rc: $(cat "$work/example.out")"
     fi
