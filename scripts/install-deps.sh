@@ -25,6 +25,19 @@ declare -A need=(
   # Packets dropped below the sockets (tests/src/silence.rs's Blackhole; the group
   # replication suite's cuts).
   [/usr/sbin/iptables]=iptables
+  # The release archives (scripts/package.sh, tests/suites/80-package.sh): packing and
+  # unpacking them, the arm64 trees (mmdebstrap) and running what they hold (qemu-user
+  # through binfmt_misc), C programs for arm64 (a cross gcc and arm64 glibc headers).
+  [/usr/bin/zip]=zip
+  [/usr/bin/unzip]=unzip
+  [/usr/bin/readelf]=binutils
+  [/usr/bin/mmdebstrap]=mmdebstrap
+  [/usr/bin/qemu-aarch64-static]=qemu-user-static
+  [/usr/sbin/update-binfmts]=binfmt-support
+  [/usr/bin/aarch64-linux-gnu-gcc]=gcc-aarch64-linux-gnu
+  [/usr/aarch64-linux-gnu/include/stdio.h]=libc6-dev-arm64-cross
+  # C programs for musl, and musl's headers for the musl extension's bindings.
+  [/usr/bin/musl-gcc]=musl-tools
 )
 missing=()
 for probe in "${!need[@]}"; do

@@ -25,6 +25,7 @@ sid_root=${MYSQLLOCK_SID_ROOT:-$cache_dir/sid-php}
 trixie_root=${MYSQLLOCK_TRIXIE_ROOT:-$cache_dir/trixie-php}
 mysql_root=${MYSQLLOCK_MYSQL_ROOT:-$cache_dir/sid-mysql}
 package_cache=${MYSQLLOCK_PACKAGE_CACHE:-$cache_dir/package}
+trees_dir=${MYSQLLOCK_TREES_DIR:-$cache_dir}
 fuzz_cache=${MYSQLLOCK_FUZZ_TARGET_DIR:-$cache_dir/fuzz-target}
 
 # The host's own tools, whatever the caller's PATH says.
@@ -137,8 +138,10 @@ chroot_ns_mounts() {
   dir=$(realpath -m -- "$1")
   # shellcheck disable=SC2016 # awk's own $5
   for pid in $(stat -L -c '%i %n' /proc/[0-9]*/ns/mnt 2>/dev/null | awk '!seen[$1]++ { split($2, p, "/"); print p[3] }'); do
+    # A namespace without awk (the kernel's kdevtmpfs thread has one of its own, holding
+    # only /dev) cannot hold a mount of the caches: its failure is not this function's.
     nsenter -t "$pid" -m awk -v d="$dir/" -v pid="$pid" 'index($5, d) == 1 { print pid, $5 }' /proc/self/mountinfo \
-      2>/dev/null | chroot_decode
+      2>/dev/null | chroot_decode || true
   done
 }
 
@@ -185,11 +188,17 @@ chroot_sweep() {
   die "mounts under $dir could not be taken off: $(chroot_host_mounts "$dir" | tr '\n' ' ')"
 }
 
-# cache_dirs: the cache directories (those of lib/chroot.sh's callers, and the .tmp where
-# a chroot is built), one a line.
+# cache_dirs: the cache directories (those of lib/chroot.sh's callers, the trees of
+# scripts/trees.sh named by the release manifest, and the .tmp where each is built), one a
+# line.
 cache_dirs() {
+  local lib tree
+  lib=$(dirname "${BASH_SOURCE[0]}")
   printf '%s\n' "$sid_root" "$sid_root.tmp" "$trixie_root" "$trixie_root.tmp" "$mysql_root" "$mysql_root.tmp" \
     "$package_cache" "$fuzz_cache"
+  for tree in $(python3 "$lib/package_manifest.py" trees "$lib/../.."); do
+    printf '%s\n' "$trees_dir/$tree" "$trees_dir/$tree.tmp"
+  done
 }
 
 # chroot_leftovers MARKER DIR...: what a run that has ended left mounted under the DIRs, one
