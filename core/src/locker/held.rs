@@ -1,5 +1,6 @@
 //! What a locker holds and reports: the options of an acquire, the [`Lease`] it grants,
-//! the [`LockStatus`] it reads, and its own bookkeeping per lease and per session.
+//! the [`LockStatus`] it reads, and its own bookkeeping per lease (its sessions are
+//! `pool.rs`'s).
 
 use super::*;
 
@@ -92,36 +93,5 @@ impl LockStatus {
     /// When the lease ends unless renewed (Unix seconds, database clock).
     pub fn expires_at(&self) -> i64 {
         self.created.saturating_add(self.ttl)
-    }
-}
-
-/// One of a locker's sessions (opened on first use) and how many leases live on it.
-pub(super) struct Slot<S> {
-    pub(super) session: Option<S>,
-    pub(super) leases: usize,
-    /// The session's server waits in GET_LOCK for fractions of a second.
-    pub(super) get_lock_fractions: bool,
-}
-
-impl<S> Slot<S> {
-    pub(super) fn vacant() -> Slot<S> {
-        Slot { session: None, leases: 0, get_lock_fractions: false }
-    }
-
-    /// The session, opened if there is none (learning how many columns `learn` has, when
-    /// given: see [`Connector::connect_learning`]), and whether its server waits in
-    /// GET_LOCK for fractions of a second.
-    pub(super) fn open<C: Connector<Session = S>>(
-        &mut self,
-        connector: &mut C,
-        learn: Option<&Table>,
-    ) -> Result<(&mut S, bool)> {
-        if self.session.is_none() {
-            let (session, fractions) = open(connector, learn)?;
-            self.get_lock_fractions = fractions;
-            self.session = Some(session);
-        }
-        let session = self.session.as_mut().ok_or_else(|| Error::invalid("session", "not connected"))?;
-        Ok((session, self.get_lock_fractions))
     }
 }

@@ -3,38 +3,28 @@
 
 mod held;
 mod keepalive;
+mod pool;
 mod protocol;
 pub mod session_lock;
 mod sql;
 mod table;
 
+use held::Held;
 pub use held::{AcquireOptions, Lease, LockStatus};
-use held::{Held, Slot};
 use keepalive::KeepAlive;
+use pool::Pool;
+pub use pool::{LEASES_PER_SESSION, MAX_SESSIONS};
 use protocol::Db;
 use sql::{Sql, ORIGINAL_COLUMNS, UPGRADE_COLUMNS};
-use table::topology_of;
 
 use crate::config::Table;
 use crate::deadline::Deadline;
 use crate::error::{Error, Loss, Result};
-use crate::fork;
 use crate::limits;
 use crate::name::{self, Charset};
 use crate::session::{classify, Connector, Session};
 use crate::value::Value;
 use std::collections::{HashMap, HashSet};
-
-/// Leases one session takes before the locker takes further leases on another. MariaDB
-/// walks a session's list of metadata locks (GET_LOCKs among them) on every lock request,
-/// so in a session holding thousands, each acquisition and release costs more than the
-/// one before (measured: 10,000 held made the median GET_LOCK 1.5-8x slower). Spread
-/// over sessions of this many, the cost stays flat.
-pub const LEASES_PER_SESSION: usize = 500;
-
-/// Sessions one locker opens at most; past `LEASES_PER_SESSION * MAX_SESSIONS` leases,
-/// they share the least loaded sessions.
-pub const MAX_SESSIONS: usize = 32;
 
 /// How long a keep-alive renews a lease when the caller sets no maximum: an hour, so a
 /// process stuck in an endless loop does not hold a lock forever.
@@ -57,8 +47,8 @@ struct Schema {
 /// session keeps the session locks and is the one [`session`](Locker::session) returns.
 pub struct Locker<C: Connector> {
     connector: C,
-    /// Slot 0 is the first session; the others only hold leases.
-    slots: Vec<Slot<C::Session>>,
+    /// The sessions, by slot: slot 0 is the first session; the others only hold leases.
+    pool: Pool<C::Session>,
     table: Table,
     sql: Sql,
     /// The table's shape, looked up once where it is needed (status, names that not
@@ -79,8 +69,6 @@ pub struct Locker<C: Connector> {
     session_locks: HashMap<String, String>,
     /// Locks that were held when the session was lost: their release/assert reports why.
     lost: HashMap<String, Loss>,
-    /// An extra session could not be opened: all further leases share the open ones.
-    spreading_refused: bool,
     /// Names whose last acquisition here found the GET_LOCK busy. Under contention the
     /// next one would too (the waiter our release woke holds it), so it queues at once:
     /// one statement less per acquisition. Bounded by [`CONTENDED_NAMES`].
@@ -96,7 +84,7 @@ impl<C: Connector> Locker<C> {
     pub fn new(connector: C, table: Table) -> Self {
         Locker {
             connector,
-            slots: vec![Slot::vacant()],
+            pool: Pool::new(),
             sql: Sql::new(&table, true),
             table,
             schema: None,
@@ -104,7 +92,6 @@ impl<C: Connector> Locker<C> {
             leases: HashMap::new(),
             session_locks: HashMap::new(),
             lost: HashMap::new(),
-            spreading_refused: false,
             contended: HashSet::new(),
         }
     }
@@ -158,8 +145,8 @@ impl<C: Connector> Locker<C> {
     }
 
     fn session_of(&mut self, slot: usize) -> Result<&mut C::Session> {
-        let Locker { slots, connector, .. } = self;
-        Ok(slots[slot].open(connector, None)?.0)
+        let Locker { pool, connector, .. } = self;
+        Ok(pool.open(slot, connector, None)?.0)
     }
 
     /// Opens session `slot` for a lease, if it is not open: while the table's shape is
@@ -169,12 +156,12 @@ impl<C: Connector> Locker<C> {
     /// (bench/server_cost.sh), which a session that only takes session locks, or only
     /// reads, would pay for nothing.
     fn open_slot_for_lease(&mut self, slot: usize) -> Result<()> {
-        if self.slots[slot].session.is_some() {
+        if self.pool.is_open(slot) {
             return Ok(());
         }
-        let Locker { slots, connector, table, shape_known, .. } = self;
+        let Locker { pool, connector, table, shape_known, .. } = self;
         let learn = (!*shape_known).then_some(&*table);
-        let columns = slots[slot].open(connector, learn)?.0.lock_table_columns();
+        let columns = pool.open(slot, connector, learn)?.0.lock_table_columns();
         if !self.shape_known && columns == Some(ORIGINAL_COLUMNS) {
             self.set_upgraded(false);
         }
@@ -183,7 +170,7 @@ impl<C: Connector> Locker<C> {
 
     /// Whether the first session is open (no statement is run to check).
     pub fn is_connected(&self) -> bool {
-        self.slots[0].session.is_some()
+        self.pool.is_connected()
     }
 
     /// `CONNECTION_ID()` of the first session, which holds the session locks and the
@@ -215,8 +202,7 @@ impl<C: Connector> Locker<C> {
     /// and lease rows are reclaimed by the next acquirer).
     pub fn disconnect(&mut self) {
         self.forget_locks(Loss::SessionLost);
-        self.slots.truncate(1);
-        self.slots[0] = Slot::vacant();
+        self.pool.close_all();
     }
 
     /// Gives up the session without closing it: for a forked child, whose inherited
@@ -229,12 +215,7 @@ impl<C: Connector> Locker<C> {
             }
         }
         self.forget_locks(Loss::SessionLost);
-        for slot in self.slots.drain(..) {
-            if let Some(s) = slot.session {
-                fork::abandon(s);
-            }
-        }
-        self.slots.push(Slot::vacant());
+        self.pool.abandon_all();
     }
 
     fn forget_locks(&mut self, loss: Loss) {
@@ -247,9 +228,7 @@ impl<C: Connector> Locker<C> {
         for (_, n) in self.session_locks.drain() {
             self.lost.insert(n, loss);
         }
-        for slot in &mut self.slots {
-            slot.leases = 0;
-        }
+        self.pool.forget_leases();
     }
 
     /// One session was lost: so are the locks on it, and nothing else.
@@ -266,55 +245,14 @@ impl<C: Connector> Locker<C> {
                 self.lost.insert(n, Loss::SessionLost);
             }
         }
-        self.slots[slot] = Slot::vacant();
+        self.pool.vacate(slot);
     }
 
     /// Forgets a lease locally (its slot has room again), returning its bookkeeping.
     fn forget_lease(&mut self, name: &str) -> Option<Held> {
         let held = self.leases.remove(name)?;
-        let slot = &mut self.slots[held.slot];
-        slot.leases = slot.leases.saturating_sub(1);
-        if self.slots.len() > 1 && self.leases.len() < LEASES_PER_SESSION / 2 {
-            // Few leases left: close the extra sessions that hold none.
-            for slot in self.slots.iter_mut().skip(1).filter(|s| s.leases == 0) {
-                slot.session = None;
-            }
-        }
+        self.pool.lease_gone(held.slot, self.leases.len());
         Some(held)
-    }
-
-    /// Where a new lease goes: the first session with room, else a new one, else the
-    /// least loaded open one. An extra session is connected here, so that a server that
-    /// refuses more connections (`max_user_connections`) costs spreading, not the lease:
-    /// the locker then stops spreading.
-    fn slot_for_new_lease(&mut self) -> usize {
-        if !self.connector.spreads() || self.spreading_refused {
-            return self.least_loaded_open_slot();
-        }
-        let slot = match self.slots.iter().position(|s| s.leases < LEASES_PER_SESSION) {
-            Some(i) => i,
-            None if self.slots.len() < MAX_SESSIONS => {
-                self.slots.push(Slot::vacant());
-                self.slots.len() - 1
-            }
-            None => return self.least_loaded_open_slot(),
-        };
-        if slot == 0 || self.slots[slot].session.is_some() {
-            return slot;
-        }
-        if self.session_of(slot).is_ok() {
-            return slot;
-        }
-        self.spreading_refused = true;
-        self.least_loaded_open_slot()
-    }
-
-    /// Slot 0 if nothing else is open (it connects on use).
-    fn least_loaded_open_slot(&self) -> usize {
-        (0..self.slots.len())
-            .filter(|&i| i == 0 || self.slots[i].session.is_some())
-            .min_by_key(|&i| self.slots[i].leases)
-            .unwrap_or(0)
     }
 
     /// Runs `f` on a `Db` of the first session (and the leases held).
@@ -332,23 +270,13 @@ impl<C: Connector> Locker<C> {
         slot: usize,
         f: impl FnOnce(&mut Db<'_, C::Session>, &HashMap<String, Held>) -> Result<T>,
     ) -> Result<T> {
-        let Locker { slots, connector, sql, table, leases, .. } = self;
-        let (session, get_lock_fractions) = slots[slot].open(connector, None)?;
+        let Locker { pool, connector, sql, table, leases, .. } = self;
+        let (session, get_lock_fractions) = pool.open(slot, connector, None)?;
         let result = f(&mut Db { session, sql, table, get_lock_fractions }, leases);
         if matches!(result, Err(Error::ConnectionLost { .. })) {
             self.lose_slot(slot);
         }
         result
-    }
-
-    /// The connection ids of this locker's open sessions other than `slot`'s.
-    fn other_sessions(&self, slot: usize) -> Vec<u64> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != slot)
-            .filter_map(|(_, s)| s.session.as_ref().map(Session::connection_id))
-            .collect()
     }
 
     fn check_name(&mut self, name: &str) -> Result<()> {
@@ -488,10 +416,10 @@ impl<C: Connector> Locker<C> {
             return Err(Error::AlreadyHeld { name: name.to_owned(), held_as: name.to_owned() });
         }
         let expect_busy = self.contended.contains(name);
-        let slot = self.slot_for_new_lease();
+        let slot = self.pool.slot_for_new_lease(&mut self.connector);
         self.open_slot_for_lease(slot)?;
         let claim = |locker: &mut Self| {
-            let others = locker.other_sessions(slot);
+            let others = locker.pool.other_sessions(slot);
             let ours = |id: u64| others.contains(&id);
             locker.with_db_on(slot, |db, leases| {
                 let held_here = |n: &str| leases.get(n).is_some_and(|h| h.slot == slot);
@@ -524,7 +452,7 @@ impl<C: Connector> Locker<C> {
         let token = acquired.token;
         self.lost.remove(name);
         let connection_id = self.session_of(slot)?.connection_id();
-        self.slots[slot].leases += 1;
+        self.pool.lease_taken(slot);
         let keep_alive = match keep_alive {
             None => None,
             Some((open, max_hold)) => {
@@ -777,29 +705,6 @@ impl<C: Connector> Locker<C> {
         self.lost.clear();
         errors
     }
-}
-
-/// Every session a locker uses comes from here, with whether its server waits in
-/// GET_LOCK for fractions of a second. GET_LOCK and KILL act on one node of a
-/// replicated cluster: such a server is refused for the GET_LOCK-based locks unless the
-/// deployment says all lock traffic goes to one node. Native sessions learned what the
-/// server is in their setup round trip; others are asked once, unless a cluster is
-/// allowed: then they are taken to wait whole seconds only, which is right on every
-/// server (only less exact where fractions would do).
-fn open<C: Connector>(connector: &mut C, learn: Option<&Table>) -> Result<(C::Session, bool)> {
-    let mut session = match learn {
-        Some(table) => connector.connect_learning(table)?,
-        None => connector.connect()?,
-    };
-    let topology = match session.topology() {
-        Some(known) => Some(known),
-        None if connector.allows_cluster() => None,
-        None => Some(topology_of(&mut session, &crate::Table::default())?),
-    };
-    if let Some(topology) = topology.filter(|t| t.is_cluster() && !connector.allows_cluster()) {
-        return Err(Error::ClusterNode { name: None, what: topology.describe() });
-    }
-    Ok((session, topology.is_some_and(|t| t.get_lock_waits_fractions())))
 }
 
 /// The locker most callers want: native sessions from a [`Config`](crate::Config).

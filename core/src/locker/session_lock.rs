@@ -267,7 +267,7 @@ impl<C: Connector> Locker<C> {
             Err(Error::ConnectionLost { .. }) => return Ok(false),
             Err(e) => return Err(e),
         };
-        Ok(holder.is_some() && holder == self.slots[0].session.as_ref().map(Session::connection_id))
+        Ok(holder.is_some() && holder == self.pool.first_connection_id())
     }
 
     /// The spelling under which this locker holds the session lock `name`, if it does.
