@@ -26,11 +26,13 @@ fn a_server_that_waits_fractions_gets_the_whole_wait_at_once() {
 
 #[test]
 fn a_server_that_waits_whole_seconds_gets_them_and_the_fraction_is_polled() {
-    let (given, took) = never_granted(false, Duration::from_millis(1040));
+    // 200 ms past the whole second: the first sleep may overrun on a busy machine (one
+    // run under load overran 40 ms and left nothing to poll), never by that much.
+    let (given, took) = never_granted(false, Duration::from_millis(1200));
     assert_eq!(given[0], Duration::from_secs(1), "{given:?}");
     assert!(given[1..].iter().all(Duration::is_zero), "{given:?}");
-    assert!(given.len() >= 4, "the last 40 ms were not polled: {given:?}");
-    assert!(took >= Duration::from_millis(1040) && took < Duration::from_millis(1500), "{took:?}");
+    assert!(given.len() >= 2, "the last 200 ms were not polled: {given:?}");
+    assert!(took >= Duration::from_millis(1200) && took < Duration::from_millis(1700), "{took:?}");
 }
 
 #[test]
