@@ -5,14 +5,18 @@
 #   scripts/cache.sh list            # each cache: name, path, size (du -sh), and any
 #                                    # mount left under it in the host's mount namespace
 #   scripts/cache.sh clean NAME...   # removes the caches named: sid-php, trixie-php,
-#                                    # sid-mysql, package, fuzz-target, or all of them with `all`
+#                                    # sid-mysql, package, fuzz-target, php-src, the release
+#                                    # manifest's trees, or all of them with `all`
 #
 # The caches and their paths (the variables override them): sid-php, the Debian sid chroot
 # of scripts/sid.sh (MYSQLLOCK_SID_ROOT); trixie-php, the Debian 13 chroot of
 # scripts/trixie.sh (MYSQLLOCK_TRIXIE_ROOT); sid-mysql, the MySQL chroot of scripts/mysql.sh
 # (MYSQLLOCK_MYSQL_ROOT); package, the builds and zig venv of scripts/package.sh
 # (MYSQLLOCK_PACKAGE_CACHE); fuzz-target, the builds of tests/suites/15-fuzz.sh
-# (MYSQLLOCK_FUZZ_TARGET_DIR); by default all under /var/cache/mysqllock. `clean` goes
+# (MYSQLLOCK_FUZZ_TARGET_DIR); php-src, the PHPs scripts/php-src.sh builds from source
+# (MYSQLLOCK_PHP_SRC_CACHE); the trees of scripts/trees.sh that the release manifest lists
+# (sid-rust, arm64-bookworm, arm64-sid; MYSQLLOCK_TREES_DIR); by default all under
+# /var/cache/mysqllock. `clean` goes
 # through chroot_clean (scripts/lib/chroot.sh), as `sid.sh clean`, `mysql.sh clean` and
 # `package.sh clean` do: mounts an older script left are taken off first, then
 # `rm -rf --one-file-system`; refused, saying why, while a server runs in a chroot or any
@@ -26,7 +30,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/lib/chroot.sh
 . "$here/lib/chroot.sh"
 
-names=(sid-php trixie-php sid-mysql package fuzz-target)
+php_src_cache=${MYSQLLOCK_PHP_SRC_CACHE:-$cache_dir/php-src}
+mapfile -t trees < <(python3 "$here/lib/package_manifest.py" trees "$here/..")
+names=(sid-php trixie-php sid-mysql package fuzz-target php-src ${trees[@]+"${trees[@]}"})
 usage="usage: cache.sh list | clean NAME... (${names[*]}, all)"
 
 path_of() {
@@ -36,7 +42,14 @@ path_of() {
     sid-mysql) echo "$mysql_root" ;;
     package) echo "$package_cache" ;;
     fuzz-target) echo "$fuzz_cache" ;;
-    *) die "no cache $1 ($usage)" ;;
+    php-src) echo "$php_src_cache" ;;
+    *)
+      local tree
+      for tree in ${trees[@]+"${trees[@]}"}; do
+        [ "$1" != "$tree" ] || { echo "$trees_dir/$tree"; return; }
+      done
+      die "no cache $1 ($usage)"
+      ;;
   esac
 }
 
@@ -53,7 +66,7 @@ case $cmd in
       excludes=()
       for mount in ${left[@]+"${left[@]}"}; do excludes+=("--exclude=$mount"); done
       [ ! -e "$path" ] || size=$(du -sh --one-file-system ${excludes[@]+"${excludes[@]}"} "$path" 2>/dev/null | cut -f1)
-      printf '%-12s %-6s %s\n' "$name" "$size" "$path"
+      printf '%-14s %-6s %s\n' "$name" "$size" "$path"
       for mount in ${left[@]+"${left[@]}"}; do
         echo "             mount left by an older script: $mount"
       done
