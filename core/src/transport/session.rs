@@ -29,6 +29,17 @@ const IDLE_SECONDS: u32 = 7 * 24 * 3600;
 /// plus the session's `wait_timeout`.
 const MARIADB_PROBE: &str = "SELECT @@version, @@wsrep_on, @@session.wait_timeout";
 
+/// The same for a server of the MySQL family in one cheap statement: its version and
+/// version comment (where Galera builds of MySQL say so: Percona XtraDB Cluster's
+/// "WSREP version", Codership's "wsrep_"), the session's `wait_timeout`, and whether the
+/// Group Replication plugin is active. [`topology::PROBE`]'s `SHOW VARIABLES` reads every
+/// variable of the server: 0.7-1.7 ms on MySQL 9.7 against 0.2 ms for this (PDO, 200
+/// runs each); `performance_schema.global_variables` costs as much as `SHOW`. Only a
+/// server where this sees neither Galera nor Group Replication is settled by it: any
+/// other gets the full probe, as before ([`mysql_standalone`]).
+const MYSQL_PROBE: &str = "SELECT @@version, @@version_comment, @@session.wait_timeout, \
+    (SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'group_replication' AND PLUGIN_STATUS = 'ACTIVE')";
+
 /// ER_UNSUPPORTED_PS: "This command is not supported in the prepared statement protocol yet".
 const ER_UNSUPPORTED_PS: u16 = 1295;
 
@@ -310,7 +321,7 @@ fn setup_query(mariadb: bool, set: &str, probe: Option<&str>) -> String {
     let probe = probe.map(|p| format!("; {p}")).unwrap_or_default();
     match mariadb {
         true => format!("{set}; {MARIADB_PROBE}{probe}"),
-        false => format!("{set}; SELECT @@session.wait_timeout; {}{probe}", topology::PROBE),
+        false => format!("{set}; {MYSQL_PROBE}{probe}"),
     }
 }
 
@@ -349,6 +360,12 @@ fn setup(
             let (topology, wait_timeout) = full_probe(link, bound)?;
             return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
         }
+        // A MySQL-family server that refused the short probe (a server or proxy without
+        // information_schema.PLUGINS): the full probe tells.
+        Err(e) if !mariadb && e.code.is_some() && !e.lost && probe.is_none() => {
+            let (topology, wait_timeout) = full_probe(link, bound)?;
+            return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
+        }
         // A server error from the probe (no such table, no right to read it): nothing of
         // the connection is lost, the setup runs again without it. Any other failure (a
         // stall, a lost connection) is the connect's own.
@@ -384,7 +401,14 @@ fn topology_answer(
     bound: Bound,
 ) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
     if !mariadb {
-        return Ok(probe_answer(sets));
+        if let Some([version, comment, wait_timeout, group_replication]) =
+            sets.pop().as_ref().and_then(|s| s.first()?.get(..4))
+        {
+            if mysql_standalone(version, comment, group_replication) {
+                return Ok((vec![vec![Value::Text("version".into()), version.clone()]], wait_timeout.as_f64()));
+            }
+        }
+        return full_probe(link, bound);
     }
     if let Some([version, wsrep_on, wait_timeout]) = sets.pop().as_ref().and_then(|s| s.first()?.get(..3)) {
         let rows = vec![
@@ -405,6 +429,18 @@ fn full_probe(link: &mut Link, bound: Bound) -> Result<(Vec<Vec<Value>>, Option<
 }
 
 /// The probe's rows (the last result) and the `wait_timeout` (the one before).
+/// Whether [`MYSQL_PROBE`]'s answer settles the server as standalone: no active Group
+/// Replication plugin, and no word of Galera in the version or its comment. Anything
+/// unreadable is not settled.
+fn mysql_standalone(version: &Value, comment: &Value, group_replication: &Value) -> bool {
+    let (Some(version), Some(comment), Some(0)) = (version.as_text(), comment.as_text(), group_replication.as_u64())
+    else {
+        return false;
+    };
+    let said = format!("{version} {comment}").to_ascii_lowercase();
+    !["wsrep", "galera", "xtradb cluster"].iter().any(|word| said.contains(word))
+}
+
 fn probe_answer(mut sets: Vec<Vec<Vec<Value>>>) -> (Vec<Vec<Value>>, Option<f64>) {
     let rows = sets.pop().unwrap_or_default();
     let wait_timeout = sets.pop().and_then(|rows| rows.first()?.first()?.as_f64());

@@ -44,17 +44,22 @@ fn a_session_runs_on_the_projects_own_client() {
 }
 
 #[test]
-fn the_short_mariadb_setup_learns_what_the_full_probe_learns() {
+fn the_short_setup_probes_learn_what_the_full_probe_learns() {
     let config = config();
     let set = session_settings(&config.charset);
     let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
     let (mut link, mariadb, _) = Link::open(&config, bound, &set, None).unwrap();
     assert_eq!(mariadb, on_mariadb(), "the greeting tells MariaDB from MySQL");
     if !mariadb {
-        // MySQL gets the full probe in its setup: the same rows as the probe alone.
+        // MySQL's short probe: what the full probe learns, on a standalone MySQL.
         let learned = setup(&mut link, false, None, &set, None, bound).unwrap();
+        let shown = link.query_sets("SHOW SESSION STATUS LIKE 'Com_show_variables'", bound).unwrap();
+        let shown = shown.first().and_then(|rows| rows.first()?.get(1)?.as_u64());
+        assert_eq!(shown, Some(0), "the setup read every variable (SHOW VARIABLES): the MySQL probe was not used");
         let (full_rows, full_wait) = full_probe(&mut link, bound).unwrap();
-        assert_eq!((learned.topology, learned.wait_timeout), (full_rows, full_wait));
+        assert_eq!(Topology::from_probe(&learned.topology), Topology::from_probe(&full_rows));
+        assert!(!Topology::from_probe(&learned.topology).is_cluster());
+        assert_eq!(learned.wait_timeout, full_wait);
         return;
     }
     let Learned { topology: short_rows, wait_timeout: short_wait, .. } =
@@ -64,6 +69,22 @@ fn the_short_mariadb_setup_learns_what_the_full_probe_learns() {
     assert_eq!(Topology::from_probe(&short_rows), Topology::from_probe(&full_rows));
     assert!(Topology::from_probe(&short_rows).mariadb);
     assert_eq!(short_wait, full_wait);
+}
+
+#[test]
+fn only_a_mysql_with_no_word_of_a_cluster_is_settled_by_the_short_probe() {
+    let text = |s: &str| Value::Text(s.into());
+    let settled = |version: &str, comment: &str, group: Value| mysql_standalone(&text(version), &text(comment), &group);
+    assert!(settled("9.7.4-2", "(Debian)", text("0")));
+    assert!(settled("8.0.36", "MySQL Community Server - GPL", Value::Int(0)));
+    // An active Group Replication plugin, a Galera build, or an answer that cannot be
+    // read: the full probe decides.
+    assert!(!settled("8.0.36", "MySQL Community Server - GPL", text("1")));
+    assert!(!settled("8.0.35-27", "Percona XtraDB Cluster (GPL), Release rel27, WSREP version 26.1.4.3", text("0")));
+    assert!(!settled("8.0.36", "MySQL Community Server - GPL, wsrep_26.18", text("0")));
+    assert!(!settled("8.0.36", "Galera Cluster for MySQL", text("0")));
+    assert!(!settled("8.0.36", "(Debian)", Value::Null));
+    assert!(!mysql_standalone(&Value::Null, &text("(Debian)"), &text("0")));
 }
 
 #[test]
