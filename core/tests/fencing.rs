@@ -242,6 +242,8 @@ fn keep_alive_renews_on_the_sessions_its_connector_opens() {
     let mut b = fenced_locker();
     while start.elapsed() < Duration::from_millis(2500) {
         assert!(b.try_acquire(&name, 30.0).unwrap().is_none(), "taken over after {:?}", start.elapsed());
+        // The spacing of the takeover attempts over the 2.5 s under test, not a wait for
+        // another process: each attempt must find the lease renewed.
         sleep(Duration::from_millis(250));
     }
     assert_eq!(opens.load(Ordering::SeqCst), 1, "one session for the keep-alive, kept between renewals");

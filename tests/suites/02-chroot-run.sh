@@ -101,7 +101,7 @@ note=$(mktemp)
 echo "installed $package" >"$note"
 if [ "$package" = slow ]; then
   touch "$MYSQLLOCK_TEST_HOLD/started"
-  sleep 60
+  sleep 60 # the behaviour under test: an install that hangs until the case kills it
 fi
 mv "$note" "/var/lib/tiny/$package"
 SH
@@ -127,7 +127,7 @@ gone_within() {
   local end=$((SECONDS + $1))
   while [ -n "$(everywhere "$2")" ]; do
     [ $SECONDS -lt $end ] || return 1
-    sleep 0.05
+    sleep 0.05 # the poll interval of this deadline-bounded wait
   done
 }
 
@@ -136,7 +136,7 @@ wait_root() {
   local end=$((SECONDS + $1))
   until [ "/proc/$2/root" -ef "$3" ]; do
     [ $SECONDS -lt $end ] || return 1
-    sleep 0.05
+    sleep 0.05 # the poll interval of this deadline-bounded wait
   done
 }
 
@@ -145,7 +145,7 @@ wait_file() {
   local end=$((SECONDS + $1))
   until [ -e "$2" ]; do
     [ $SECONDS -lt $end ] || return 1
-    sleep 0.05
+    sleep 0.05 # the poll interval of this deadline-bounded wait
   done
 }
 
@@ -205,7 +205,7 @@ case_four_commands_at_once_see_the_bind() {
       end=$((SECONDS + 10))
       until [ -e "$1/four/1" ] && [ -e "$1/four/2" ] && [ -e "$1/four/3" ] && [ -e "$1/four/4" ]; do
         [ $SECONDS -lt $end ] || exit 3
-        sleep 0.05
+        sleep 0.05 # the poll interval of this deadline-bounded wait
       done
       [ "$(cat "$3/marker")" = "host data" ]' _ "$shared" "$i" "$host" &
     ran+=($!)

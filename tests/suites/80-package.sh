@@ -256,7 +256,7 @@ echo held >"$out"
 while [ ! -e "$go" ]; do
   tries=$((tries + 1))
   [ "$tries" -le 1200 ] || exit 99
-  sleep 0.05
+  sleep 0.05 # the poll interval of this bounded wait (1200 tries) for the test's go
 done
 exit 7
 SH
