@@ -3,15 +3,15 @@
 # releases it and exits, timed from spawn to exit, on a MariaDB started here
 # (scripts/mariadb.sh, under a temp dir) and stopped on exit:
 #   PHP   `php -r ''` (extension loaded), SharedLock::lock()->release(), SessionLock
-#         acquire/release on the extension's native connection, and the floor: raw
-#         GET_LOCK / RELEASE_LOCK through PDO (bench/php/cold_once.php); each also minus
-#         `php -r ''` (paired, round by round)
+#         acquire/release on the extension's native connection, and the floors: raw
+#         GET_LOCK / RELEASE_LOCK through PDO, and SharedLock's statements by hand through
+#         PDO (bench/php/cold_once.php); each also minus `php -r ''` (paired, round by round)
 #   C     bench/c/cold_open.c: open, session_lock, session_unlock, free; against the
 #         floor `mariadb --skip-ssl -e "SELECT GET_LOCK(..); SELECT RELEASE_LOCK(..)"`
 #         (the client's default is TLS whenever the server offers it, as MySQL 9.7 does)
 #   CLI   `mysqllock run NAME --session -- true` against `mariadb -e` and `flock FILE true`
 # plus the statements per run as the server counts them. Implementations take turns
-# round by round (the order rotating); clients pinned with taskset to CPU A, the server
+# round by round (the order shuffled each round); clients pinned with taskset to CPU A, the server
 # to CPU B (--cpus A,B; default 0,1; --cpus A puts the server on A too). The product's
 # connections use ssl-mode=DISABLED, like the floors (MYSQLLOCK_BENCH_SSL_MODE, see
 # bench/lib.sh).
@@ -107,6 +107,8 @@ rows.append(dict(key="bare", label="`php -r ''` without the extension", argv=bar
 rows.append(dict(key="empty", label="`php -r ''` (extension loaded)", argv=php("now") + ["-r", ""], group="php"))
 rows.append(dict(key="empty-dist", label="`php -r ''` (profile dist: LTO, one code unit, stripped)", argv=php("dist") + ["-r", ""], group="bare"))
 rows.append(dict(key="pdo-bare", label="PDO `GET_LOCK` + `RELEASE_LOCK`, without the extension", argv=bare + [f"{root}/bench/php/cold_once.php", "pdo", "cold-pdo-bare"], group="bare"))
+# The protocol's own cold floor: the statements a cold SharedLock sends, by hand through PDO.
+rows.append(dict(key="protocol-bare", label="the protocol by hand: PDO connect, the claim `INSERT` and the releasing `DELETE` as text, without the extension", argv=bare + [f"{root}/bench/php/cold_once.php", "protocol", "cold-protocol-bare"], group="bare"))
 rows.append(dict(key="pdo", label="floor: PDO `GET_LOCK` + `RELEASE_LOCK`", argv=php("now") + [f"{root}/bench/php/cold_once.php", "pdo", "cold-pdo"], group="php"))
 for set in sets:
     tag = "" if set == "now" else f" [{set}]"
@@ -131,8 +133,8 @@ echo "# cold start: $(machine), $(server_version), PHP $(php -r 'echo PHP_VERSIO
 echo
 echo "Clients on CPU $cpu_a, server on CPU ${cpu_b:-$cpu_a}. PHP runs with -n (no php.ini) plus mysqlnd, pdo, pdo_mysql and the extension."
 echo
-echo "| process | median | p90 | minus \`php -r ''\` (paired) | against the floor | statements per run (server count, with the disconnect) |"
-echo "|---|---|---|---|---|---|"
+echo "| process | median | p90 | CPU (user + system), median | minus \`php -r ''\` (paired) | against the floor | statements per run (server count, with the disconnect) |"
+echo "|---|---|---|---|---|---|---|"
 php -d "extension=$work/now/libmysqllock_php.so" bench/php/cold_startup.php "$runs" "$spec"
 echo
 echo "command: bash bench/cold.sh --runs $runs$([ "$cpus" != 0,1 ] && echo " --cpus $cpus")$([ -n "$baseline" ] && echo " --baseline DIR"); total $SECONDS s"

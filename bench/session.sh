@@ -10,13 +10,14 @@
 #   C. the SharedLock protocol (SharedLock::lock + release) against its own floor, the
 #      statements it sends captured from the server's general log and replayed through
 #      PDO, and against raw GET_LOCK
-# Implementations take turns round by round (the order rotating), so all see the same
-# machine. Everything runs twice, pinned with taskset: server and clients on CPU A
-# (first columns: targets are judged there, where a round trip costs least and any
-# overhead shows most), then clients on CPU A and the server on CPU B (every round trip
-# wakes the other CPU; second columns). The product's connections (the extension's native
-# one, the C ABI, the CLI) use ssl-mode=DISABLED, like the floors (MYSQLLOCK_BENCH_SSL_MODE,
-# see bench/lib.sh).
+# Implementations take turns round by round, so all see the same machine (cycles: the
+# order rotating; start-ups (B): the order shuffled each round, as a rotation keeps each
+# process behind the same neighbour). Everything runs twice, pinned with taskset:
+# server and clients on CPU A (first columns: targets are judged there, where a round
+# trip costs least and any overhead shows most), then clients on CPU A and the server
+# on CPU B (every round trip wakes the other CPU; second columns). The product's
+# connections (the extension's native one, the C ABI, the CLI) use ssl-mode=DISABLED,
+# like the floors (MYSQLLOCK_BENCH_SSL_MODE, see bench/lib.sh).
 #
 #   bash bench/session.sh              # about 20 s after the build
 #   bash bench/session.sh --quick      # fewer cycles and runs, about 6 s

@@ -10,7 +10,7 @@
 //
 //   session_startup.php RUNS MYSQLLOCK_BINARY FLOCK_FILE
 //
-// RUNS rounds, one run of each per round, the order rotating. Each run is spawned with
+// RUNS rounds, one run of each per round, the order shuffled each round. Each run is spawned with
 // proc_open (no shell), its output read, and timed from spawn to exit with hrtime().
 // Statements: counted by the server around the first, untimed run of each (`Questions`
 // counts the disconnect, COM_QUIT, too).
@@ -95,10 +95,13 @@ foreach ($commands as $impl => [$argv, $env]) {
     }
 }
 $active = array_values(array_diff($keys, array_keys($notRun)));
+mt_srand(34);
 for ($r = 0; $r < $runs; $r++) {
-    $k = count($active);
-    for ($j = 0; $j < $k; $j++) {
-        $impl = $active[($r + $j) % $k];
+    // Shuffled, not rotated: a rotation puts every process behind the same neighbour in
+    // every round (see cold_startup.php).
+    $order = $active;
+    shuffle($order);
+    foreach ($order as $impl) {
         [$ns, $code, $out, $err] = spawn(...$commands[$impl]);
         if ($code !== 0) {
             fail("$impl: exit $code: $err");
@@ -124,7 +127,7 @@ foreach (B_LABELS as $impl => $label) {
     $ratio = $impl === 'mariadb' ? '1.00 (floor)' : ratioText($t, $timed['mariadb'], 'mariadb -e');
     row($label, $ms($t->median()), $ms($t->p90()), $ratio, $impl === 'flock' ? '0' : $stmts[$impl] . ' per run, with the disconnect', '');
 }
-echo "B: $runs runs of each, one of each per round, the order rotating (after one untimed run of each)\n";
+echo "B: $runs runs of each, one of each per round, the order shuffled each round (after one untimed run of each)\n";
 if ($notRun !== []) {
     echo 'B: not run: ' . $notRun['cli'] . "\n";
     exit(3);
