@@ -80,8 +80,8 @@ echo "Clients on CPU $cpu_a, server on CPU ${cpu_b:-$cpu_a}; every connection be
 echo
 echo "## Cold start, one fresh process each ($runs rounds)"
 echo
-echo "| process | median | p90 | minus \`php -r ''\` (paired) | against the floor | statements per run (server count, with the disconnect) |"
-echo "|---|---|---|---|---|---|"
+echo "| process | median | p90 | CPU (user + system), median | minus \`php -r ''\` (paired) | against the floor | statements per run (server count, with the disconnect) |"
+echo "|---|---|---|---|---|---|---|"
 php -d "extension=$work/libmysqllock_php.so" bench/php/cold_startup.php "$runs" "$spec"
 echo
 echo "## The uncontended cycle on an open connection"
