@@ -23,6 +23,18 @@ $db = ltrim($u['path'], '/');
 $user = rawurldecode($u['user']);
 $pass = rawurldecode($u['pass'] ?? '');
 $port = (int) ($u['port'] ?? 3306);
+/** PDO's connection, as a PHP script without the extension makes it. */
+$connect = static fn (): PDO => new PDO(
+    "mysql:host={$u['host']};port=$port;dbname=$db;charset=utf8mb4",
+    $user,
+    $pass,
+    [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION, PDO::ATTR_EMULATE_PREPARES => false]
+    // bench/tls.sh: encrypted, as ssl-mode=REQUIRED (see common.php's pdoTls()).
+    + (getenv('MYSQLLOCK_BENCH_PDO_SSL_CA') ? [
+        PDO::MYSQL_ATTR_SSL_CA => getenv('MYSQLLOCK_BENCH_PDO_SSL_CA'),
+        PDO::MYSQL_ATTR_SSL_VERIFY_SERVER_CERT => false,
+    ] : [])
+);
 switch ($impl) {
     case 'shared':
         // The query's keys as the $additionalDsn (`key=value;...`): bench/lib.sh puts only TLS keys there.
@@ -39,17 +51,7 @@ switch ($impl) {
         $lock->release();
         break;
     case 'pdo':
-        $pdo = new PDO(
-            "mysql:host={$u['host']};port=$port;dbname=$db;charset=utf8mb4",
-            $user,
-            $pass,
-            [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION, PDO::ATTR_EMULATE_PREPARES => false]
-            // bench/tls.sh: encrypted, as ssl-mode=REQUIRED (see common.php's pdoTls()).
-            + (getenv('MYSQLLOCK_BENCH_PDO_SSL_CA') ? [
-                PDO::MYSQL_ATTR_SSL_CA => getenv('MYSQLLOCK_BENCH_PDO_SSL_CA'),
-                PDO::MYSQL_ATTR_SSL_VERIFY_SERVER_CERT => false,
-            ] : [])
-        );
+        $pdo = $connect();
         $get = $pdo->prepare('SELECT GET_LOCK(?, 0)');
         $get->execute([$name]);
         $rel = $pdo->prepare('SELECT RELEASE_LOCK(?)');
@@ -59,12 +61,7 @@ switch ($impl) {
         }
         break;
     case 'protocol':
-        $pdo = new PDO(
-            "mysql:host={$u['host']};port=$port;dbname=$db;charset=utf8mb4",
-            $user,
-            $pass,
-            [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]
-        );
+        $pdo = $connect();
         $n = "_utf8mb4 X'" . bin2hex($name) . "'";
         $claimed = $pdo->exec('INSERT INTO `shared_locks` (name, connection_id, created, ttl, lock_acquired) '
             . "VALUES ($n, CONNECTION_ID(), UNIX_TIMESTAMP(), 60, IF(GET_LOCK($n, 0) = 1, 1, NULL))");

@@ -69,7 +69,6 @@ foreach ($impls as $key => $s) {
     $stmts[$key] = $s['group'] === 'local' ? '0' : stmtText($d('Questions'), $d('Com_stmt_prepare'));
 }
 $keys = array_keys($impls);
-$k = count($keys);
 $times = array_fill_keys($keys, []);
 $cpuTimes = array_fill_keys($keys, []);
 mt_srand(34);
