@@ -196,7 +196,9 @@ impl OwnServer {
 
 impl OwnServer {
     pub fn start(tag: &str) -> Self {
-        let dir = std::env::temp_dir().join(unique_with("server", tag));
+        // Under /tmp whatever TMPDIR says: the MariaDB 11.8 server runs in a chroot that
+        // shares only /tmp with the host (scripts/mariadb.sh refuses any other DIR).
+        let dir = PathBuf::from("/tmp").join(unique_with("server", tag));
         let path = dir.to_str().expect("utf-8 temp dir").to_owned();
         // Stopped by Drop from here on, even if starting fails halfway.
         let mut server = OwnServer { dir, dsn: String::new() };
