@@ -120,6 +120,24 @@ static inline int thread_count(void)
     return n;
 }
 
+/*
+ * Polls until this process runs `want` threads, for up to a second: a joined thread has
+ * ended its code, but the kernel may list it in /proc/self/task a moment longer. A thread
+ * that was not stopped keeps running (renewing every third of its TTL) and fails this.
+ * Returns the last count seen.
+ */
+static inline int wait_for_thread_count(int want)
+{
+    const double until = now() + 1.0;
+    int n = thread_count();
+    while (n != want && now() < until) {
+        struct timespec nap = {0, 2 * 1000 * 1000}; /* the poll interval */
+        nanosleep(&nap, NULL);
+        n = thread_count();
+    }
+    return n;
+}
+
 /* The test server, from MYSQLLOCK_TEST_DSN = mysql://user:password@host:port/database. */
 struct server {
     const char *dsn;

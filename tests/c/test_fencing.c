@@ -280,8 +280,8 @@ static void test_keep_alive_stops_at_free(void)
     mysqllock_client_free(a);
     double took = now() - start;
     check(took < 2.5, "free of a keep-alive holder does not hang (%.3f s)", took);
-    check(thread_count() == threads, "free ended the keep-alive thread (%d threads, was %d)",
-          thread_count(), threads);
+    const int after = wait_for_thread_count(threads);
+    check(after == threads, "free ended the keep-alive thread (%d threads, was %d)", after, threads);
     expect(mysqllock_holder(b, name, &info, &found), MYSQLLOCK_OK, NULL, "holder after free");
     check(!found, "free deleted the lock's row");
     check(is_free(b, name) == 1, "another client takes the lock at once");

@@ -27,7 +27,7 @@ const RENEW_FRACTION: f64 = 1.0 / 3.0;
 /// A renewal statement (or connect) may take this long before the thread gives up on
 /// its connection and retries with a new one; bounded so release never waits long.
 pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long dropping the handle waits for the thread to finish; it never blocks exit.
+/// How long stopping waits for the thread to finish; it never blocks exit.
 const JOIN_WAIT: Duration = Duration::from_secs(1);
 /// How much sooner than its last renewal's start plus the TTL the lease counts as lost
 /// here: the server stores whole seconds (`UNIX_TIMESTAMP()`), so the lease may end up
@@ -101,6 +101,7 @@ impl Shared {
 pub(crate) struct KeepAlive {
     shared: Arc<Shared>,
     finished: mpsc::Receiver<()>,
+    thread: Option<thread::JoinHandle<()>>,
 }
 
 impl KeepAlive {
@@ -119,11 +120,12 @@ impl KeepAlive {
         let (done, finished) = mpsc::channel();
         let thread_shared = Arc::clone(&shared);
         let mut plan = plan;
-        thread::Builder::new().name(format!("mysqllock-keepalive-{}", plan.name)).spawn(move || {
+        let thread = thread::Builder::new().name(format!("mysqllock-keepalive-{}", plan.name)).spawn(move || {
             renew_until_stopped(&thread_shared, &mut plan);
+            drop(plan);
             let _ = done.send(());
         })?;
-        Ok(KeepAlive { shared, finished })
+        Ok(KeepAlive { shared, finished, thread: Some(thread) })
     }
 
     /// Why renewing failed, if it did: the lease must be treated as lost.
@@ -133,11 +135,19 @@ impl KeepAlive {
 
     /// Stops the thread. Once this returns no renewal is in flight or will start (the
     /// flag is set under the lock a renewal holds), so a release that follows cannot
-    /// be undone by a late renewal. Waits briefly for the thread to end.
-    pub fn stop(self) {
+    /// be undone by a late renewal. Waits briefly for the thread to end, and when it
+    /// has, joins it: once free returns the thread is gone, not merely finishing (a
+    /// caller may count its threads, or unload the library). A thread still waiting on
+    /// a silent server past [`JOIN_WAIT`] is left to end on its own.
+    pub fn stop(mut self) {
         self.shared.lock().stop = true;
         self.shared.wake.notify_all();
-        let _ = self.finished.recv_timeout(JOIN_WAIT);
+        if self.finished.recv_timeout(JOIN_WAIT).is_ok() {
+            // It sent its last message: nothing is left for it but to return.
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+        }
     }
 
     /// For a forked child: the thread does not exist here, and its lock may have been
