@@ -31,18 +31,29 @@ const MARIADB_PROBE: &str = "SELECT @@version, @@wsrep_on, @@session.wait_timeou
 
 /// The same for a server of the MySQL family in one cheap statement: its version and
 /// version comment (where Galera builds of MySQL say so: Percona XtraDB Cluster's
-/// "WSREP version", Codership's "wsrep_"), the session's `wait_timeout`, and whether the
-/// Group Replication plugin is active. [`topology::PROBE`]'s `SHOW VARIABLES` reads every
-/// variable of the server: 0.7-1.7 ms on MySQL 9.7 (PDO, 200 runs); this statement is
-/// cheaper but not cheap, 0.71-0.94 ms of server time on a fresh connection in the slow
-/// log, nearly all of it the `information_schema.PLUGINS` subquery (0.10 ms without it).
-/// `performance_schema.global_variables` costs as much as `SHOW`;
+/// "WSREP version", Codership's "wsrep_"), the session's `wait_timeout`, and whether
+/// Group Replication can run there at all: it refuses to start without GTIDs and the
+/// binary log, so a server with either off is no member, and reading two variables is
+/// free. Where both are on, [`GROUP_REPLICATION_ACTIVE`] asks the plugin, in a statement
+/// of its own ([`mysql_topology`]).
+const MYSQL_PROBE: &str = "SELECT @@version, @@version_comment, @@session.wait_timeout, \
+    @@global.gtid_mode = 'ON' AND @@global.log_bin";
+
+/// Whether the Group Replication plugin is active: asked only where [`MYSQL_PROBE`] says
+/// the server could be a member. [`topology::PROBE`]'s `SHOW VARIABLES` reads every
+/// variable of the server: 0.7-1.7 ms on MySQL 9.7 (PDO, 200 runs); this is cheaper but
+/// not cheap, 0.71-0.94 ms of server time on a fresh connection in the slow log (the
+/// probe without it 0.10 ms). It costs that much wherever the query names
+/// `information_schema.PLUGINS`, under an `IF` or a `WHERE` that folds to false alike
+/// (the server fills the table first), and prepared from a user variable only where the
+/// server chose it (`PREPARE` fills it as well: 0.3 ms more than the subquery), so it
+/// takes a round trip of its own where it is needed, and none where it is not.
+/// `performance_schema.global_variables` and `variables_info` cost more;
 /// `performance_schema.replication_group_members` costs 0.10 ms but is refused to an
 /// account without SELECT on performance_schema (error 1142), which most applications'
-/// accounts are. Only a server where this sees neither Galera nor Group Replication is
-/// settled by it: any other gets the full probe, as before ([`mysql_standalone`]).
-const MYSQL_PROBE: &str = "SELECT @@version, @@version_comment, @@session.wait_timeout, \
-    (SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'group_replication' AND PLUGIN_STATUS = 'ACTIVE')";
+/// accounts are.
+const GROUP_REPLICATION_ACTIVE: &str =
+    "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'group_replication' AND PLUGIN_STATUS = 'ACTIVE'";
 
 /// ER_UNSUPPORTED_PS: "This command is not supported in the prepared statement protocol yet".
 const ER_UNSUPPORTED_PS: u16 = 1295;
@@ -405,14 +416,7 @@ fn topology_answer(
     bound: Bound,
 ) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
     if !mariadb {
-        if let Some([version, comment, wait_timeout, group_replication]) =
-            sets.pop().as_ref().and_then(|s| s.first()?.get(..4))
-        {
-            if mysql_standalone(version, comment, group_replication) {
-                return Ok((vec![vec![Value::Text("version".into()), version.clone()]], wait_timeout.as_f64()));
-            }
-        }
-        return full_probe(link, bound);
+        return mysql_topology(link, sets.pop().unwrap_or_default(), bound);
     }
     if let Some([version, wsrep_on, wait_timeout]) = sets.pop().as_ref().and_then(|s| s.first()?.get(..3)) {
         let rows = vec![
@@ -427,14 +431,44 @@ fn topology_answer(
     full_probe(link, bound)
 }
 
+/// A MySQL-family server's topology from [`MYSQL_PROBE`]'s `rows`: settled as standalone
+/// where it names no Galera and cannot run Group Replication, or (a second statement)
+/// has no active plugin for it; any other server, or an answer that cannot be read, gets
+/// the full probe, as before ([`mysql_standalone`]).
+fn mysql_topology(
+    link: &mut Link,
+    rows: Vec<Vec<Value>>,
+    bound: Bound,
+) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
+    if let Some([version, comment, wait_timeout, member_possible]) = rows.first().and_then(|row| row.get(..4)) {
+        let group_replication = match member_possible.as_u64() {
+            Some(0) => Value::Int(0),
+            // No word of Galera: worth the question (the full probe would follow anyway).
+            Some(1) if mysql_standalone(version, comment, &Value::Int(0)) => {
+                match link.query_sets(GROUP_REPLICATION_ACTIVE, bound) {
+                    Ok(sets) => sets.first().and_then(|rows| rows.first()?.first().cloned()).unwrap_or(Value::Null),
+                    // Refused (a proxy without information_schema.PLUGINS): the full probe tells.
+                    Err(e) if e.code.is_some() && !e.lost => Value::Null,
+                    Err(e) => return Err(e),
+                }
+            }
+            _ => Value::Null,
+        };
+        if mysql_standalone(version, comment, &group_replication) {
+            return Ok((vec![vec![Value::Text("version".into()), version.clone()]], wait_timeout.as_f64()));
+        }
+    }
+    full_probe(link, bound)
+}
+
 /// `SHOW VARIABLES` (the topology probe) and the session's `wait_timeout`.
 fn full_probe(link: &mut Link, bound: Bound) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
     Ok(probe_answer(link.query_sets(&format!("SELECT @@session.wait_timeout; {}", topology::PROBE), bound)?))
 }
 
-/// Whether [`MYSQL_PROBE`]'s answer settles the server as standalone: no active Group
-/// Replication plugin, and no word of Galera in the version or its comment. Anything
-/// unreadable is not settled.
+/// Whether a MySQL-family server is settled as standalone: no active Group Replication
+/// plugin (`group_replication` counts them), and no word of Galera in the version or its
+/// comment. Anything unreadable is not settled.
 fn mysql_standalone(version: &Value, comment: &Value, group_replication: &Value) -> bool {
     let (Some(version), Some(comment), Some(0)) = (version.as_text(), comment.as_text(), group_replication.as_u64())
     else {

@@ -52,10 +52,20 @@ fn the_short_setup_probes_learn_what_the_full_probe_learns() {
     assert_eq!(mariadb, on_mariadb(), "the greeting tells MariaDB from MySQL");
     if !mariadb {
         // MySQL's short probe: what the full probe learns, on a standalone MySQL.
+        let count = |link: &mut Link, what: &str| {
+            let sets = link.query_sets(&format!("SHOW SESSION STATUS LIKE '{what}'"), bound).unwrap();
+            sets.first().and_then(|rows| rows.first()?.get(1)?.as_u64()).unwrap()
+        };
+        let selects_before = count(&mut link, "Com_select");
+        let shown_before = count(&mut link, "Com_show_variables");
         let learned = setup(&mut link, false, None, &set, None, bound).unwrap();
-        let shown = link.query_sets("SHOW SESSION STATUS LIKE 'Com_show_variables'", bound).unwrap();
-        let shown = shown.first().and_then(|rows| rows.first()?.get(1)?.as_u64());
-        assert_eq!(shown, Some(0), "the setup read every variable (SHOW VARIABLES): the MySQL probe was not used");
+        let selects = count(&mut link, "Com_select") - selects_before;
+        let shown = count(&mut link, "Com_show_variables") - shown_before;
+        assert_eq!(shown, 0, "the setup read every variable (SHOW VARIABLES): the MySQL probe was not used");
+        // The plugin is asked about only where Group Replication could run.
+        let possible = link.query_sets("SELECT @@global.gtid_mode = 'ON' AND @@global.log_bin", bound).unwrap();
+        let possible = possible.first().and_then(|rows| rows.first()?.first()?.as_u64()).unwrap();
+        assert_eq!(selects, 1 + possible, "the setup's SELECTs, where a member is possible: {possible}");
         let (full_rows, full_wait) = full_probe(&mut link, bound).unwrap();
         assert_eq!(Topology::from_probe(&learned.topology), Topology::from_probe(&full_rows));
         assert!(!Topology::from_probe(&learned.topology).is_cluster());
