@@ -35,7 +35,7 @@ const MARIADB_PROBE: &str = "SELECT @@version, @@wsrep_on, @@session.wait_timeou
 /// Group Replication can run there at all: it refuses to start without GTIDs and the
 /// binary log, so a server with either off is no member, and reading two variables is
 /// free. Where both are on, [`GROUP_REPLICATION_ACTIVE`] asks the plugin, in a statement
-/// of its own ([`mysql_topology`]).
+/// of its own ([`mysql_topology`]). Read once, at connect, as the plugin's state was.
 const MYSQL_PROBE: &str = "SELECT @@version, @@version_comment, @@session.wait_timeout, \
     @@global.gtid_mode = 'ON' AND @@global.log_bin";
 
@@ -375,8 +375,14 @@ fn setup(
             let (topology, wait_timeout) = full_probe(link, bound)?;
             return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
         }
-        // A MySQL-family server that refused the short probe (a server or proxy without
-        // information_schema.PLUGINS): the full probe tells.
+        // A MySQL-family server without `gtid_mode` (before 5.6.5, or a server or proxy
+        // that only looks like MySQL): the full probe tells, as on MariaDB.
+        Err(e) if !mariadb && e.code == Some(UNKNOWN_SYSTEM_VARIABLE) => {
+            let (topology, wait_timeout) = full_probe(link, bound)?;
+            return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
+        }
+        // A MySQL-family server that refused the short probe otherwise: the full probe
+        // tells.
         Err(e) if !mariadb && e.code.is_some() && !e.lost && probe.is_none() => {
             let (topology, wait_timeout) = full_probe(link, bound)?;
             return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
@@ -432,50 +438,64 @@ fn topology_answer(
 }
 
 /// A MySQL-family server's topology from [`MYSQL_PROBE`]'s `rows`: settled as standalone
-/// where it names no Galera and cannot run Group Replication, or (a second statement)
-/// has no active plugin for it; any other server, or an answer that cannot be read, gets
-/// the full probe, as before ([`mysql_standalone`]).
+/// where [`mysql_probe_says`] so, or (a second statement) where the Group Replication
+/// plugin it could run is not active; any other server gets the full probe, as before.
 fn mysql_topology(
     link: &mut Link,
     rows: Vec<Vec<Value>>,
     bound: Bound,
 ) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
     if let Some([version, comment, wait_timeout, member_possible]) = rows.first().and_then(|row| row.get(..4)) {
-        let group_replication = match member_possible.as_u64() {
-            Some(0) => Value::Int(0),
-            // No word of Galera: worth the question (the full probe would follow anyway).
-            Some(1) if mysql_standalone(version, comment, &Value::Int(0)) => {
-                match link.query_sets(GROUP_REPLICATION_ACTIVE, bound) {
-                    Ok(sets) => sets.first().and_then(|rows| rows.first()?.first().cloned()).unwrap_or(Value::Null),
-                    // Refused (a proxy without information_schema.PLUGINS): the full probe tells.
-                    Err(e) if e.code.is_some() && !e.lost => Value::Null,
-                    Err(e) => return Err(e),
-                }
-            }
-            _ => Value::Null,
+        let standalone = match mysql_probe_says(version, comment, member_possible) {
+            MysqlProbe::Standalone => true,
+            MysqlProbe::AskThePlugin => match link.query_sets(GROUP_REPLICATION_ACTIVE, bound) {
+                Ok(sets) => sets.first().and_then(|rows| rows.first()?.first()?.as_u64()) == Some(0),
+                // Refused (a proxy without information_schema.PLUGINS): the full probe tells.
+                Err(e) if e.code.is_some() && !e.lost => false,
+                Err(e) => return Err(e),
+            },
+            MysqlProbe::Unsettled => false,
         };
-        if mysql_standalone(version, comment, &group_replication) {
+        if standalone {
             return Ok((vec![vec![Value::Text("version".into()), version.clone()]], wait_timeout.as_f64()));
         }
     }
     full_probe(link, bound)
 }
 
+/// What [`MYSQL_PROBE`]'s answer says of a MySQL-family server.
+#[derive(Debug, PartialEq)]
+enum MysqlProbe {
+    /// No word of Galera, and Group Replication cannot run: GTIDs or the binary log off.
+    Standalone,
+    /// No word of Galera, GTIDs and the binary log on: whether the plugin is active tells.
+    AskThePlugin,
+    /// A Galera build, or an answer that cannot be read: the full probe tells.
+    Unsettled,
+}
+
+/// Reads [`MYSQL_PROBE`]'s version, version comment and whether a Group Replication member
+/// is possible (`gtid_mode = 'ON' AND log_bin`, 0 or 1). A server with the plugin loaded
+/// but GTIDs or the binary log off is settled as standalone, where the full probe would
+/// see a group name: it cannot take part in a group as it runs.
+fn mysql_probe_says(version: &Value, comment: &Value, member_possible: &Value) -> MysqlProbe {
+    let (Some(version), Some(comment)) = (version.as_text(), comment.as_text()) else {
+        return MysqlProbe::Unsettled;
+    };
+    let said = format!("{version} {comment}").to_ascii_lowercase();
+    if ["wsrep", "galera", "xtradb cluster"].iter().any(|word| said.contains(word)) {
+        return MysqlProbe::Unsettled;
+    }
+    match member_possible.as_u64() {
+        Some(0) => MysqlProbe::Standalone,
+        Some(1) => MysqlProbe::AskThePlugin,
+        _ => MysqlProbe::Unsettled,
+    }
+}
+
 /// `SHOW VARIABLES` (the topology probe) and the session's `wait_timeout`.
 fn full_probe(link: &mut Link, bound: Bound) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
     Ok(probe_answer(link.query_sets(&format!("SELECT @@session.wait_timeout; {}", topology::PROBE), bound)?))
-}
-
-/// Whether a MySQL-family server is settled as standalone: no active Group Replication
-/// plugin (`group_replication` counts them), and no word of Galera in the version or its
-/// comment. Anything unreadable is not settled.
-fn mysql_standalone(version: &Value, comment: &Value, group_replication: &Value) -> bool {
-    let (Some(version), Some(comment), Some(0)) = (version.as_text(), comment.as_text(), group_replication.as_u64())
-    else {
-        return false;
-    };
-    let said = format!("{version} {comment}").to_ascii_lowercase();
-    !["wsrep", "galera", "xtradb cluster"].iter().any(|word| said.contains(word))
 }
 
 /// The probe's rows (the last result) and the `wait_timeout` (the one before).

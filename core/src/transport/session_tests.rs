@@ -82,19 +82,45 @@ fn the_short_setup_probes_learn_what_the_full_probe_learns() {
 }
 
 #[test]
+fn a_server_that_could_run_group_replication_is_settled_by_asking_its_plugin() {
+    // The test servers run without the binary log, so their own probe never asks: this
+    // answer says GTIDs and the binary log are on, and the plugin (absent) is asked.
+    let config = config();
+    let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
+    let (mut link, _, _) = Link::open(&config, bound, &session_settings(&config.charset), None).unwrap();
+    let text = |s: &str| Value::Text(s.into());
+    let selects = |link: &mut Link| {
+        let sets = link.query_sets("SHOW SESSION STATUS LIKE 'Com_select'", bound).unwrap();
+        sets.first().and_then(|rows| rows.first()?.get(1)?.as_u64()).unwrap()
+    };
+    let before = selects(&mut link);
+    let answer = vec![vec![text("9.7.4-2"), text("(Debian)"), text("604800"), text("1")]];
+    let (rows, wait_timeout) = mysql_topology(&mut link, answer, bound).unwrap();
+    assert_eq!(selects(&mut link) - before, 1, "the plugin was not asked, or the full probe ran as well");
+    assert_eq!(rows, vec![vec![text("version"), text("9.7.4-2")]], "settled as standalone by the plugin's answer");
+    assert_eq!(wait_timeout, Some(604800.0));
+}
+
+#[test]
 fn only_a_mysql_with_no_word_of_a_cluster_is_settled_by_the_short_probe() {
     let text = |s: &str| Value::Text(s.into());
-    let settled = |version: &str, comment: &str, group: Value| mysql_standalone(&text(version), &text(comment), &group);
-    assert!(settled("9.7.4-2", "(Debian)", text("0")));
-    assert!(settled("8.0.36", "MySQL Community Server - GPL", Value::Int(0)));
-    // An active Group Replication plugin, a Galera build, or an answer that cannot be
-    // read: the full probe decides.
-    assert!(!settled("8.0.36", "MySQL Community Server - GPL", text("1")));
-    assert!(!settled("8.0.35-27", "Percona XtraDB Cluster (GPL), Release rel27, WSREP version 26.1.4.3", text("0")));
-    assert!(!settled("8.0.36", "MySQL Community Server - GPL, wsrep_26.18", text("0")));
-    assert!(!settled("8.0.36", "Galera Cluster for MySQL", text("0")));
-    assert!(!settled("8.0.36", "(Debian)", Value::Null));
-    assert!(!mysql_standalone(&Value::Null, &text("(Debian)"), &text("0")));
+    let says =
+        |version: &str, comment: &str, possible: Value| mysql_probe_says(&text(version), &text(comment), &possible);
+    // GTIDs or the binary log off: no Group Replication member, whatever its plugin.
+    assert_eq!(says("9.7.4-2", "(Debian)", text("0")), MysqlProbe::Standalone);
+    assert_eq!(says("8.0.36", "MySQL Community Server - GPL", Value::Int(0)), MysqlProbe::Standalone);
+    // Both on (MySQL 9.7's defaults): the plugin is asked.
+    assert_eq!(says("9.7.4-2", "(Debian)", text("1")), MysqlProbe::AskThePlugin);
+    assert_eq!(says("8.0.36", "MySQL Community Server - GPL", Value::Int(1)), MysqlProbe::AskThePlugin);
+    // A Galera build, or an answer that cannot be read: the full probe decides.
+    let pxc = "Percona XtraDB Cluster (GPL), Release rel27, WSREP version 26.1.4.3";
+    assert_eq!(says("8.0.35-27", pxc, text("0")), MysqlProbe::Unsettled);
+    assert_eq!(says("8.0.36", "MySQL Community Server - GPL, wsrep_26.18", text("0")), MysqlProbe::Unsettled);
+    assert_eq!(says("8.0.36", "Galera Cluster for MySQL", text("1")), MysqlProbe::Unsettled);
+    for unreadable in [Value::Null, text("ON"), Value::Int(2), Value::Int(-1)] {
+        assert_eq!(says("8.0.36", "(Debian)", unreadable.clone()), MysqlProbe::Unsettled, "{unreadable:?}");
+    }
+    assert_eq!(mysql_probe_says(&Value::Null, &text("(Debian)"), &text("0")), MysqlProbe::Unsettled);
 }
 
 #[test]
