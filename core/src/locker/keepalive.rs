@@ -27,7 +27,9 @@ const RENEW_FRACTION: f64 = 1.0 / 3.0;
 /// A renewal statement (or connect) may take this long before the thread gives up on
 /// its connection and retries with a new one; bounded so release never waits long.
 pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long stopping waits for the thread to finish; it never blocks exit.
+/// How long stopping waits for the thread to finish, once no renewal is in flight (one
+/// in flight is waited for first: up to two statements of [`IO_TIMEOUT`] each); a thread
+/// still running after that is left to end on its own, so exit is never blocked.
 const JOIN_WAIT: Duration = Duration::from_secs(1);
 /// How much sooner than its last renewal's start plus the TTL the lease counts as lost
 /// here: the server stores whole seconds (`UNIX_TIMESTAMP()`), so the lease may end up
@@ -136,7 +138,7 @@ impl KeepAlive {
     /// Stops the thread. Once this returns no renewal is in flight or will start (the
     /// flag is set under the lock a renewal holds), so a release that follows cannot
     /// be undone by a late renewal. Waits briefly for the thread to end, and when it
-    /// has, joins it: once free returns the thread is gone, not merely finishing (a
+    /// has, joins it: once this returns the thread is gone, not merely finishing (a
     /// caller may count its threads, or unload the library). A thread still waiting on
     /// a silent server past [`JOIN_WAIT`] is left to end on its own.
     pub fn stop(mut self) {
