@@ -370,20 +370,14 @@ fn setup(
     };
     let mut outcomes = match answer {
         Ok(outcomes) => outcomes,
-        // No such variable: not a Galera-capable MariaDB; the full probe tells.
-        Err(e) if mariadb && e.code == Some(UNKNOWN_SYSTEM_VARIABLE) => {
-            let (topology, wait_timeout) = full_probe(link, bound)?;
-            return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
-        }
-        // A MySQL-family server without `gtid_mode` (before 5.6.5, or a server or proxy
-        // that only looks like MySQL): the full probe tells, as on MariaDB.
-        Err(e) if !mariadb && e.code == Some(UNKNOWN_SYSTEM_VARIABLE) => {
-            let (topology, wait_timeout) = full_probe(link, bound)?;
-            return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
-        }
-        // A MySQL-family server that refused the short probe otherwise: the full probe
-        // tells.
-        Err(e) if !mariadb && e.code.is_some() && !e.lost && probe.is_none() => {
+        // No such variable: a MariaDB without `wsrep_on` (not Galera-capable), or a
+        // MySQL-family server without `gtid_mode` (before 5.6.5, or a server or proxy that
+        // only looks like MySQL); or a MySQL-family server that refused the short probe
+        // otherwise. The full probe tells.
+        Err(e)
+            if e.code == Some(UNKNOWN_SYSTEM_VARIABLE)
+                || (!mariadb && e.code.is_some() && !e.lost && probe.is_none()) =>
+        {
             let (topology, wait_timeout) = full_probe(link, bound)?;
             return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
         }

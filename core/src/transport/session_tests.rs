@@ -24,6 +24,12 @@ fn session() -> MysqlSession {
     MysqlSession::connect(&config()).unwrap()
 }
 
+/// A counter of `SHOW SESSION STATUS` on `link`: what the session has run so far.
+fn session_status(link: &mut Link, counter: &str, bound: Bound) -> u64 {
+    let sets = link.query_sets(&format!("SHOW SESSION STATUS LIKE '{counter}'"), bound).unwrap();
+    sets.first().and_then(|rows| rows.first()?.get(1)?.as_u64()).unwrap()
+}
+
 #[test]
 fn greetings_of_mariadb_look_like_mariadb_and_mysqls_do_not() {
     for (text, mariadb) in
@@ -52,10 +58,7 @@ fn the_short_setup_probes_learn_what_the_full_probe_learns() {
     assert_eq!(mariadb, on_mariadb(), "the greeting tells MariaDB from MySQL");
     if !mariadb {
         // MySQL's short probe: what the full probe learns, on a standalone MySQL.
-        let count = |link: &mut Link, what: &str| {
-            let sets = link.query_sets(&format!("SHOW SESSION STATUS LIKE '{what}'"), bound).unwrap();
-            sets.first().and_then(|rows| rows.first()?.get(1)?.as_u64()).unwrap()
-        };
+        let count = |link: &mut Link, what: &str| session_status(link, what, bound);
         let selects_before = count(&mut link, "Com_select");
         let shown_before = count(&mut link, "Com_show_variables");
         let learned = setup(&mut link, false, None, &set, None, bound).unwrap();
@@ -89,10 +92,7 @@ fn a_server_that_could_run_group_replication_is_settled_by_asking_its_plugin() {
     let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
     let (mut link, _, _) = Link::open(&config, bound, &session_settings(&config.charset), None).unwrap();
     let text = |s: &str| Value::Text(s.into());
-    let selects = |link: &mut Link| {
-        let sets = link.query_sets("SHOW SESSION STATUS LIKE 'Com_select'", bound).unwrap();
-        sets.first().and_then(|rows| rows.first()?.get(1)?.as_u64()).unwrap()
-    };
+    let selects = |link: &mut Link| session_status(link, "Com_select", bound);
     let before = selects(&mut link);
     let answer = vec![vec![text("9.7.4-2"), text("(Debian)"), text("604800"), text("1")]];
     let (rows, wait_timeout) = mysql_topology(&mut link, answer, bound).unwrap();
