@@ -54,6 +54,11 @@
 //! `--require` then judges the exclusion under every kind instead of failing the run for
 //! the schedule's luck. An injection under way when the grace ends finishes first.
 //!
+//! Once the time is up and the last node operation or restart has landed, the chaos goes
+//! on without new faults until some worker acquired after the last fault landed (at most
+//! `PROGRESS_WAIT`): the checker asks for an acquisition after every fault, and one that
+//! lands in the run's last moments must not leave that to the wind-down's speed.
+//!
 //! Lease mode on a cluster (`--lease`, `--node-dsns DSN1,DSN2,DSN3`, the cluster's
 //! directory as `--db-dir` and its script as `--cluster-script`, alias `--mariadb-script`:
 //! `scripts/galera.sh`, or `scripts/group-replication.sh`, which has the same commands):
@@ -119,6 +124,9 @@ const LANDING_WAIT: Duration = Duration::from_secs(5);
 const SERVER_BACK_WAIT: Duration = Duration::from_secs(60);
 /// How long `--final-probe` waits for each name.
 const PROBE_TIMEOUT: f64 = 20.0;
+/// How long the chaos goes on, past its time, for some worker to acquire after the last
+/// fault landed (`Driver::await_progress`).
+const PROGRESS_WAIT: Duration = Duration::from_secs(20);
 /// For `Driver::await_gone`: whether session `?` is there (both servers).
 const SESSION: &str = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?";
 
@@ -425,6 +433,8 @@ struct Driver {
     log: File,
     journal: PathBuf,
     start: Instant,
+    /// When the latest fault landed (monotonic ns, 0 before the first).
+    last_landed: u64,
     winding_down: bool,
 }
 
@@ -483,6 +493,7 @@ impl Driver {
             landed: [0; HOLDER_FAULTS.len()],
             log,
             start: Instant::now(),
+            last_landed: 0,
             winding_down: false,
         })
     }
@@ -513,6 +524,7 @@ impl Driver {
         if let Some(i) = HOLDER_FAULTS.iter().position(|k| *k == f.kind) {
             self.landed[i] += 1;
         }
+        self.last_landed = self.last_landed.max(f.landed);
         self.write(&line)
     }
 
@@ -1171,7 +1183,6 @@ impl Driver {
     /// Ends the run: lets stopped processes go, asks workers to finish, waits, kills
     /// what is left, and marks the end of chaos in the journal.
     fn wind_down(&mut self) -> Result<(), String> {
-        self.winding_down = true;
         let node_op = self.finish_node_op();
         let restarted = match self.restart.take() {
             Some(r) => self.finish_restart(r),
@@ -1180,6 +1191,8 @@ impl Driver {
         for s in std::mem::take(&mut self.stopped) {
             self.resume(&s);
         }
+        self.await_progress()?;
+        self.winding_down = true;
         // The chaos ends here: what follows is the workers finishing their last section.
         self.write(&Line::Phase { at: journal::monotonic_ns(), phase: "chaos-end".into() })?;
         File::create(self.o.dir.join("stop")).map_err(|e| format!("creating the stop file: {e}"))?;
@@ -1224,6 +1237,31 @@ impl Driver {
 }
 
 impl Driver {
+    /// Goes on (workers respawned, no more faults) until some worker journaled an
+    /// acquisition after the last fault landed, for at most PROGRESS_WAIT. The checker
+    /// wants an acquisition after every fault; one that lands in the run's last moments
+    /// (a node's rejoin, whose `wait` for every member ONLINE can end just as the time is
+    /// up) would otherwise leave that to how fast the wind-down is. Nobody acquiring
+    /// within PROGRESS_WAIT is left for the checker to fail.
+    fn await_progress(&mut self) -> Result<(), String> {
+        if self.last_landed == 0 {
+            return Ok(());
+        }
+        let deadline = Instant::now() + PROGRESS_WAIT;
+        let journals = self.o.dir.join("journals");
+        while !acquired_since(&journals, self.last_landed)? {
+            if Instant::now() >= deadline {
+                let text = format!("no worker acquired within {} s of the last fault", PROGRESS_WAIT.as_secs());
+                self.note(&text);
+                println!("chaos: {text}");
+                return Ok(());
+            }
+            self.tend_workers()?;
+            std::thread::sleep(TICK);
+        }
+        Ok(())
+    }
+
     /// `--final-probe`: every name locked and released once by the driver, now that no
     /// worker runs, journaled as worker `probe-0` (TOKEN: the lease's token, or the
     /// section's identity on the original table). A name that cannot be had within
@@ -1262,6 +1300,21 @@ impl Driver {
         }
         Ok(())
     }
+}
+
+/// Whether any journal in `journals` holds an acquisition after `after` (monotonic ns).
+fn acquired_since(journals: &Path, after: u64) -> Result<bool, String> {
+    let entries = fs::read_dir(journals).map_err(|e| format!("{}: {e}", journals.display()))?;
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        if path.extension().is_none_or(|x| x != "journal") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if text.lines().filter_map(Line::parse).any(|l| matches!(l, Line::Acquired { at, .. } if at > after)) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Makes the process die with the driver (an interrupted suite must not leave workers
@@ -1356,4 +1409,23 @@ fn describe(status: ExitStatus) -> String {
 fn signal(target: i32, sig: libc::c_int) {
     // SAFETY: plain kill(2) on a pid or group that the caller checked is ours.
     unsafe { libc::kill(target, sig) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_acquisition_after_the_time_counts_as_progress() {
+        let dir = std::env::temp_dir().join(format!("chaos-progress-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("c-1.journal"), "acquired 100 a 1 - 7\nrelease 300 a 1 ok 7\n").unwrap();
+        fs::write(dir.join("notes.log"), "acquired 900 a 2 - 8\n").unwrap();
+        assert!(acquired_since(&dir, 99).unwrap());
+        assert!(!acquired_since(&dir, 100).unwrap(), "a release is no acquisition, nor is a line in a log");
+        fs::write(dir.join("php-2.journal"), "renewed 500 a 1 - 7\nacquired 600 b 3 - 9\n").unwrap();
+        assert!(acquired_since(&dir, 300).unwrap());
+        assert!(!acquired_since(&dir, 600).unwrap());
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }
