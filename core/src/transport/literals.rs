@@ -16,7 +16,7 @@ use crate::value::Value;
 /// introducer, which makes it the very string a bound parameter would be (same bytes,
 /// same character set, the same coercibility in comparisons, so an indexed column keeps
 /// its collation); numbers are formatted from Rust integers and finite floats. The values
-/// have passed [`check_values`].
+/// have passed [`super::statements::Statements::check`].
 pub(super) fn inline(sql: &str, params: &[Value], charset: &str) -> String {
     let mut out = String::with_capacity(sql.len() + params.len() * 24);
     let mut copied = 0;
@@ -31,7 +31,7 @@ pub(super) fn inline(sql: &str, params: &[Value], charset: &str) -> String {
     out
 }
 
-/// Writes one value; a float must be finite (see [`check_values`]).
+/// Writes one value; a float must be finite (see [`super::statements::Statements::check`]).
 pub(super) fn write_literal(out: &mut String, value: &Value, charset: &str) {
     let hex = |out: &mut String, bytes: &[u8]| {
         out.push_str("X'");
@@ -114,18 +114,6 @@ pub(super) fn placeholders(sql: &str) -> Vec<usize> {
 /// `/*!` (MySQL) and `/*M!` (MariaDB) open comments whose content the server runs.
 pub(super) fn executable_comment(from: &[u8]) -> bool {
     from.starts_with(b"/*!") || from.starts_with(b"/*M!")
-}
-
-/// Refuses, before anything is sent, what either protocol would get wrong: a value count
-/// that does not match the placeholders, and floats SQL has no literal for.
-pub(super) fn check_values(sql: &str, params: &[Value]) -> Result<(), SessionError> {
-    if params.len() != placeholders(sql).len() {
-        return Err(placeholder_mismatch(sql, params.len()));
-    }
-    match params.iter().find(|v| matches!(v, Value::Float(f) if !f.is_finite())) {
-        Some(value) => Err(SessionError::client(format!("{value:?} is not an SQL value"))),
-        None => Ok(()),
-    }
 }
 
 pub(super) fn placeholder_mismatch(sql: &str, given: usize) -> SessionError {

@@ -3,7 +3,6 @@
 //! travels as text with its values written in as literals (one round trip, nothing to
 //! prepare), and later runs are prepared.
 
-use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -12,7 +11,8 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, Params};
 
 use super::fallback::{self, outcomes, session_error, to_mysql};
-use super::literals::{check_values, inline};
+use super::literals::inline;
+use super::statements::{Form, Statements};
 use super::wire::{self, Bound, OpenError};
 use crate::config::{Config, Table};
 use crate::deadline::Deadline;
@@ -54,9 +54,6 @@ const MYSQL_PROBE: &str = "SELECT @@version, @@version_comment, @@session.wait_t
 /// accounts are.
 const GROUP_REPLICATION_ACTIVE: &str =
     "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'group_replication' AND PLUGIN_STATUS = 'ACTIVE'";
-
-/// ER_UNSUPPORTED_PS: "This command is not supported in the prepared statement protocol yet".
-const ER_UNSUPPORTED_PS: u16 = 1295;
 
 /// ER_UNKNOWN_SYSTEM_VARIABLE.
 const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
@@ -123,17 +120,9 @@ pub struct MysqlSession {
     /// How many columns the lock table has, when the setup looked
     /// ([`MysqlSession::connect_learning`]).
     lock_table_columns: Option<usize>,
-    /// Statement texts run once already (see [`Session::execute`] below).
-    seen: HashSet<String>,
-    /// Statements prepared on the own client's session, by text.
-    prepared: HashMap<String, wire::Prepared>,
-    /// Texts the server refused to prepare: always written in.
-    unpreparable: HashSet<String>,
+    /// The statement texts run on this session (see [`MysqlSession::run`]).
+    statements: Statements,
 }
-
-/// Prepared statements kept per session; lock statements are a handful of texts per
-/// table, so this is only reached by a program using many tables.
-const STATEMENT_CACHE: usize = 64;
 
 /// The connection under a session.
 enum Link {
@@ -247,9 +236,7 @@ impl MysqlSession {
             topology: Topology::from_probe(&learned.topology),
             wait_timeout: learned.wait_timeout,
             lock_table_columns: learned.lock_table_columns,
-            seen: HashSet::new(),
-            prepared: HashMap::new(),
-            unpreparable: HashSet::new(),
+            statements: Statements::default(),
         };
         let mut topology = session.topology;
         topology::complete(|sql| session.run(sql, &[], bound), &mut topology).map_err(connect_error)?;
@@ -499,42 +486,6 @@ fn probe_answer(mut sets: Vec<Vec<Vec<Value>>>) -> (Vec<Vec<Value>>, Option<f64>
     (rows, wait_timeout)
 }
 
-/// `sql` prepared on `conn` and kept in `prepared` (the oldest one closed when the cache
-/// is full); false when the server does not prepare such a statement (`unpreparable`
-/// remembers it).
-fn prepare_own(
-    conn: &mut wire::Connection,
-    prepared: &mut HashMap<String, wire::Prepared>,
-    unpreparable: &mut HashSet<String>,
-    sql: &str,
-    bound: Bound,
-) -> Result<bool, SessionError> {
-    if prepared.contains_key(sql) {
-        return Ok(true);
-    }
-    if unpreparable.contains(sql) {
-        return Ok(false);
-    }
-    if prepared.len() >= STATEMENT_CACHE {
-        if let Some(old) = prepared.keys().next().cloned() {
-            if let Some(statement) = prepared.remove(&old) {
-                conn.close(statement, bound)?;
-            }
-        }
-    }
-    match conn.prepare(sql, bound) {
-        Ok(statement) => {
-            prepared.insert(sql.to_owned(), statement);
-            Ok(true)
-        }
-        Err(e) if e.code == Some(ER_UNSUPPORTED_PS) => {
-            unpreparable.insert(sql.to_owned());
-            Ok(false)
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// The outcome of a single statement.
 fn first(sql: &str, mut outcomes: Vec<Outcome>) -> Result<Outcome, SessionError> {
     match outcomes.is_empty() {
@@ -544,39 +495,22 @@ fn first(sql: &str, mut outcomes: Vec<Outcome>) -> Result<Outcome, SessionError>
 }
 
 impl MysqlSession {
-    /// Runs a statement prepared (binary protocol) under `bound`, preparing it on first
-    /// need.
-    fn execute_prepared(&mut self, sql: &str, params: &[Value], bound: Bound) -> wire::Answer {
-        let conn = match &mut self.link {
-            Link::Own(conn) => conn,
-            Link::Crate(conn, bounds) => {
-                // The crate keeps its own statement cache.
-                bounds.apply(conn, &bound)?;
-                let params = Params::Positional(params.iter().map(to_mysql).collect());
-                return bounds.answer(conn.exec_iter(sql, params).map_err(session_error).and_then(outcomes), &bound);
-            }
-        };
-        if !prepare_own(conn, &mut self.prepared, &mut self.unpreparable, sql, bound)? {
-            // Not a statement the server prepares: written in every time.
-            return conn.query(&inline(sql, params, &self.charset), bound);
-        }
-        match self.prepared.get(sql) {
-            Some(statement) => conn.execute(statement, params, bound),
-            None => Err(SessionError::lost("a prepared statement went missing")),
-        }
-    }
-
     /// [`Session::execute_pipelined`] on the own client, every statement prepared: all of
     /// them go out in one write, and the answers come back in order; `None` when one of
-    /// them is a statement the server does not prepare.
+    /// them is a statement the server does not prepare (or one was closed again to
+    /// prepare another: then they run one by one).
     fn pipeline_prepared(
         &mut self,
         statements: &[(&str, &[Value])],
+        forms: &[Form],
         bound: Bound,
     ) -> Option<Result<Vec<Outcome>, SessionError>> {
         let Link::Own(conn) = &mut self.link else { return None };
-        for (sql, _) in statements {
-            match prepare_own(conn, &mut self.prepared, &mut self.unpreparable, sql, bound) {
+        for ((sql, _), form) in statements.iter().zip(forms) {
+            if *form == Form::Prepared {
+                continue;
+            }
+            match self.statements.prepare(conn, sql, bound) {
                 Ok(true) => {}
                 Ok(false) => return None,
                 Err(e) => return Some(Err(e)),
@@ -584,10 +518,7 @@ impl MysqlSession {
         }
         let mut runs = Vec::with_capacity(statements.len());
         for (sql, params) in statements {
-            match self.prepared.get(*sql) {
-                Some(statement) => runs.push((statement, *params)),
-                None => return Some(Err(SessionError::lost("a prepared statement went missing"))),
-            }
+            runs.push((self.statements.prepared(sql)?, *params));
         }
         Some(conn.execute_pipelined(&runs, bound).and_then(|answers| {
             // Every answer was read (the connection is in step); the first error counts.
@@ -599,24 +530,36 @@ impl MysqlSession {
     /// its values written in: a short-lived process (a cron job taking one lock) never
     /// pays a prepare round trip. From its second run on it is prepared once and
     /// executed: the server skips parsing, about 5 µs per statement, which a process
-    /// locking in a loop notices.
+    /// locking in a loop notices. Through the `mysql` crate (the fallback), always
+    /// prepared, by the crate's own statement cache: its parameters are not quite what
+    /// [`inline`] writes in (bytes bound as strings).
     fn run(&mut self, sql: &str, params: &[Value], bound: Bound) -> Result<Outcome, SessionError> {
         if params.is_empty() {
             return first(sql, self.link.query(sql, bound)?);
         }
-        check_values(sql, params)?;
-        // Through the mysql crate (the fallback), always prepared: its parameters are not
-        // quite what this module writes in (bytes bound as strings).
-        let written_in =
-            matches!(self.link, Link::Own(_)) && (!self.seen.contains(sql) || self.unpreparable.contains(sql));
-        let answer = if !written_in {
-            self.execute_prepared(sql, params, bound)
-        } else {
-            if self.seen.len() >= 4 * STATEMENT_CACHE {
-                self.seen.clear();
+        let form = self.statements.check(sql, params)?;
+        let answer = match &mut self.link {
+            Link::Crate(conn, bounds) => {
+                bounds.apply(conn, &bound)?;
+                let params = Params::Positional(params.iter().map(to_mysql).collect());
+                bounds.answer(conn.exec_iter(sql, params).map_err(session_error).and_then(outcomes), &bound)
             }
-            self.seen.insert(sql.to_owned());
-            self.link.query(&inline(sql, params, &self.charset), bound)
+            Link::Own(conn) => {
+                let statements = &mut self.statements;
+                let prepared = match form {
+                    Form::Text => {
+                        statements.ran(sql);
+                        false
+                    }
+                    Form::Unpreparable => false,
+                    Form::Prepared => true,
+                    Form::Prepare => statements.prepare(conn, sql, bound)?,
+                };
+                match statements.prepared(sql).filter(|_| prepared) {
+                    Some(statement) => conn.execute(statement, params, bound),
+                    None => conn.query(&inline(sql, params, &self.charset), bound),
+                }
+            }
         };
         first(sql, answer?)
     }
@@ -656,18 +599,17 @@ impl Session for MysqlSession {
         wait: Deadline,
     ) -> Result<Vec<Outcome>, SessionError> {
         let bound = self.link.bound(wait);
+        let mut forms = Vec::with_capacity(statements.len());
         for (sql, params) in statements {
-            check_values(sql, params)?;
+            forms.push(self.statements.check(sql, params)?);
         }
         let own = matches!(self.link, Link::Own(_));
-        let first_time = statements.iter().any(|(sql, _)| !self.seen.contains(*sql));
-        if own && first_time && self.batches {
-            if self.seen.len() >= 4 * STATEMENT_CACHE {
-                self.seen.clear();
-            }
+        if own && forms.contains(&Form::Text) && self.batches {
             let texts: Vec<String> =
                 statements.iter().map(|(sql, params)| inline(sql, params, &self.charset)).collect();
-            self.seen.extend(statements.iter().map(|(sql, _)| (*sql).to_owned()));
+            for (sql, _) in statements {
+                self.statements.ran(sql);
+            }
             match self.link.query(&texts.join("; "), bound) {
                 // A syntax error at the first `;`: multi-statements are off somewhere on
                 // the way (nothing ran). Prepared from now on.
@@ -675,7 +617,7 @@ impl Session for MysqlSession {
                 answer => return answer,
             }
         }
-        if let Some(answer) = self.pipeline_prepared(statements, bound) {
+        if let Some(answer) = self.pipeline_prepared(statements, &forms, bound) {
             return answer;
         }
         let mut outcomes = Vec::with_capacity(statements.len());

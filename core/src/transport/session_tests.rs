@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 use super::super::literals::placeholders;
+use super::super::statements::{PREPARED_AT_MOST, TEXTS_AT_MOST};
 use super::*;
 
 fn config() -> Config {
@@ -223,7 +224,7 @@ fn a_written_in_value_means_what_the_bound_one_means() {
         let flags: Vec<_> = row.iter().map(Value::as_i64).collect();
         assert_eq!(flags, [Some(0), Some(0), Some(1), Some(1)], "{run}");
     }
-    assert_eq!(session.prepared.len(), 1, "the second run prepares, the third reuses");
+    assert_eq!(session.statements.prepared_count(), 1, "the second run prepares, the third reuses");
 }
 
 #[test]
@@ -345,6 +346,42 @@ fn a_placeholder_count_mismatch_is_an_error_not_a_statement() {
 }
 
 #[test]
+fn past_its_limit_a_session_closes_a_prepared_statement_for_the_next() {
+    let mut session = session();
+    let bound = session.link.bound(Deadline::now());
+    let texts: Vec<String> = (0..PREPARED_AT_MOST + 6).map(|i| format!("SELECT ? + {i}")).collect();
+    let closed = session_status(&mut session.link, "Com_stmt_close", bound);
+    // Written in, prepared, executed: every run answers, whatever was closed meanwhile.
+    for round in 0..3 {
+        for (i, sql) in texts.iter().enumerate() {
+            let answer = session.execute(sql, &[Value::Int(round)]).unwrap().first(0).as_i64();
+            assert_eq!(answer, Some(round + i as i64), "{sql}, run {round}");
+        }
+    }
+    assert_eq!(session.statements.prepared_count(), PREPARED_AT_MOST);
+    let closed = session_status(&mut session.link, "Com_stmt_close", bound) - closed;
+    assert!(closed >= 6, "{closed} statements closed on the server for {} prepared", texts.len());
+}
+
+#[test]
+fn a_text_forgotten_past_the_limit_travels_as_text_again() {
+    let mut session = session();
+    let bound = session.link.bound(Deadline::now());
+    let texts: Vec<String> = (0..TEXTS_AT_MOST + 1).map(|i| format!("SELECT ? + {i}")).collect();
+    for sql in &texts {
+        session.execute(sql, &[Value::Int(1)]).unwrap();
+    }
+    let prepares = session_status(&mut session.link, "Com_stmt_prepare", bound);
+    // Run once before the others pushed it out: its next run is a first run again.
+    assert_eq!(session.execute(&texts[0], &[Value::Int(1)]).unwrap().first(0).as_i64(), Some(1));
+    assert_eq!(session_status(&mut session.link, "Com_stmt_prepare", bound), prepares, "prepared a forgotten text");
+    // The last one is still known: prepared on its second run.
+    let last = texts.last().unwrap();
+    assert_eq!(session.execute(last, &[Value::Int(1)]).unwrap().first(0).as_i64(), Some(1 + TEXTS_AT_MOST as i64));
+    assert_eq!(session_status(&mut session.link, "Com_stmt_prepare", bound), prepares + 1);
+}
+
+#[test]
 fn statements_run_together_return_each_outcome_first_as_text_then_prepared() {
     let mut session = session();
     let statements: [(&str, &[Value]); 3] = [
@@ -359,7 +396,7 @@ fn statements_run_together_return_each_outcome_first_as_text_then_prepared() {
         assert_eq!(outcomes[2].rows, vec![vec![Value::from("a")], vec![Value::from("b")]], "{run}");
     }
     // The second run went prepared, all three statements in one write.
-    assert!(statements.iter().all(|(sql, _)| session.prepared.contains_key(*sql)));
+    assert!(statements.iter().all(|(sql, _)| session.statements.prepared(sql).is_some()));
 }
 
 #[test]
@@ -380,7 +417,7 @@ fn statements_run_together_report_the_first_error_and_stay_in_step() {
     // read, and the session stays in step; the first error is the one reported.
     let e = session.execute_pipelined(&statements, Deadline::now()).unwrap_err();
     assert_eq!((e.code, e.lost), (Some(1690), false), "{e:?}");
-    assert!(statements.iter().all(|(sql, _)| session.prepared.contains_key(*sql)));
+    assert!(statements.iter().all(|(sql, _)| session.statements.prepared(sql).is_some()));
     assert_eq!(session.execute("SELECT @mysqllock_u", &[]).unwrap().first(0).as_i64(), Some(9));
     assert_eq!(session.execute("SELECT ?", &[Value::Int(7)]).unwrap().first(0).as_i64(), Some(7));
 }
