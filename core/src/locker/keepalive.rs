@@ -43,7 +43,7 @@ pub(crate) struct Plan {
     /// Opens the thread's sessions (the connector's [`keep_alive`](crate::Connector::keep_alive),
     /// bounded by [`IO_TIMEOUT`]).
     pub open: OpenSession,
-    pub sql: Sql,
+    pub sql: Arc<Sql>,
     pub name: String,
     /// The holder's `CONNECTION_ID()`.
     pub owner: u64,

@@ -25,6 +25,7 @@ use crate::name::{self, Charset};
 use crate::session::{classify, Connector, Session};
 use crate::value::Value;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// How long a keep-alive renews a lease when the caller sets no maximum: an hour, so a
 /// process stuck in an endless loop does not hold a lock forever.
@@ -50,7 +51,9 @@ pub struct Locker<C: Connector> {
     /// The sessions, by slot: slot 0 is the first session; the others only hold leases.
     pool: Pool<C::Session>,
     table: Table,
-    sql: Sql,
+    /// Shared with each release and keep-alive thread, which take it along by a count,
+    /// not by copying its texts.
+    sql: Arc<Sql>,
     /// The table's shape, looked up once where it is needed (status, names that not
     /// every character set stores, table changes).
     schema: Option<Schema>,
@@ -85,7 +88,7 @@ impl<C: Connector> Locker<C> {
         Locker {
             connector,
             pool: Pool::new(),
-            sql: Sql::new(&table, true),
+            sql: Arc::new(Sql::new(&table, true)),
             table,
             schema: None,
             shape_known: false,
@@ -120,13 +123,13 @@ impl<C: Connector> Locker<C> {
     fn forget_shape(&mut self) {
         self.schema = None;
         self.shape_known = false;
-        self.sql = Sql::new(&self.table, true);
+        self.sql = Arc::new(Sql::new(&self.table, true));
         self.contended.clear();
     }
 
     fn set_upgraded(&mut self, upgraded: bool) {
         if self.sql.upgraded != upgraded {
-            self.sql = Sql::new(&self.table, upgraded);
+            self.sql = Arc::new(Sql::new(&self.table, upgraded));
         }
         self.shape_known = true;
     }
@@ -458,7 +461,7 @@ impl<C: Connector> Locker<C> {
             Some((open, max_hold)) => {
                 let plan = keepalive::Plan {
                     open,
-                    sql: self.sql.clone(),
+                    sql: Arc::clone(&self.sql),
                     name: name.to_owned(),
                     owner: connection_id,
                     ttl,
@@ -552,7 +555,7 @@ impl<C: Connector> Locker<C> {
         let renewal_failed = held.renewal_failed;
         let at_least = held.at_least;
         let slot = held.slot;
-        let sql = self.sql.clone();
+        let sql = Arc::clone(&self.sql);
         let result = self.with_db_on(slot, |db, _| {
             // Row and GET_LOCK in one statement when both are ours (the usual case).
             let lingered = at_least > 0
