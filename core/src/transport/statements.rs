@@ -53,8 +53,6 @@ struct Known {
 #[derive(Default)]
 pub(super) struct Statements {
     texts: HashMap<String, Known>,
-    /// How many of `texts` are prepared on the server.
-    prepared: usize,
 }
 
 impl Statements {
@@ -96,14 +94,11 @@ impl Statements {
             Some(State::Unpreparable) => return Ok(false),
             _ => {}
         }
-        if self.prepared >= PREPARED_AT_MOST {
+        if self.prepared_count() >= PREPARED_AT_MOST {
             self.close_one_but(conn, sql, bound)?;
         }
         let state = match conn.prepare(sql, bound) {
-            Ok(statement) => {
-                self.prepared += 1;
-                State::Prepared(statement)
-            }
+            Ok(statement) => State::Prepared(statement),
             Err(e) if e.code == Some(ER_UNSUPPORTED_PS) => State::Unpreparable,
             Err(e) => return Err(e),
         };
@@ -124,10 +119,10 @@ impl Statements {
         }
     }
 
-    /// How many texts are prepared on the server.
-    #[cfg(test)]
+    /// How many texts are prepared on the server (counted when one is to be prepared,
+    /// which happens once per text).
     pub fn prepared_count(&self) -> usize {
-        self.prepared
+        self.texts.values().filter(|known| matches!(known.state, State::Prepared(_))).count()
     }
 
     fn remember(&mut self, sql: &str, placeholders: usize, state: State) {
@@ -144,7 +139,6 @@ impl Statements {
             self.texts.iter_mut().find(|(text, known)| *text != keep && matches!(known.state, State::Prepared(_)));
         let Some((_, known)) = victim else { return Ok(()) };
         let State::Prepared(statement) = std::mem::replace(&mut known.state, State::Prepare) else { return Ok(()) };
-        self.prepared -= 1;
         conn.close(statement, bound)
     }
 }

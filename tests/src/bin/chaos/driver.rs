@@ -1257,6 +1257,7 @@ impl Driver {
                 return Ok(());
             }
             self.tend_workers()?;
+            // The poll's interval: the condition is the journals, read again each tick.
             std::thread::sleep(TICK);
         }
         Ok(())
