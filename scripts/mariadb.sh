@@ -110,8 +110,8 @@ case "$cmd" in
     fi
     create_accounts
     root_sql <<'SQL'
--- An account on another authentication plugin than mysql_native_password: the
--- connection falls back from the project's own wire client to the mysql crate.
+-- An account on another authentication plugin than mysql_native_password: MariaDB
+-- switches the login to ed25519, which the core's client follows.
 CREATE USER IF NOT EXISTS 'locker_ed'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('l0ck-s3cret');
 GRANT ALL ON mysqllock_test.* TO 'locker_ed'@'127.0.0.1';
 SQL

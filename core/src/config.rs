@@ -300,8 +300,7 @@ pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(30);
 /// bounded once, when it connects, rather than per statement (a PDO or mysqli of PHP's,
 /// [`Session::allowed_wait`](crate::Session::allowed_wait)): a longer wait is split into
 /// several statements, so that [`Config::read_bound_set_once`] covers each of them. The
-/// core's own sessions, the `mysql` crate fallback's included, bound each statement and
-/// need no split.
+/// core's own sessions bound each statement and need no split.
 pub const LONGEST_WAIT_PER_STATEMENT: Duration = Duration::from_secs(10);
 
 impl Config {

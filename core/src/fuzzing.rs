@@ -4,8 +4,9 @@
 //!
 //! Built with the cargo feature `fuzzing` (and in the core's own tests); not part of
 //! the API. The conversation drives the wire client's `Connection` itself rather
-//! than a [`crate::MysqlSession`]: the session remembers per target which accounts need
-//! the `mysql` crate, state that would make one input change how the next is read.
+//! than a [`crate::MysqlSession`]: the session remembers per target which accounts take
+//! their setup apart from the login, state that would make one input change how the next
+//! is read.
 
 use std::io::Write;
 use std::os::unix::net::{UnixListener, UnixStream};

@@ -6,7 +6,9 @@
 //!
 //! Issue 35 found 2 of 200 such servers hanging `mysqllock status` (the altered greeting
 //! sent the core to the `mysql` crate, whose setup read waited `read_timeout` + 10 s per
-//! read, not the connect's deadline). No database needed: each run has a server of its own.
+//! read, not the connect's deadline; the crate is no fallback any more, and a greeting the
+//! core's own client cannot read now ends the connect at once). No database needed: each
+//! run has a server of its own.
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 
 use std::io::{Read, Write};

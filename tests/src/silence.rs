@@ -189,10 +189,10 @@ pub enum Stall {
     /// the login) or the first statement goes unanswered.
     AfterLogin,
     /// Greets naming an authentication plugin nobody speaks, with an auth data length
-    /// of 0xEE (a few bytes of a real greeting altered): the own client cannot read that
-    /// greeting, the `mysql` crate reads the length as signed and can, so the core logs
-    /// in through the crate. Every packet of that login is answered with OK, then
-    /// nothing: the session's setup goes unanswered.
+    /// of 0xEE (a few bytes of a real greeting altered): the core's client cannot read
+    /// that greeting and refuses it. The `mysql` crate reads the length as signed and
+    /// can; when it was the core's fallback, the core logged in through it. Every packet
+    /// of a login is answered with OK, then nothing: the session's setup goes unanswered.
     UnknownPlugin,
 }
 

@@ -1,16 +1,11 @@
-//! The core's own session: the project's wire client ([`super::wire`]) where it can
-//! authenticate, the `mysql` crate where it cannot. Either way a statement's first run
-//! travels as text with its values written in as literals (one round trip, nothing to
-//! prepare), and later runs are prepared.
+//! The core's own session, on the project's wire client ([`super::wire`]). A statement's
+//! first run travels as text with its values written in as literals (one round trip,
+//! nothing to prepare), and later runs are prepared.
 
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use mysql::prelude::Queryable;
-use mysql::{Conn, Params};
-
-use super::fallback::{self, outcomes, session_error, to_mysql};
 use super::literals::inline;
 use super::statements::{Form, Statements};
 use super::wire::{self, Bound, OpenError};
@@ -67,44 +62,36 @@ const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
 /// account); per target, so other accounts of the process keep the pipelined setup.
 static SETUP_APART: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-/// Targets (`Config::target`) whose account the wire client cannot authenticate, learned
-/// in this process: later connections go to the `mysql` crate at once instead of paying
-/// a refused handshake each time.
-static CRATE_TARGETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-/// How a session's connection logged in: which client, and what travelled. For
+/// How a session's connection logged in: which plugin, and what travelled. For
 /// diagnostics (a slow first connection) and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Authentication {
-    /// The project's own client, `mysql_native_password` (MariaDB, older MySQL): one
-    /// scramble.
+    /// `mysql_native_password` (MariaDB, older MySQL): one scramble.
     NativePassword,
-    /// The own client, `caching_sha2_password` (MySQL's default) on its fast path: one
-    /// scramble the server's cache accepted (or an account without a password).
+    /// `caching_sha2_password` (MySQL's default) on its fast path: one scramble the
+    /// server's cache accepted (or an account without a password).
     Sha2Fast,
-    /// The own client, `caching_sha2_password`'s full authentication: the server's cache
-    /// did not know the account (first login after a start, a `FLUSH PRIVILEGES` or a
-    /// password change), so the password travelled, RSA-encrypted over TCP (a round
-    /// trip more, to fetch the key) or in clear over a Unix socket. It fills the cache:
-    /// the account's next login takes the fast path.
+    /// `caching_sha2_password`'s full authentication: the server's cache did not know the
+    /// account (first login after a start, a `FLUSH PRIVILEGES` or a password change), so
+    /// the password travelled, RSA-encrypted over TCP (a round trip more, to fetch the
+    /// key) or in clear over a Unix socket. It fills the cache: the account's next login
+    /// takes the fast path.
     Sha2Full,
-    /// The own client, `sha256_password` (deprecated on MySQL, which the `mysql` crate
-    /// does not speak): the password travelled RSA-encrypted with the server's public key,
-    /// fetched first (a round trip more), on every login and over a Unix socket too (the
-    /// plugin takes it in clear only over TLS). An account without a password sends none.
+    /// `sha256_password` (deprecated on MySQL): the password travelled RSA-encrypted with
+    /// the server's public key, fetched first (a round trip more), on every login and over
+    /// a Unix socket too (the plugin takes it in clear only over TLS). An account without
+    /// a password sends none.
     Sha256Password,
-    /// The own client, MariaDB's `ed25519`: a signature of the nonce, made with a key
-    /// derived from the password (which never travels).
+    /// MariaDB's `ed25519`: a signature of the nonce, made with a key derived from the
+    /// password (which never travels).
     Ed25519,
-    /// The `mysql` crate: an account on a plugin the own client does not speak.
-    Crate,
 }
 
 /// A native MySQL session. Never reconnects by itself: a new connection is a new
 /// session, and the locks of the old one are gone.
 pub struct MysqlSession {
-    link: Link,
+    conn: wire::Connection,
     id: u64,
     /// The connection's character set, the introducer of every string literal.
     charset: String,
@@ -124,85 +111,47 @@ pub struct MysqlSession {
     statements: Statements,
 }
 
-/// The connection under a session.
-enum Link {
-    Own(Box<wire::Connection>),
-    /// For what the wire client does not speak (see [`wire`]): another authentication
-    /// plugin, an old server. Its socket is given each statement's bound as the own
-    /// client's is.
-    Crate(Conn, fallback::Bounds),
-}
+/// What the connect does not speak, said with what it does: the end of the connect.
+const SPOKEN: &str = "mysqllock logs in with mysql_native_password, caching_sha2_password, \
+    sha256_password or ed25519, to a server of the 4.1 protocol with pluggable authentication";
 
-impl Link {
-    /// Connects under the connect's `bound`; returns whether the server looks like
-    /// MariaDB, and the setup's answer when the setup travelled with the handshake.
-    fn open(config: &Config, bound: Bound, set: &str, probe: Option<&str>) -> SetupStart {
-        let build = |greeting: &wire::Greeting| setup_query(looks_mariadb(version_of(&greeting.version)), set, probe);
-        let target = config.target();
-        let why = loop {
-            if CRATE_TARGETS.lock().contains(&target) {
-                break "an earlier connection found the account on another plugin".to_owned();
+/// Connects under the connect's `bound`; returns whether the server looks like MariaDB,
+/// and the setup's answer when the setup travelled with the handshake.
+///
+/// What the wire client does not speak (an account on another authentication plugin, a
+/// server older than the 4.1 protocol or its pluggable authentication, a greeting it
+/// cannot read) ends the connect, saying so. The `mysql` crate once took those over, but
+/// as configured it spoke no plugin and no server the wire client does not, and it cost
+/// every process that loads the library a third of its image (its greeting regexes'
+/// Unicode tables alone were 2,938 relocations) and a debug build a panic on a junk
+/// greeting.
+fn open(config: &Config, bound: Bound, set: &str, probe: Option<&str>) -> SetupStart {
+    let build = |greeting: &wire::Greeting| setup_query(looks_mariadb(version_of(&greeting.version)), set, probe);
+    let target = config.target();
+    loop {
+        let with_setup = !SETUP_APART.lock().contains(&target);
+        let first: Option<&dyn Fn(&wire::Greeting) -> String> = if with_setup { Some(&build) } else { None };
+        match wire::Connection::open(config, bound, first) {
+            Ok((conn, answer)) => {
+                let mariadb = looks_mariadb(version_of(&conn.greeting().version));
+                return Ok((conn, mariadb, answer));
             }
-            let with_setup = !SETUP_APART.lock().contains(&target);
-            let first: Option<&dyn Fn(&wire::Greeting) -> String> = if with_setup { Some(&build) } else { None };
-            match wire::Connection::open(config, bound, first) {
-                Ok((conn, answer)) => {
-                    let mariadb = looks_mariadb(version_of(&conn.greeting().version));
-                    return Ok((Link::Own(Box::new(conn)), mariadb, answer));
-                }
-                Err(OpenError::Failed(e)) => return Err(e),
-                Err(OpenError::Switched) => SETUP_APART.lock().push(target.clone()),
-                Err(OpenError::Unsupported(why)) => {
-                    CRATE_TARGETS.lock().push(target.clone());
-                    break why;
-                }
-            }
-        };
-        Self::open_crate(config, bound, &why)
-    }
-
-    /// Connects through the `mysql` crate, because of `why`.
-    fn open_crate(config: &Config, bound: Bound, why: &str) -> SetupStart {
-        let (conn, bounds) = fallback::connect(config, bound, why)?;
-        let mariadb = looks_mariadb(conn.server_version());
-        Ok((Link::Crate(conn, bounds), mariadb, None))
-    }
-
-    /// The bound of a statement that asks the server to wait until `wait`.
-    fn bound(&self, wait: Deadline) -> Bound {
-        match self {
-            Link::Own(conn) => conn.bound(wait),
-            Link::Crate(_, bounds) => bounds.statement(wait),
+            Err(OpenError::Failed(e)) => return Err(e),
+            // Only a login with the setup behind it is switched: the next goes without.
+            Err(OpenError::Switched) => SETUP_APART.lock().push(target.clone()),
+            Err(OpenError::Unsupported(why)) => return Err(SessionError::client(format!("{why}: {SPOKEN}"))),
         }
-    }
-
-    fn connection_id(&self) -> u64 {
-        match self {
-            Link::Own(conn) => u64::from(conn.greeting().connection_id),
-            Link::Crate(conn, _) => u64::from(conn.connection_id()),
-        }
-    }
-
-    /// One text-protocol query under `bound`, one outcome per statement in it.
-    fn query(&mut self, sql: &str, bound: Bound) -> wire::Answer {
-        match self {
-            Link::Own(conn) => conn.query(sql, bound),
-            Link::Crate(conn, bounds) => {
-                bounds.apply(conn, &bound)?;
-                bounds.answer(conn.query_iter(sql).map_err(session_error).and_then(outcomes), &bound)
-            }
-        }
-    }
-
-    /// The rows of each result set (a SET has none).
-    fn query_sets(&mut self, sql: &str, bound: Bound) -> Result<Vec<Vec<Vec<Value>>>, SessionError> {
-        Ok(self.query(sql, bound)?.into_iter().map(|outcome| outcome.rows).collect())
     }
 }
 
-/// A connected link, whether the server looks like MariaDB, and the setup's answer when
-/// it travelled with the handshake.
-type SetupStart = Result<(Link, bool, Option<wire::Answer>), SessionError>;
+/// The rows of each result set of one text-protocol query (a SET has none).
+fn query_sets(conn: &mut wire::Connection, sql: &str, bound: Bound) -> Result<Vec<Vec<Vec<Value>>>, SessionError> {
+    Ok(conn.query(sql, bound)?.into_iter().map(|outcome| outcome.rows).collect())
+}
+
+/// A connection, whether the server looks like MariaDB, and the setup's answer when it
+/// travelled with the handshake.
+type SetupStart = Result<(wire::Connection, bool, Option<wire::Answer>), SessionError>;
 
 impl MysqlSession {
     /// Connects: TCP, TLS, the login and the session's setup, all by the connect's
@@ -226,11 +175,11 @@ impl MysqlSession {
         let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
         let connect_error = |e: SessionError| Error::Connect { target: config.target(), source: e };
         let set = session_settings(&config.charset);
-        let (mut link, mariadb, answer) = Link::open(config, bound, &set, probe).map_err(connect_error)?;
-        let learned = setup(&mut link, mariadb, answer, &set, probe, bound).map_err(connect_error)?;
+        let (mut conn, mariadb, answer) = open(config, bound, &set, probe).map_err(connect_error)?;
+        let learned = setup(&mut conn, mariadb, answer, &set, probe, bound).map_err(connect_error)?;
         let mut session = MysqlSession {
-            id: link.connection_id(),
-            link,
+            id: u64::from(conn.greeting().connection_id),
+            conn,
             charset: config.charset.clone(),
             batches: config.charset.eq_ignore_ascii_case("utf8mb4"),
             topology: Topology::from_probe(&learned.topology),
@@ -266,24 +215,18 @@ impl MysqlSession {
 
     /// How this session's connection logged in.
     pub fn authentication(&self) -> Authentication {
-        match &self.link {
-            Link::Own(conn) => match conn.login() {
-                wire::Login::Native => Authentication::NativePassword,
-                wire::Login::Sha2Fast => Authentication::Sha2Fast,
-                wire::Login::Sha2Full => Authentication::Sha2Full,
-                wire::Login::Sha256 => Authentication::Sha256Password,
-                wire::Login::Ed25519 => Authentication::Ed25519,
-            },
-            Link::Crate(..) => Authentication::Crate,
+        match self.conn.login() {
+            wire::Login::Native => Authentication::NativePassword,
+            wire::Login::Sha2Fast => Authentication::Sha2Fast,
+            wire::Login::Sha2Full => Authentication::Sha2Full,
+            wire::Login::Sha256 => Authentication::Sha256Password,
+            wire::Login::Ed25519 => Authentication::Ed25519,
         }
     }
 
     /// Whether the session's connection runs over TLS.
     pub fn encrypted(&self) -> bool {
-        match &self.link {
-            Link::Own(conn) => conn.encrypted(),
-            Link::Crate(..) => false,
-        }
+        self.conn.encrypted()
     }
 }
 
@@ -344,7 +287,7 @@ fn table_probe(table: &Table) -> String {
 /// from the probe (no such table, no right to read it): the setup is then run again
 /// without it, and the columns stay unknown.
 fn setup(
-    link: &mut Link,
+    conn: &mut wire::Connection,
     mariadb: bool,
     answer: Option<wire::Answer>,
     set: &str,
@@ -353,7 +296,7 @@ fn setup(
 ) -> Result<Learned, SessionError> {
     let answer = match answer {
         Some(answer) => answer,
-        None => link.query(&setup_query(mariadb, set, probe), bound),
+        None => conn.query(&setup_query(mariadb, set, probe), bound),
     };
     let mut outcomes = match answer {
         Ok(outcomes) => outcomes,
@@ -365,14 +308,14 @@ fn setup(
             if e.code == Some(UNKNOWN_SYSTEM_VARIABLE)
                 || (!mariadb && e.code.is_some() && !e.lost && probe.is_none()) =>
         {
-            let (topology, wait_timeout) = full_probe(link, bound)?;
+            let (topology, wait_timeout) = full_probe(conn, bound)?;
             return Ok(Learned { topology, wait_timeout, lock_table_columns: None });
         }
         // A server error from the probe (no such table, no right to read it): nothing of
         // the connection is lost, the setup runs again without it. Any other failure (a
         // stall, a lost connection) is the connect's own.
         Err(e) if probe.is_some() && e.code.is_some() && !e.lost => {
-            return setup(link, mariadb, None, set, None, bound)
+            return setup(conn, mariadb, None, set, None, bound)
         }
         Err(e) => return Err(e),
     };
@@ -381,7 +324,7 @@ fn setup(
         None => None,
     };
     let sets = outcomes.into_iter().map(|outcome| outcome.rows).collect();
-    let (topology, wait_timeout) = topology_answer(link, mariadb, sets, bound)?;
+    let (topology, wait_timeout) = topology_answer(conn, mariadb, sets, bound)?;
     Ok(Learned { topology, wait_timeout, lock_table_columns: columns })
 }
 
@@ -397,13 +340,13 @@ struct Learned {
 
 /// The topology probe's rows and the `wait_timeout` from the setup's result sets.
 fn topology_answer(
-    link: &mut Link,
+    conn: &mut wire::Connection,
     mariadb: bool,
     mut sets: Vec<Vec<Vec<Value>>>,
     bound: Bound,
 ) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
     if !mariadb {
-        return mysql_topology(link, sets.pop().unwrap_or_default(), bound);
+        return mysql_topology(conn, sets.pop().unwrap_or_default(), bound);
     }
     if let Some([version, wsrep_on, wait_timeout]) = sets.pop().as_ref().and_then(|s| s.first()?.get(..3)) {
         let rows = vec![
@@ -415,21 +358,21 @@ fn topology_answer(
         }
     }
     // The variables are set either way (SET ran first).
-    full_probe(link, bound)
+    full_probe(conn, bound)
 }
 
 /// A MySQL-family server's topology from [`MYSQL_PROBE`]'s `rows`: settled as standalone
 /// where [`mysql_probe_says`] so, or (a second statement) where the Group Replication
 /// plugin it could run is not active; any other server gets the full probe, as before.
 fn mysql_topology(
-    link: &mut Link,
+    conn: &mut wire::Connection,
     rows: Vec<Vec<Value>>,
     bound: Bound,
 ) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
     if let Some([version, comment, wait_timeout, member_possible]) = rows.first().and_then(|row| row.get(..4)) {
         let standalone = match mysql_probe_says(version, comment, member_possible) {
             MysqlProbe::Standalone => true,
-            MysqlProbe::AskThePlugin => match link.query_sets(GROUP_REPLICATION_ACTIVE, bound) {
+            MysqlProbe::AskThePlugin => match query_sets(conn, GROUP_REPLICATION_ACTIVE, bound) {
                 Ok(sets) => sets.first().and_then(|rows| rows.first()?.first()?.as_u64()) == Some(0),
                 // Refused (a proxy without information_schema.PLUGINS): the full probe tells.
                 Err(e) if e.code.is_some() && !e.lost => false,
@@ -441,7 +384,7 @@ fn mysql_topology(
             return Ok((vec![vec![Value::Text("version".into()), version.clone()]], wait_timeout.as_f64()));
         }
     }
-    full_probe(link, bound)
+    full_probe(conn, bound)
 }
 
 /// What [`MYSQL_PROBE`]'s answer says of a MySQL-family server.
@@ -475,8 +418,8 @@ fn mysql_probe_says(version: &Value, comment: &Value, member_possible: &Value) -
 }
 
 /// `SHOW VARIABLES` (the topology probe) and the session's `wait_timeout`.
-fn full_probe(link: &mut Link, bound: Bound) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
-    Ok(probe_answer(link.query_sets(&format!("SELECT @@session.wait_timeout; {}", topology::PROBE), bound)?))
+fn full_probe(conn: &mut wire::Connection, bound: Bound) -> Result<(Vec<Vec<Value>>, Option<f64>), SessionError> {
+    Ok(probe_answer(query_sets(conn, &format!("SELECT @@session.wait_timeout; {}", topology::PROBE), bound)?))
 }
 
 /// The probe's rows (the last result) and the `wait_timeout` (the one before).
@@ -505,7 +448,7 @@ impl MysqlSession {
         forms: &[Form],
         bound: Bound,
     ) -> Option<Result<Vec<Outcome>, SessionError>> {
-        let Link::Own(conn) = &mut self.link else { return None };
+        let conn = &mut self.conn;
         for ((sql, _), form) in statements.iter().zip(forms) {
             if *form == Form::Prepared {
                 continue;
@@ -530,36 +473,25 @@ impl MysqlSession {
     /// its values written in: a short-lived process (a cron job taking one lock) never
     /// pays a prepare round trip. From its second run on it is prepared once and
     /// executed: the server skips parsing, about 5 µs per statement, which a process
-    /// locking in a loop notices. Through the `mysql` crate (the fallback), always
-    /// prepared, by the crate's own statement cache: its parameters are not quite what
-    /// [`inline`] writes in (bytes bound as strings).
+    /// locking in a loop notices.
     fn run(&mut self, sql: &str, params: &[Value], bound: Bound) -> Result<Outcome, SessionError> {
         if params.is_empty() {
-            return first(sql, self.link.query(sql, bound)?);
+            return first(sql, self.conn.query(sql, bound)?);
         }
         let form = self.statements.check(sql, params)?;
-        let answer = match &mut self.link {
-            Link::Crate(conn, bounds) => {
-                bounds.apply(conn, &bound)?;
-                let params = Params::Positional(params.iter().map(to_mysql).collect());
-                bounds.answer(conn.exec_iter(sql, params).map_err(session_error).and_then(outcomes), &bound)
+        let (conn, statements) = (&mut self.conn, &mut self.statements);
+        let prepared = match form {
+            Form::Text => {
+                statements.ran(sql);
+                false
             }
-            Link::Own(conn) => {
-                let statements = &mut self.statements;
-                let prepared = match form {
-                    Form::Text => {
-                        statements.ran(sql);
-                        false
-                    }
-                    Form::Unpreparable => false,
-                    Form::Prepared => true,
-                    Form::Prepare => statements.prepare(conn, sql, bound)?,
-                };
-                match statements.prepared(sql).filter(|_| prepared) {
-                    Some(statement) => conn.execute(statement, params, bound),
-                    None => conn.query(&inline(sql, params, &self.charset), bound),
-                }
-            }
+            Form::Unpreparable => false,
+            Form::Prepared => true,
+            Form::Prepare => statements.prepare(conn, sql, bound)?,
+        };
+        let answer = match statements.prepared(sql).filter(|_| prepared) {
+            Some(statement) => conn.execute(statement, params, bound),
+            None => conn.query(&inline(sql, params, &self.charset), bound),
         };
         first(sql, answer?)
     }
@@ -574,7 +506,7 @@ impl Session for MysqlSession {
     /// Its reads may each block until `wait` ends and `read_timeout` more, on either
     /// client: so a wait of any length is one statement here.
     fn execute_waiting(&mut self, sql: &str, params: &[Value], wait: Deadline) -> Result<Outcome, SessionError> {
-        let bound = self.link.bound(wait);
+        let bound = self.conn.bound(wait);
         self.run(sql, params, bound)
     }
 
@@ -591,26 +523,24 @@ impl Session for MysqlSession {
     /// second time on, prepared statements sent in one write (pipelined): the server
     /// parses nothing, which on the waiter's path is most of what it does between
     /// granting the GET_LOCK and writing the row (bench/server_cost.sh: the batch and a
-    /// release cost MariaDB 220k instructions, the same prepared 100k). Through the
-    /// `mysql` crate (the fallback), one statement after the other.
+    /// release cost MariaDB 220k instructions, the same prepared 100k).
     fn execute_pipelined(
         &mut self,
         statements: &[(&str, &[Value])],
         wait: Deadline,
     ) -> Result<Vec<Outcome>, SessionError> {
-        let bound = self.link.bound(wait);
+        let bound = self.conn.bound(wait);
         let mut forms = Vec::with_capacity(statements.len());
         for (sql, params) in statements {
             forms.push(self.statements.check(sql, params)?);
         }
-        let own = matches!(self.link, Link::Own(_));
-        if own && forms.contains(&Form::Text) && self.batches {
+        if forms.contains(&Form::Text) && self.batches {
             let texts: Vec<String> =
                 statements.iter().map(|(sql, params)| inline(sql, params, &self.charset)).collect();
             for (sql, _) in statements {
                 self.statements.ran(sql);
             }
-            match self.link.query(&texts.join("; "), bound) {
+            match self.conn.query(&texts.join("; "), bound) {
                 // A syntax error at the first `;`: multi-statements are off somewhere on
                 // the way (nothing ran). Prepared from now on.
                 Err(e) if e.code == Some(1064) => self.batches = false,
@@ -637,8 +567,8 @@ impl Session for MysqlSession {
 
     fn kill(&mut self, id: u64) -> Result<(), SessionError> {
         // KILL cannot take a bound parameter; the id is an integer, formatted here.
-        let bound = self.link.bound(Deadline::now());
-        self.link.query(&format!("KILL {id}"), bound).map(|_| ())
+        let bound = self.conn.bound(Deadline::now());
+        self.conn.query(&format!("KILL {id}"), bound).map(|_| ())
     }
 }
 

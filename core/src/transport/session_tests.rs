@@ -1,4 +1,4 @@
-//! The session's tests: literals, the setup, the fallback, against the test server.
+//! The session's tests: literals, the setup, the statements, against the test server.
 
 #![allow(clippy::unwrap_used)] // tests: a panic is the failure report
 use super::super::literals::placeholders;
@@ -25,9 +25,9 @@ fn session() -> MysqlSession {
     MysqlSession::connect(&config()).unwrap()
 }
 
-/// A counter of `SHOW SESSION STATUS` on `link`: what the session has run so far.
-fn session_status(link: &mut Link, counter: &str, bound: Bound) -> u64 {
-    let sets = link.query_sets(&format!("SHOW SESSION STATUS LIKE '{counter}'"), bound).unwrap();
+/// A counter of `SHOW SESSION STATUS` on `conn`: what the session has run so far.
+fn session_status(conn: &mut wire::Connection, counter: &str, bound: Bound) -> u64 {
+    let sets = query_sets(conn, &format!("SHOW SESSION STATUS LIKE '{counter}'"), bound).unwrap();
     sets.first().and_then(|rows| rows.first()?.get(1)?.as_u64()).unwrap()
 }
 
@@ -42,10 +42,9 @@ fn greetings_of_mariadb_look_like_mariadb_and_mysqls_do_not() {
 }
 
 #[test]
-fn a_session_runs_on_the_projects_own_client() {
+fn a_session_logs_in_with_the_servers_default_plugin() {
     // mysql_native_password on MariaDB, caching_sha2_password on MySQL.
     let session = session();
-    assert!(matches!(session.link, Link::Own(_)));
     let native = session.authentication() == Authentication::NativePassword;
     assert_eq!(native, on_mariadb(), "{:?}", session.authentication());
 }
@@ -55,30 +54,30 @@ fn the_short_setup_probes_learn_what_the_full_probe_learns() {
     let config = config();
     let set = session_settings(&config.charset);
     let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
-    let (mut link, mariadb, _) = Link::open(&config, bound, &set, None).unwrap();
+    let (mut conn, mariadb, _) = open(&config, bound, &set, None).unwrap();
     assert_eq!(mariadb, on_mariadb(), "the greeting tells MariaDB from MySQL");
     if !mariadb {
         // MySQL's short probe: what the full probe learns, on a standalone MySQL.
-        let count = |link: &mut Link, what: &str| session_status(link, what, bound);
-        let selects_before = count(&mut link, "Com_select");
-        let shown_before = count(&mut link, "Com_show_variables");
-        let learned = setup(&mut link, false, None, &set, None, bound).unwrap();
-        let selects = count(&mut link, "Com_select") - selects_before;
-        let shown = count(&mut link, "Com_show_variables") - shown_before;
+        let count = |conn: &mut wire::Connection, what: &str| session_status(conn, what, bound);
+        let selects_before = count(&mut conn, "Com_select");
+        let shown_before = count(&mut conn, "Com_show_variables");
+        let learned = setup(&mut conn, false, None, &set, None, bound).unwrap();
+        let selects = count(&mut conn, "Com_select") - selects_before;
+        let shown = count(&mut conn, "Com_show_variables") - shown_before;
         assert_eq!(shown, 0, "the setup read every variable (SHOW VARIABLES): the MySQL probe was not used");
         // The plugin is asked about only where Group Replication could run.
-        let possible = link.query_sets("SELECT @@global.gtid_mode = 'ON' AND @@global.log_bin", bound).unwrap();
+        let possible = query_sets(&mut conn, "SELECT @@global.gtid_mode = 'ON' AND @@global.log_bin", bound).unwrap();
         let possible = possible.first().and_then(|rows| rows.first()?.first()?.as_u64()).unwrap();
         assert_eq!(selects, 1 + possible, "the setup's SELECTs, where a member is possible: {possible}");
-        let (full_rows, full_wait) = full_probe(&mut link, bound).unwrap();
+        let (full_rows, full_wait) = full_probe(&mut conn, bound).unwrap();
         assert_eq!(Topology::from_probe(&learned.topology), Topology::from_probe(&full_rows));
         assert!(!Topology::from_probe(&learned.topology).is_cluster());
         assert_eq!(learned.wait_timeout, full_wait);
         return;
     }
     let Learned { topology: short_rows, wait_timeout: short_wait, .. } =
-        setup(&mut link, true, None, &set, None, bound).unwrap();
-    let (full_rows, full_wait) = full_probe(&mut link, bound).unwrap();
+        setup(&mut conn, true, None, &set, None, bound).unwrap();
+    let (full_rows, full_wait) = full_probe(&mut conn, bound).unwrap();
     assert_eq!(short_rows.len(), 2, "the MariaDB probe was not used: {full_rows:?}");
     assert_eq!(Topology::from_probe(&short_rows), Topology::from_probe(&full_rows));
     assert!(Topology::from_probe(&short_rows).mariadb);
@@ -91,13 +90,13 @@ fn a_server_that_could_run_group_replication_is_settled_by_asking_its_plugin() {
     // answer says GTIDs and the binary log are on, and the plugin (absent) is asked.
     let config = config();
     let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
-    let (mut link, _, _) = Link::open(&config, bound, &session_settings(&config.charset), None).unwrap();
+    let (mut conn, _, _) = open(&config, bound, &session_settings(&config.charset), None).unwrap();
     let text = |s: &str| Value::Text(s.into());
-    let selects = |link: &mut Link| session_status(link, "Com_select", bound);
-    let before = selects(&mut link);
+    let selects = |conn: &mut wire::Connection| session_status(conn, "Com_select", bound);
+    let before = selects(&mut conn);
     let answer = vec![vec![text("9.7.4-2"), text("(Debian)"), text("604800"), text("1")]];
-    let (rows, wait_timeout) = mysql_topology(&mut link, answer, bound).unwrap();
-    assert_eq!(selects(&mut link) - before, 1, "the plugin was not asked, or the full probe ran as well");
+    let (rows, wait_timeout) = mysql_topology(&mut conn, answer, bound).unwrap();
+    assert_eq!(selects(&mut conn) - before, 1, "the plugin was not asked, or the full probe ran as well");
     assert_eq!(rows, vec![vec![text("version"), text("9.7.4-2")]], "settled as standalone by the plugin's answer");
     assert_eq!(wait_timeout, Some(604800.0));
 }
@@ -348,9 +347,9 @@ fn a_placeholder_count_mismatch_is_an_error_not_a_statement() {
 #[test]
 fn past_its_limit_a_session_closes_a_prepared_statement_for_the_next() {
     let mut session = session();
-    let bound = session.link.bound(Deadline::now());
+    let bound = session.conn.bound(Deadline::now());
     let texts: Vec<String> = (0..PREPARED_AT_MOST + 6).map(|i| format!("SELECT ? + {i}")).collect();
-    let closed = session_status(&mut session.link, "Com_stmt_close", bound);
+    let closed = session_status(&mut session.conn, "Com_stmt_close", bound);
     // Written in, prepared, executed: every run answers, whatever was closed meanwhile.
     for round in 0..3 {
         for (i, sql) in texts.iter().enumerate() {
@@ -359,26 +358,26 @@ fn past_its_limit_a_session_closes_a_prepared_statement_for_the_next() {
         }
     }
     assert_eq!(session.statements.prepared_count(), PREPARED_AT_MOST);
-    let closed = session_status(&mut session.link, "Com_stmt_close", bound) - closed;
+    let closed = session_status(&mut session.conn, "Com_stmt_close", bound) - closed;
     assert!(closed >= 6, "{closed} statements closed on the server for {} prepared", texts.len());
 }
 
 #[test]
 fn a_text_forgotten_past_the_limit_travels_as_text_again() {
     let mut session = session();
-    let bound = session.link.bound(Deadline::now());
+    let bound = session.conn.bound(Deadline::now());
     let texts: Vec<String> = (0..TEXTS_AT_MOST + 1).map(|i| format!("SELECT ? + {i}")).collect();
     for sql in &texts {
         session.execute(sql, &[Value::Int(1)]).unwrap();
     }
-    let prepares = session_status(&mut session.link, "Com_stmt_prepare", bound);
+    let prepares = session_status(&mut session.conn, "Com_stmt_prepare", bound);
     // Run once before the others pushed it out: its next run is a first run again.
     assert_eq!(session.execute(&texts[0], &[Value::Int(1)]).unwrap().first(0).as_i64(), Some(1));
-    assert_eq!(session_status(&mut session.link, "Com_stmt_prepare", bound), prepares, "prepared a forgotten text");
+    assert_eq!(session_status(&mut session.conn, "Com_stmt_prepare", bound), prepares, "prepared a forgotten text");
     // The last one is still known: prepared on its second run.
     let last = texts.last().unwrap();
     assert_eq!(session.execute(last, &[Value::Int(1)]).unwrap().first(0).as_i64(), Some(1 + TEXTS_AT_MOST as i64));
-    assert_eq!(session_status(&mut session.link, "Com_stmt_prepare", bound), prepares + 1);
+    assert_eq!(session_status(&mut session.conn, "Com_stmt_prepare", bound), prepares + 1);
 }
 
 #[test]
@@ -433,35 +432,12 @@ fn a_killed_session_reports_itself_lost() {
 }
 
 #[test]
-fn the_mysql_crate_fallback_connects_and_runs_the_setup() {
-    // No account on either test server needs the fallback any more (the own client
-    // speaks every plugin they offer a password account on), so it is called
-    // directly: what an account on another plugin, or an old server, would get.
-    let config = config();
-    let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
-    let (mut link, mariadb, answer) = Link::open_crate(&config, bound, "a test asked for it").unwrap();
-    assert!(matches!(link, Link::Crate(..)) && answer.is_none());
-    assert_eq!(mariadb, on_mariadb());
-    let who = link.query("SELECT CURRENT_USER(), _utf8mb4'ü''?'", link.bound(Deadline::now())).unwrap();
-    assert_eq!(who[0].rows[0][1], Value::from("ü'?"));
-}
-
-#[test]
-fn the_fallback_refuses_a_mode_that_requires_tls() {
-    let mut config = config();
-    config.tls.mode = Some(crate::config::SslMode::Required);
-    let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
-    let e = Link::open_crate(&config, bound, "a test asked for it").err().expect("a plain connection was made");
-    assert!(e.message.contains("ssl-mode=REQUIRED"), "{e}");
-}
-
-#[test]
 fn an_account_on_the_second_plugin_connects_through_the_own_client() {
     let dsn = std::env::var("MYSQLLOCK_TEST_ED25519_DSN")
         .expect("MYSQLLOCK_TEST_ED25519_DSN is not set: start the server with scripts/mariadb.sh or scripts/mysql.sh");
     let mut session = MysqlSession::connect(&Config::from_url(&dsn).unwrap()).unwrap();
     // MariaDB: ed25519. MySQL 9.7 has no ed25519: its env file names a
-    // sha256_password account (which the crate would refuse).
+    // sha256_password account.
     let (path, user) = match on_mariadb() {
         true => (Authentication::Ed25519, "locker_ed@127.0.0.1"),
         false => (Authentication::Sha256Password, "locker_sha@127.0.0.1"),

@@ -5,18 +5,18 @@
 //! sends the password itself: in clear inside TLS or over a Unix socket, which the
 //! server counts as secure, and over plain TCP encrypted with the server's RSA key
 //! (OAEP), the one place this client uses RSA. Three ways to get there were weighed:
-//! - handing such a connection to the `mysql` crate (which can do it): refused, because
-//!   the connection abandoned at the server's request for the password counts as a failed
-//!   login (measured on MySQL 9.7.4: an account with `FAILED_LOGIN_ATTEMPTS 1` is blocked
-//!   by one such hang-up, error 3955), and it would cost every first login a second
-//!   connection;
+//! - handing such a connection to the `mysql` crate (which can do it, and was the
+//!   fallback then): refused, because the connection abandoned at the server's request
+//!   for the password counts as a failed login (measured on MySQL 9.7.4: an account with
+//!   `FAILED_LOGIN_ATTEMPTS 1` is blocked by one such hang-up, error 3955), and it would
+//!   cost every first login a second connection;
 //! - the `rsa` crate (0.9; 0.10 needs Rust 1.87): 18 more crates (num-bigint-dig, rand
 //!   0.8, a second getrandom, pkcs1/pkcs8/spki/der, zerocopy...) for one encryption. A
 //!   clean `cargo build --release -p mysqllock-core` took 126 s of CPU with it against
 //!   102 s without (user + sys, medians of three builds each, 2 cores shared with other
 //!   builds, so wall times were not comparable), about a quarter more;
 //! - the RSA code the `mysql` crate's own full authentication calls, in `mysql_common`
-//!   (the crate it is built on, so already compiled: nothing added). It panics on a key
+//!   (the crate it is built on, and already a dependency for ed25519). It panics on a key
 //!   it cannot parse and on a message too long for the key; the length is checked first
 //!   and the key is read by the core itself ([`super::rsa_key`]). Taken.
 //!

@@ -2,18 +2,17 @@
 //! socket, in clear or inside TLS ([`super::tls`]: the SSL request, then rustls on the
 //! socket), authenticated with `mysql_native_password` (MariaDB, older MySQL),
 //! `caching_sha2_password` (MySQL's default since 8.0), `sha256_password` (deprecated,
-//! still in MySQL 9, and not spoken by the `mysql` crate) or MariaDB's `ed25519`
-//! (through mysql_common's signature, already compiled), running text-protocol queries
-//! and prepared statements.
+//! still in MySQL 9) or MariaDB's `ed25519` (through mysql_common's signature), running
+//! text-protocol queries and prepared statements.
 //!
-//! Why not the `mysql` crate for everything: it parses the server's greeting with two
-//! regular expressions, compiled on the first connection of every process (about 0.6 ms
-//! of CPU, measured), and it cannot send a query behind the handshake response, so a
+//! Why not the `mysql` crate: it parses the server's greeting with two regular
+//! expressions, compiled on the first connection of every process (about 0.6 ms of CPU,
+//! measured), and it cannot send a query behind the handshake response, so a
 //! short-lived process paid a round trip and the regex before its first lock. This
-//! client does neither. Whatever it does not speak (another authentication plugin,
-//! a server without the 4.1 protocol) it reports as [`OpenError::Unsupported`], and
-//! the caller connects through the `mysql` crate instead: nothing a user could connect
-//! with before is refused now.
+//! client does neither. Whatever it does not speak (another authentication plugin, a
+//! server without the 4.1 protocol) it reports as [`OpenError::Unsupported`], and the
+//! connect ends with that: the crate, the fallback for it until 2026-12, spoke none of
+//! it as the core configured it.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -36,10 +35,10 @@ mod socket;
 mod tests;
 
 use auth::*;
+pub(crate) use binary::Prepared;
 use binary::*;
-pub(crate) use binary::{fraction, Prepared};
 use resolve::{resolve, Unresolved};
-pub(crate) use socket::{seconds, timed_out, Applied, Bound, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_PROBES};
+pub(crate) use socket::{seconds, timed_out, Bound};
 use socket::{Plain, Socket};
 
 /// A packet of this length continues in the next one.
@@ -96,8 +95,7 @@ pub(crate) type Answer = Result<Vec<Outcome>, SessionError>;
 /// Why [`Connection::open`] did not produce a connection.
 #[derive(Debug)]
 pub(crate) enum OpenError {
-    /// The server wants something this client does not speak; the text says what. The
-    /// caller connects another way.
+    /// The server wants something this client does not speak; the text says what.
     Unsupported(String),
     /// The query sent behind the handshake response met a further authentication step
     /// this client could take (a switch to `mysql_native_password` with a fresh scramble,

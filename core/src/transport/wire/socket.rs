@@ -116,8 +116,7 @@ impl Bound {
 }
 
 /// What a socket's bounds are now (`SO_RCVTIMEO`, `SO_SNDTIMEO`): set again only when a
-/// bound changes. Also kept for the `mysql` crate's socket, which the fallback bounds
-/// the same way.
+/// bound changes.
 #[derive(Debug, Default)]
 pub(crate) struct Applied {
     read: Option<Duration>,

@@ -288,6 +288,48 @@ fn a_sha256_password_greeting_is_answered_with_no_password_as_a_nul() {
 }
 
 #[test]
+fn an_account_on_a_plugin_this_client_does_not_speak_ends_the_connect_saying_so() {
+    // A scripted MySQL that greets with caching_sha2_password and then asks to switch to
+    // PAM's `dialog`.
+    let path = std::env::temp_dir().join(format!("mysqllock-wire-dialog-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let first = listener.try_clone().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut peer, _) = first.accept().unwrap();
+        peer.set_read_timeout(Some(BOUND)).unwrap();
+        let mut bytes = Vec::new();
+        frame(&mut bytes, &greeting_packet(b"8.0.36", 5, CLIENT_WANTS, b"caching_sha2_password\0"), 0);
+        peer.write_all(&bytes).unwrap();
+        let (seq, _) = read_from_client(&mut peer);
+        let mut switch = Vec::new();
+        frame(&mut switch, b"\xFEdialog\0\x04Password: \0", seq + 1);
+        peer.write_all(&switch).unwrap();
+        peer
+    });
+    let config = Config {
+        socket: Some(path.to_string_lossy().into_owned()),
+        user: "u".into(),
+        password: Some("p".into()),
+        database: None,
+        ..Config::default()
+    };
+    let e = crate::MysqlSession::connect(&config).err().expect("connected to a server asking for dialog");
+    drop(server.join().unwrap());
+    // The connect is over: a second client's attempt would wait in the backlog now.
+    listener.set_nonblocking(true).unwrap();
+    let again = listener.accept().map(|_| ());
+    let _ = std::fs::remove_file(&path);
+    let text = e.to_string();
+    assert!(e.is_connection(), "{text}");
+    assert!(
+        text.contains("the account uses dialog") && text.contains("mysqllock logs in with mysql_native_password"),
+        "{text}"
+    );
+    assert!(matches!(&again, Err(w) if w.kind() == io::ErrorKind::WouldBlock), "connected again: {again:?}");
+}
+
+#[test]
 fn a_mysql_8_greeting_names_its_plugin_and_a_plugin_name_may_lack_its_nul() {
     let greeting = |plugin: &[u8]| parse_greeting(&greeting_packet(b"8.0.36", 9, CLIENT_WANTS, plugin)).unwrap();
     let g = greeting(b"caching_sha2_password\0");
