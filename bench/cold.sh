@@ -113,6 +113,9 @@ rows.append(dict(key="pdo", label="floor: PDO `GET_LOCK` + `RELEASE_LOCK`", argv
 for set in sets:
     tag = "" if set == "now" else f" [{set}]"
     at = "" if set == "now" else f"@{set}"
+    if set != "now":
+        # The baseline's load, against no extension as the dist build's is.
+        rows.append(dict(key="empty" + at, label="`php -r ''`" + tag, argv=php(set) + ["-r", ""], group="bare"))
     rows.append(dict(key="shared" + at, label="`SharedLock::lock()->release()`" + tag, argv=php(set) + [f"{root}/bench/php/cold_once.php", "shared", "cold-shared" + at], group="php", floor="pdo"))
     if set == "now":
         rows.append(dict(key="shared-dist", label="`SharedLock::lock()->release()` (profile dist: LTO, one code unit, stripped)", argv=php("dist") + [f"{root}/bench/php/cold_once.php", "shared", "cold-shared-dist"], group="bare"))
