@@ -90,14 +90,15 @@ fn a_run_against_a_server_that_stalls_after_the_login_exits_69_within_connect_ti
 fn status_against_a_server_whose_greeting_it_cannot_read_exits_69_at_once_saying_so() {
     // The junk server of issue 35: the mysql crate, the core's fallback then, read its
     // greeting and waited on the silent setup; the core's own client refuses it at once.
+    // A connect_timeout far above the slack: only a refusal at once ends within it.
     let server = StalledServer::start(Stall::UnknownPlugin);
     let started = Instant::now();
-    let run =
-        mysqllock_on(&server.dsn(TIMEOUTS), &["status"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let out = finish(run, Duration::from_secs(30));
+    let dsn = server.dsn("connect_timeout=30&read_timeout=30&write_timeout=30");
+    let run = mysqllock_on(&dsn, &["status"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let out = finish(run, Duration::from_secs(60));
     let took = started.elapsed();
     assert_eq!(out.code, Some(69), "{out:?}");
-    assert!(took < Duration::from_secs(2), "took {took:?}, as long as the connect's bound: {out:?}");
+    assert!(took < SLACK, "took {took:?}: waited on the silent server: {out:?}");
     assert!(out.stderr.contains("a greeting this client cannot read"), "{}", out.stderr);
 }
 

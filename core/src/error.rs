@@ -234,7 +234,9 @@ fn connect_hint(source: &SessionError) -> &'static str {
     match source.code {
         Some(1045) => " (check the user name and password)",
         Some(1049) => " (the database does not exist)",
-        None => " (is the server running and reachable?)",
+        // Only where nothing answered: a server that answered with what the client
+        // cannot speak is running.
+        None if source.lost => " (is the server running and reachable?)",
         _ => "",
     }
 }

@@ -1,6 +1,6 @@
 //! Logging in with the own wire client, against the real server: MySQL's
 //! caching_sha2_password (its fast path and its full authentication, over TCP and over
-//! the Unix socket) and sha256_password (which the mysql crate does not speak), MariaDB's
+//! the Unix socket) and sha256_password, MariaDB's
 //! mysql_native_password, wrong and empty passwords.
 //!
 //! `FLUSH PRIVILEGES` empties MySQL's caching_sha2_password cache, so the account's next
@@ -38,7 +38,7 @@ fn socket_config() -> Config {
 fn login_over_tcp(config: Config) -> (MysqlSession, Vec<Vec<u8>>) {
     let relay = Relay::to(server_of(&config));
     let session = MysqlSession::connect(&relay.config(config)).unwrap();
-    assert_eq!(*relay.connections.lock(), 1, "one connection: nothing handed over to the mysql crate");
+    assert_eq!(*relay.connections.lock(), 1, "one connection: no second attempt");
     let steps = auth_steps(&relay.from_server.lock()[0]);
     (session, steps)
 }
@@ -141,7 +141,7 @@ fn a_wrong_password_is_refused_with_access_denied_on_every_path() {
         }
         let relay = Relay::to(server_of(&config()));
         refused(MysqlSession::connect(&relay.config(wrong(config()))), &format!("TCP, cached {cached}"));
-        assert_eq!(*relay.connections.lock(), 1, "not handed over to the mysql crate");
+        assert_eq!(*relay.connections.lock(), 1, "one connection: no second attempt");
         if server() == Server::MySql {
             // Refused after the RSA-encrypted password, not on the scramble alone.
             let steps = auth_steps(&relay.from_server.lock()[0]);
@@ -220,7 +220,7 @@ fn a_sha256_password_account_logs_in_through_the_own_client_fetching_the_key_on_
     for login in 1..=2 {
         let relay = Relay::to(server_of(&config));
         let mut session = MysqlSession::connect(&relay.config(config.clone())).unwrap();
-        assert_eq!(*relay.connections.lock(), 1, "login {login}: nothing handed over to the mysql crate");
+        assert_eq!(*relay.connections.lock(), 1, "login {login}: one connection, no second attempt");
         assert_eq!(session.authentication(), Authentication::Sha256Password, "login {login}");
         // The greeting names caching_sha2_password (MySQL 9.7 always does), the account's
         // plugin is sha256_password: the server switches, the client asks for the key.
@@ -274,7 +274,7 @@ fn a_sha256_password_account_with_a_wrong_or_no_password_is_refused_with_access_
                 other => panic!("{what}: expected access denied, got {:?}", other.err()),
             }
             if config.socket.is_none() {
-                assert_eq!(*relay.connections.lock(), 1, "{what}: not handed over to the mysql crate");
+                assert_eq!(*relay.connections.lock(), 1, "{what}: one connection, no second attempt");
             }
         }
     }

@@ -355,8 +355,7 @@ fn connecting_costs_the_handshake_and_no_round_trip_more() {
 fn an_account_on_the_servers_second_plugin_logs_in_with_one_connection() {
     // MariaDB: an ed25519 account (the greeting names mysql_native_password, the server
     // switches). MySQL 9.7: a sha256_password account. The own client speaks both: no
-    // refused attempt, no second client. (The `mysql` crate fallback has no account left
-    // on these servers; native.rs's unit tests call it directly.)
+    // refused attempt, no second connection.
     let dsn = std::env::var("MYSQLLOCK_TEST_ED25519_DSN")
         .expect("MYSQLLOCK_TEST_ED25519_DSN is not set: start the server with scripts/mariadb.sh or scripts/mysql.sh");
     let other_plugin = Config::from_url(&dsn).unwrap();

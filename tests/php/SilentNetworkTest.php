@@ -140,9 +140,10 @@ final class SilentNetworkTest extends TestCase
         // unknown plugin, any login accepted, then silence. The mysql crate, the core's
         // fallback then, read it and waited on the silent setup; the core's own client
         // refuses it before sending a byte, and nothing else tries.
+        // Bounds far above the slack: only a refusal at once ends within it.
         $port = $this->startFreezeproxy('--stall', 'unknown-plugin');
-        ini_set('mysqllock.connect_timeout', (string) self::CONNECT);
-        ini_set('mysqllock.read_timeout', (string) self::READ);
+        ini_set('mysqllock.connect_timeout', '30');
+        ini_set('mysqllock.read_timeout', '30');
         SharedLock::configureConnection('127.0.0.1', 'db', 'u', 'p', 'utf8mb4', $port, 'ssl-mode=DISABLED');
         $e = $this->throwsWithin(0, fn () => SharedLock::lock($this->lockName(), 5, 60));
         $this->assertInstanceOf(SharedLockAcquireException::class, $e);

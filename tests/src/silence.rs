@@ -9,8 +9,8 @@
 //!
 //! [`StalledServer`] is a fake server that accepts and then says nothing, or sends a
 //! greeting and then nothing, or accepts the login and then answers nothing more (the
-//! session setup the client sends next, or its first statement, goes unanswered), also
-//! after a greeting that sends the core to the `mysql` crate.
+//! session setup the client sends next, or its first statement, goes unanswered), or
+//! greets with what the core's client cannot read (issue 35's junk greeting).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs};

@@ -121,10 +121,12 @@ const SPOKEN: &str = "mysqllock logs in with mysql_native_password, caching_sha2
 /// What the wire client does not speak (an account on another authentication plugin, a
 /// server older than the 4.1 protocol or its pluggable authentication, a greeting it
 /// cannot read) ends the connect, saying so. The `mysql` crate once took those over, but
-/// as configured it spoke no plugin and no server the wire client does not, and it cost
-/// every process that loads the library a third of its image (its greeting regexes'
-/// Unicode tables alone were 2,938 relocations) and a debug build a panic on a junk
-/// greeting.
+/// as configured it spoke no plugin the wire client does not, and of the servers only
+/// those before pluggable authentication (MySQL 4.1 to 5.5.6, MariaDB 5.1), whose
+/// `GET_LOCK` holds one lock per session, too few for this library (MySQL 5.7.5 and
+/// MariaDB 10.0.2 hold many); it cost every process that loads the library a third of its
+/// image (its greeting regexes' Unicode tables alone were 2,938 relocations), and a debug
+/// build a panic on a junk greeting.
 fn open(config: &Config, bound: Bound, set: &str, probe: Option<&str>) -> SetupStart {
     let build = |greeting: &wire::Greeting| setup_query(looks_mariadb(version_of(&greeting.version)), set, probe);
     let target = config.target();
@@ -137,8 +139,12 @@ fn open(config: &Config, bound: Bound, set: &str, probe: Option<&str>) -> SetupS
                 return Ok((conn, mariadb, answer));
             }
             Err(OpenError::Failed(e)) => return Err(e),
-            // Only a login with the setup behind it is switched: the next goes without.
-            Err(OpenError::Switched) => SETUP_APART.lock().push(target.clone()),
+            // Only a login with the setup behind it is switched: the next goes without,
+            // so this loop connects twice at most.
+            Err(OpenError::Switched) if with_setup => SETUP_APART.lock().push(target.clone()),
+            Err(OpenError::Switched) => {
+                return Err(SessionError::lost("the server switched the login again, with no setup behind it"))
+            }
             Err(OpenError::Unsupported(why)) => return Err(SessionError::client(format!("{why}: {SPOKEN}"))),
         }
     }
@@ -503,8 +509,8 @@ impl Session for MysqlSession {
         self.execute_waiting(sql, params, Deadline::now())
     }
 
-    /// Its reads may each block until `wait` ends and `read_timeout` more, on either
-    /// client: so a wait of any length is one statement here.
+    /// Its reads may each block until `wait` ends and `read_timeout` more: so a wait of
+    /// any length is one statement here.
     fn execute_waiting(&mut self, sql: &str, params: &[Value], wait: Deadline) -> Result<Outcome, SessionError> {
         let bound = self.conn.bound(wait);
         self.run(sql, params, bound)

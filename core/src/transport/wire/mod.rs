@@ -10,9 +10,9 @@
 //! measured), and it cannot send a query behind the handshake response, so a
 //! short-lived process paid a round trip and the regex before its first lock. This
 //! client does neither. Whatever it does not speak (another authentication plugin, a
-//! server without the 4.1 protocol) it reports as [`OpenError::Unsupported`], and the
-//! connect ends with that: the crate, the fallback for it until 2026-12, spoke none of
-//! it as the core configured it.
+//! server without the 4.1 protocol or its pluggable authentication) it reports as
+//! [`OpenError::Unsupported`], and the connect ends with that (the crate, the fallback
+//! for it until 2026-12, spoke no more plugins as the core configured it).
 
 use std::fmt;
 use std::io::{self, Read, Write};

@@ -295,8 +295,20 @@ fn an_account_on_a_plugin_this_client_does_not_speak_ends_the_connect_saying_so(
     let _ = std::fs::remove_file(&path);
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     let first = listener.try_clone().unwrap();
+    // Polled, so that a client that never connects fails the test instead of hanging it.
+    first.set_nonblocking(true).unwrap();
     let server = std::thread::spawn(move || {
-        let (mut peer, _) = first.accept().unwrap();
+        let deadline = std::time::Instant::now() + BOUND;
+        let mut peer = loop {
+            match first.accept() {
+                Ok((peer, _)) => break peer,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Err(e) => panic!("no client connected within {BOUND:?}: {e}"),
+            }
+        };
+        peer.set_nonblocking(false).unwrap();
         peer.set_read_timeout(Some(BOUND)).unwrap();
         let mut bytes = Vec::new();
         frame(&mut bytes, &greeting_packet(b"8.0.36", 5, CLIENT_WANTS, b"caching_sha2_password\0"), 0);
@@ -317,7 +329,6 @@ fn an_account_on_a_plugin_this_client_does_not_speak_ends_the_connect_saying_so(
     let e = crate::MysqlSession::connect(&config).err().expect("connected to a server asking for dialog");
     drop(server.join().unwrap());
     // The connect is over: a second client's attempt would wait in the backlog now.
-    listener.set_nonblocking(true).unwrap();
     let again = listener.accept().map(|_| ());
     let _ = std::fs::remove_file(&path);
     let text = e.to_string();
