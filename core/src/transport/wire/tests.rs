@@ -287,6 +287,26 @@ fn a_sha256_password_greeting_is_answered_with_no_password_as_a_nul() {
     assert_eq!(answers, [[SHA256_NO_PASSWORD]], "no key asked for, nothing more sent");
 }
 
+/// The next client of `listener`, its reads bounded by [`BOUND`]; polled, so that a client
+/// that never connects fails the test instead of hanging it. Leaves `listener`
+/// non-blocking.
+fn accept_within(listener: &std::os::unix::net::UnixListener) -> UnixStream {
+    listener.set_nonblocking(true).unwrap();
+    let deadline = std::time::Instant::now() + BOUND;
+    let peer = loop {
+        match listener.accept() {
+            Ok((peer, _)) => break peer,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            Err(e) => panic!("no client connected within {BOUND:?}: {e}"),
+        }
+    };
+    peer.set_nonblocking(false).unwrap();
+    peer.set_read_timeout(Some(BOUND)).unwrap();
+    peer
+}
+
 #[test]
 fn an_account_on_a_plugin_this_client_does_not_speak_ends_the_connect_saying_so() {
     // A scripted MySQL that greets with caching_sha2_password and then asks to switch to
@@ -295,21 +315,8 @@ fn an_account_on_a_plugin_this_client_does_not_speak_ends_the_connect_saying_so(
     let _ = std::fs::remove_file(&path);
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     let first = listener.try_clone().unwrap();
-    // Polled, so that a client that never connects fails the test instead of hanging it.
-    first.set_nonblocking(true).unwrap();
     let server = std::thread::spawn(move || {
-        let deadline = std::time::Instant::now() + BOUND;
-        let mut peer = loop {
-            match first.accept() {
-                Ok((peer, _)) => break peer,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && std::time::Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5))
-                }
-                Err(e) => panic!("no client connected within {BOUND:?}: {e}"),
-            }
-        };
-        peer.set_nonblocking(false).unwrap();
-        peer.set_read_timeout(Some(BOUND)).unwrap();
+        let mut peer = accept_within(&first);
         let mut bytes = Vec::new();
         frame(&mut bytes, &greeting_packet(b"8.0.36", 5, CLIENT_WANTS, b"caching_sha2_password\0"), 0);
         peer.write_all(&bytes).unwrap();
@@ -338,6 +345,47 @@ fn an_account_on_a_plugin_this_client_does_not_speak_ends_the_connect_saying_so(
         "{text}"
     );
     assert!(matches!(&again, Err(w) if w.kind() == io::ErrorKind::WouldBlock), "connected again: {again:?}");
+}
+
+/// What [`Connection::open`] makes of `greeting` from a scripted peer that sends it and
+/// then reads whatever comes until the client hangs up.
+fn open_on_greeting(greeting: Vec<u8>, name: &str) -> Result<Login, OpenError> {
+    let path = std::env::temp_dir().join(format!("mysqllock-wire-{name}-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let config = Config { socket: Some(path.to_string_lossy().into_owned()), ..Config::default() };
+    let bound = Bound::connect(config.connect_deadline(), config.read_timeout, config.write_timeout);
+    let client = std::thread::spawn(move || Connection::open(&config, bound, None).map(|(conn, _)| conn.login()));
+    let mut peer = accept_within(&listener);
+    let mut bytes = Vec::new();
+    frame(&mut bytes, &greeting, 0);
+    peer.write_all(&bytes).unwrap();
+    let opened = client.join().unwrap();
+    let mut rest = Vec::new();
+    let _ = peer.read_to_end(&mut rest);
+    let _ = std::fs::remove_file(&path);
+    assert!(rest.is_empty() || opened.is_ok(), "a refused greeting was answered with {rest:?}");
+    opened
+}
+
+#[test]
+fn a_server_before_pluggable_authentication_is_refused_before_a_byte_is_sent() {
+    let caps = CLIENT_WANTS & !CLIENT_PLUGIN_AUTH;
+    let opened = open_on_greeting(greeting_packet(b"5.1.73", 3, caps, b""), "no-plugin-auth");
+    assert!(
+        matches!(&opened, Err(OpenError::Unsupported(why)) if why == "server 5.1.73 names no authentication plugin"),
+        "{opened:?}"
+    );
+}
+
+#[test]
+fn a_server_without_the_4_1_protocol_is_refused_before_a_byte_is_sent() {
+    let caps = CLIENT_WANTS & !CLIENT_PROTOCOL_41;
+    let opened = open_on_greeting(greeting_packet(b"4.0.30", 3, caps, b"mysql_native_password\0"), "pre-4-1");
+    assert!(
+        matches!(&opened, Err(OpenError::Unsupported(why)) if why == "server 4.0.30 lacks the 4.1 protocol"),
+        "{opened:?}"
+    );
 }
 
 #[test]
