@@ -92,7 +92,6 @@ pub enum Authentication {
 /// session, and the locks of the old one are gone.
 pub struct MysqlSession {
     conn: wire::Connection,
-    id: u64,
     /// The connection's character set, the introducer of every string literal.
     charset: String,
     /// Batches are used: the connection speaks utf8mb4 (so a name written as a
@@ -184,7 +183,6 @@ impl MysqlSession {
         let (mut conn, mariadb, answer) = open(config, bound, &set, probe).map_err(connect_error)?;
         let learned = setup(&mut conn, mariadb, answer, &set, probe, bound).map_err(connect_error)?;
         let mut session = MysqlSession {
-            id: u64::from(conn.greeting().connection_id),
             conn,
             charset: config.charset.clone(),
             batches: config.charset.eq_ignore_ascii_case("utf8mb4"),
@@ -517,7 +515,7 @@ impl Session for MysqlSession {
     }
 
     fn connection_id(&self) -> u64 {
-        self.id
+        u64::from(self.conn.greeting().connection_id)
     }
 
     fn pipelines(&self) -> bool {
