@@ -4,7 +4,8 @@
 # extension costs), with a C twin of mysqllock.so (bench/php/twin.php: its classes,
 # methods, arguments, properties, constants, aliases, function and php.ini settings, every
 # method doing nothing; what registering this API costs in PHP's own language), and with
-# mysqllock.so as released (profile dist) and as built for the tests (release). Rows take
+# mysqllock.so built with profile dist (the smallest) and release (the tests', and without
+# debug info the release archives'). Rows take
 # turns round by round (shuffled), pinned to one CPU; each is also given minus the run
 # without an extension in the same round (paired), in time, CPU time and page faults.
 # No server: nothing connects.
@@ -87,8 +88,8 @@ rows = [
     ("bare", "no extension", bare),
     ("empty", "an empty C extension (registers nothing)", bare + ["-d", f"extension={work}/empty/modules/twin.so"]),
     ("twin", "C twin: mysqllock.so's classes, methods, settings; methods empty", bare + ["-d", f"extension={work}/full/modules/twin.so"]),
-    ("dist", "mysqllock.so, profile dist (as released: LTO, one code unit, stripped)", bare + ["-d", f"extension={work}/dist/libmysqllock_php.so"]),
-    ("release", "mysqllock.so, profile release (as the tests build it)", bare + ["-d", f"extension={work}/release/libmysqllock_php.so"]),
+    ("dist", "mysqllock.so, profile dist (LTO, one code unit, stripped)", bare + ["-d", f"extension={work}/dist/libmysqllock_php.so"]),
+    ("release", "mysqllock.so, profile release (the tests' build; the archives' is it without debug info)", bare + ["-d", f"extension={work}/release/libmysqllock_php.so"]),
 ]
 rows = [(k, label, argv + ["-r", ""]) for k, label, argv in rows]
 
