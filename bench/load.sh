@@ -4,11 +4,14 @@
 # extension costs), with a C twin of mysqllock.so (bench/php/twin.php: its classes,
 # methods, arguments, properties, constants, aliases, function and php.ini settings, every
 # method doing nothing; what registering this API costs in PHP's own language), and with
-# mysqllock.so built with profile dist (the smallest) and release (the tests', and without
-# debug info the release archives'). Rows take
-# turns round by round (shuffled), pinned to one CPU; each is also given minus the run
-# without an extension in the same round (paired), in time, CPU time and page faults.
-# No server: nothing connects.
+# mysqllock.so built with profile dist (the smallest) and release (the tests' build; the
+# release archives are it without debug info). Rows take turns round by round (shuffled),
+# pinned to one CPU, under the same small environment (PATH and LANG only: glibc tidies its
+# free lists at exit past a threshold the environment's size moves, so the counts of one
+# shell are not another's); each is also given minus the run without an extension in the
+# same round (paired), in time, CPU time and page faults. Before the rounds each row must
+# load what it names, and nothing else, without a word on stdout or stderr (PHP only warns
+# about an extension it cannot load). No server: nothing connects.
 #
 # PHP runs with no php.ini and mysqlnd and PDO loaded (as bench/cold.sh), or with
 # --php-ini under the php.ini and conf.d this PHP finds (the machine's own configuration,
@@ -19,8 +22,8 @@
 #   bash bench/load.sh --no-build        # use target/dist and target/release as they are
 #   bash bench/load.sh --cpu C           # the CPU to pin to (default 0)
 #   bash bench/load.sh --php-ini         # under the machine's php.ini, not -n
-#   bash bench/load.sh --instructions    # also the instructions of one run of each
-#                                        # (valgrind's callgrind; slow)
+#   bash bench/load.sh --instructions    # also the instructions of one run of each, and
+#                                        # over the empty extension (callgrind; slow)
 #
 # Exit status: 0 when every measurement ran (the target is reported, never asserted).
 set -euo pipefail
@@ -46,18 +49,18 @@ while [ $# -gt 0 ]; do
 done
 [ "$runs" -ge 30 ] 2>/dev/null || die "--runs must be a number >= 30 (a median and a p90), not $runs"
 
-need_tools php phpize make gcc python3 taskset
+need_tools php phpize make gcc strip python3 taskset
 [ "$instructions" = 0 ] || need_tools valgrind
 need_php_modules pdo_mysql
 
+SECONDS=0
+build_packages mysqllock-php
 if [ "$build" = 1 ]; then
-  echo "building (cargo build --profile dist / --release --locked -p mysqllock-php) ..." >&2
+  echo "building (cargo build --profile dist --locked -p mysqllock-php) ..." >&2
   cargo build --profile dist --locked -p mysqllock-php >&2
-  cargo build --release --locked -p mysqllock-php >&2
 fi
-for built in target/dist/libmysqllock_php.so target/release/libmysqllock_php.so; do
-  [ -f "$built" ] || die "$built is missing (cargo build --profile dist / --release -p mysqllock-php)"
-done
+need_built libmysqllock_php.so
+[ -f target/dist/libmysqllock_php.so ] || die "target/dist/libmysqllock_php.so is missing (cargo build --profile dist -p mysqllock-php)"
 
 make_work load
 # Copies, so that other builds during the run do not change what is measured.
@@ -74,36 +77,62 @@ for twin in empty full; do
   mode=()
   [ "$twin" = full ] || mode=(--empty)
   "${no_ini[@]}" -d "extension=$work/dist/libmysqllock_php.so" bench/php/twin.php "$work/$twin" "${mode[@]}" >&2
-  (cd "$work/$twin" && phpize >/dev/null && ./configure --enable-twin >/dev/null && make >/dev/null 2>"$work/$twin.log") \
-    || die "building the C $twin extension failed (phpize, configure, make in $work/$twin; $work/$twin.log)"
+  # The generated C must compile without a warning (one would be the generator's mistake).
+  if ! (cd "$work/$twin" && phpize && ./configure --enable-twin && make CFLAGS="-O2 -Wall -Wextra -Werror") >"$work/$twin.log" 2>&1; then
+    tail -n 40 "$work/$twin.log" >&2
+    die "building the C $twin extension failed (phpize, configure, make; the log's end above)"
+  fi
   strip "$work/$twin/modules/twin.so"
 done
 
+config="no php.ini; mysqlnd, pdo, pdo_mysql"
+[ "$php_ini" = 0 ] || config="$(php -r 'echo php_ini_loaded_file(), " and conf.d, ", count(get_loaded_extensions()), " modules";')"
+flags=$([ "$cpu" = 0 ] || echo " --cpu $cpu")$([ "$instructions" = 0 ] || echo ' --instructions')$([ "$php_ini" = 0 ] || echo ' --php-ini')
+echo "# load: $(machine), PHP $(php -r 'echo PHP_VERSION;') ($config), $(commit_line php-ext core bench), $(date -u +%F)"
+echo
+
 python3 - "$runs" "$cpu" "$instructions" "$work" "${bare[@]}" <<'PY'
-import os, random, re, statistics, subprocess, sys, time
+import math, os, random, re, statistics, subprocess, sys, time
 
 runs, cpu, instructions, work = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", sys.argv[4]
 bare = ["taskset", "-c", cpu] + sys.argv[5:]
+# key, label, the extension it adds (None: none), the module that must then be loaded
 rows = [
-    ("bare", "no extension", bare),
-    ("empty", "an empty C extension (registers nothing)", bare + ["-d", f"extension={work}/empty/modules/twin.so"]),
-    ("twin", "C twin: mysqllock.so's classes, methods, settings; methods empty", bare + ["-d", f"extension={work}/full/modules/twin.so"]),
-    ("dist", "mysqllock.so, profile dist (LTO, one code unit, stripped)", bare + ["-d", f"extension={work}/dist/libmysqllock_php.so"]),
-    ("release", "mysqllock.so, profile release (the tests' build; the archives' is it without debug info)", bare + ["-d", f"extension={work}/release/libmysqllock_php.so"]),
+    ("bare", "no extension", None, None),
+    ("empty", "an empty C extension (registers nothing)", f"{work}/empty/modules/twin.so", "twin"),
+    ("twin", "C twin: mysqllock.so's classes, methods, settings; methods empty", f"{work}/full/modules/twin.so", "twin"),
+    ("dist", "mysqllock.so, profile dist (LTO, one code unit, stripped)", f"{work}/dist/libmysqllock_php.so", "mysqllock"),
+    ("release", "mysqllock.so, profile release (the tests' build; the archives: it without debug info)", f"{work}/release/libmysqllock_php.so", "mysqllock"),
 ]
-rows = [(k, label, argv + ["-r", ""]) for k, label, argv in rows]
+env = {"PATH": os.environ["PATH"], "LANG": "C"}
+
+def argv_of(extension, code=""):
+    return bare + (["-d", f"extension={extension}"] if extension else []) + ["-r", code]
+
+# Each row loads what it names and nothing of the others, silently: a load PHP refused
+# (it only warns, and exits 0) would otherwise be timed as a cheap success.
+for key, _, extension, module in rows:
+    others = [m for m in ("twin", "mysqllock") if m != module]
+    code = f"exit(({'true' if module is None else f'extension_loaded({module!r})'}) && !extension_loaded({others[0]!r})" \
+        + (f" && !extension_loaded({others[1]!r})" if len(others) > 1 else "") + " ? 0 : 3);"
+    check = subprocess.run(argv_of(extension, code), env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if check.returncode != 0 or check.stdout or check.stderr:
+        sys.exit(f"bench/load.sh: the row '{key}' does not load what it names (exit {check.returncode}):\n{check.stdout}{check.stderr}")
+
+rows = [(key, label, argv_of(extension)) for key, label, extension, _ in rows]
+devnull = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
 
 def once(argv):
     """Wall time (ms), CPU time (ms) and minor page faults of one run, spawn to exit."""
     t0 = time.perf_counter_ns()
-    pid = os.posix_spawnp(argv[0], argv, os.environ)
+    pid = os.posix_spawnp(argv[0], argv, env, file_actions=devnull)
     _, status, usage = os.wait4(pid, 0)
     wall = (time.perf_counter_ns() - t0) / 1e6
-    if status != 0:
-        sys.exit(f"bench/load.sh: {' '.join(argv)} exited with status {status}")
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"bench/load.sh: {' '.join(argv)} exited with {os.waitstatus_to_exitcode(status)}")
     return wall, (usage.ru_utime + usage.ru_stime) * 1e3, usage.ru_minflt
 
-for _, _, argv in rows:  # warm the page cache and the loader's
+for _, _, argv in rows:  # warm the page cache
     once(argv)
 random.seed(34)
 got = {k: [] for k, _, _ in rows}
@@ -117,20 +146,22 @@ def med(xs):
     return statistics.median(xs)
 
 def p90(xs):
-    return sorted(xs)[int(len(xs) * 0.9)]
+    """Nearest rank, as bench/src/stats.rs."""
+    return sorted(xs)[math.ceil(0.9 * len(xs)) - 1]
 
 counted = {}
 if instructions:
     for k, _, argv in rows:
         out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + argv[3:],
-                             capture_output=True, text=True)
+                             env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
         m = re.search(r"Collected : (\d+)", out.stderr)
         if out.returncode != 0 or not m:
             sys.exit(f"bench/load.sh: callgrind of {k} failed:\n{out.stderr[-2000:]}")
         counted[k] = int(m.group(1))
 
-print(f"| `php -r ''` with | median | p90 | CPU, median | page faults | minus no extension (paired): time | CPU | page faults |" + (" instructions (added) |" if instructions else ""))
-print("|---|---|---|---|---|---|---|---|" + ("---|" if instructions else ""))
+extra = " instructions | added | over the empty extension |" if instructions else ""
+print(f"| `php -r ''` with | median | p90 | CPU, median | page faults | minus no extension (paired): time | CPU | page faults |{extra}")
+print("|---|---|---|---|---|---|---|---|" + ("---|---|---|" if instructions else ""))
 base = got["bare"]
 for k, label, _ in rows:
     xs = got[k]
@@ -142,14 +173,13 @@ for k, label, _ in rows:
         cells += [f"{med(a[0] - b[0] for a, b in zip(xs, base)):+.3f} ms", f"{med(a[1] - b[1] for a, b in zip(xs, base)):+.3f} ms",
                   f"{med(a[2] - b[2] for a, b in zip(xs, base)):+.0f}"]
     if instructions:
-        cells.append(f"{counted[k]:,}" if k == "bare" else f"{counted[k]:,} ({counted[k] - counted['bare']:+,})")
+        cells.append(f"{counted[k]:,}")
+        cells.append("–" if k == "bare" else f"{counted[k] - counted['bare']:+,}")
+        cells.append("–" if k in ("bare", "empty") else f"{counted[k] - counted['empty']:+,}")
     print("| " + " | ".join(cells) + " |")
 print()
-print(f"{runs} rounds; target (issue 34): mysqllock.so's load ≤ 0.3 ms over no extension.")
+print(f"{runs} rounds, one of each per round, the order shuffled each round (after one untimed run of each)")
+print("target (issue 34): mysqllock.so's load ≤ 0.3 ms over no extension")
 PY
 echo
-config="no php.ini; mysqlnd, pdo, pdo_mysql"
-[ "$php_ini" = 0 ] || config="$(php -r 'echo php_ini_loaded_file();') and conf.d, $(php -m | grep -c '^[a-zA-Z]') modules"
-flags=$([ "$instructions" = 0 ] || echo ' --instructions')$([ "$php_ini" = 0 ] || echo ' --php-ini')
-echo "# $(machine), PHP $(php -r 'echo PHP_VERSION;') ($config), $(commit_line php-ext core), $(date -u +%F); bash bench/load.sh --runs $runs$flags"
-echo "$me: took ${SECONDS}s" >&2
+echo "command: bash bench/load.sh --runs $runs$flags; total ${SECONDS} s"

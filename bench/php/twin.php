@@ -61,12 +61,18 @@ function type_init(?ReflectionType $type, string $flags, string $where): string
 /** The arginfo table of $f, named $name. */
 function arginfo(ReflectionFunctionAbstract $f, string $name, string $where): string
 {
+    if ($f->isDeprecated() || $f->hasTentativeReturnType()) {
+        fail("$where: deprecated functions and tentative return types are not written");
+    }
     $required = $f->getNumberOfRequiredParameters();
     $ref = $f->returnsReference() ? 1 : 0;
     $lines = ["static const zend_internal_arg_info {$name}[] = {"];
     $lines[] = "    { (const char *)(uintptr_t)$required, "
         . type_init($f->getReturnType(), "_ZEND_ARG_INFO_FLAGS($ref, 0, 0)", "$where return") . ', NULL },';
     foreach ($f->getParameters() as $p) {
+        if ($p->isPassedByReference() && $p->canBePassedByValue()) {
+            fail("$where \${$p->getName()}: prefer-by-reference parameters are not written");
+        }
         $flags = sprintf('_ZEND_ARG_INFO_FLAGS(%d, %d, 0)', $p->isPassedByReference() ? 1 : 0, $p->isVariadic() ? 1 : 0);
         $default = default_text($p);
         $lines[] = '    { ' . c_string($p->getName()) . ', ' . type_init($p->getType(), $flags, "$where \${$p->getName()}")
@@ -106,29 +112,37 @@ function zval_of(mixed $value, string $tmp, string $where): string
     };
 }
 
-[$dir, $mode] = [$argv[1] ?? fail('usage: twin.php DIR [--empty]'), $argv[2] ?? ''];
+$usage = 'usage: twin.php DIR [--empty]';
+$dir = $argv[1] ?? fail($usage);
+$mode = $argv[2] ?? '';
+if ($argc > 3 || !in_array($mode, ['', '--empty'], true)) {
+    fail($usage);
+}
 $empty = $mode === '--empty';
 if (!$empty && !extension_loaded('mysqllock')) {
     fail('mysqllock.so is not loaded: nothing to copy');
 }
 
-$decls = ['static void twin_nothing(INTERNAL_FUNCTION_PARAMETERS) { (void)execute_data; RETURN_NULL(); }'];
+$decls = [];
 $functions = [];
 $registers = [];
 $counts = ['classes' => 0, 'methods' => 0, 'functions' => 0, 'ini' => 0];
 $names = [];
+$ini_entries = [];
 if (!$empty) {
-    foreach (get_extension_funcs('mysqllock') ?: [] as $i => $fname) {
-        $f = new ReflectionFunction($fname);
-        $decls[] = arginfo($f, "arginfo_f$i", $fname);
+    $extension = new ReflectionExtension('mysqllock');
+    if ($extension->getConstants() !== []) {
+        fail('global constants are not written');
+    }
+    foreach (array_values($extension->getFunctions()) as $i => $f) {
+        $decls[] = arginfo($f, "arginfo_f$i", $f->getName());
         $functions[] = entry($f, $f->getName(), "arginfo_f$i");
         $counts['functions']++;
     }
-    foreach (get_declared_classes() as $key) {
+    // The extension's classes and aliases (an alias under its lower-case key), in the
+    // order they were registered: parents before their children.
+    foreach ($extension->getClassNames() as $key) {
         $class = new ReflectionClass($key);
-        if ($class->getExtensionName() !== 'mysqllock') {
-            continue;
-        }
         $c = $counts['classes'];
         if ($class->getName() !== $key) {
             $of = $names[$class->getName()] ?? fail("alias $key of a class not written before it");
@@ -136,8 +150,9 @@ if (!$empty) {
             continue;
         }
         $own_interfaces = array_diff($class->getInterfaceNames(), $class->getParentClass() ? $class->getParentClass()->getInterfaceNames() : []);
-        if ($class->isInterface() || $class->isTrait() || $class->isEnum() || $own_interfaces !== []) {
-            fail("{$class->getName()}: interfaces, traits, enums and own interface lists are not written");
+        if ($class->isInterface() || $class->isTrait() || $class->isEnum() || $own_interfaces !== []
+            || $class->isAbstract() || $class->isReadOnly()) {
+            fail("{$class->getName()}: interfaces, traits, enums, own interface lists, abstract and readonly classes are not written");
         }
         $methods = [];
         foreach ($class->getMethods() as $m) {
@@ -166,16 +181,18 @@ if (!$empty) {
             if ($k->getDeclaringClass()->getName() !== $class->getName()) {
                 continue;
             }
+            $access = ($k->isPublic() ? 'ZEND_ACC_PUBLIC' : ($k->isProtected() ? 'ZEND_ACC_PROTECTED' : 'ZEND_ACC_PRIVATE'))
+                . ($k->isFinal() ? ' | ZEND_ACC_FINAL' : '');
             $body[] = '        { zval v; ' . zval_of($k->getValue(), 'v', "{$class->getName()}::{$k->getName()}")
                 . " zend_declare_class_constant_ex(twin_ce[$c], zend_string_init_interned(" . c_string($k->getName()) . ', '
-                . strlen($k->getName()) . ', 1), &v, ZEND_ACC_PUBLIC, NULL); }';
+                . strlen($k->getName()) . ", 1), &v, $access, NULL); }";
         }
         foreach ($class->getProperties() as $p) {
             if ($p->getDeclaringClass()->getName() !== $class->getName()) {
                 continue;
             }
-            if ($p->hasType()) {
-                fail("{$class->getName()}::\${$p->getName()}: typed properties are not written");
+            if ($p->hasType() || $p->isReadOnly()) {
+                fail("{$class->getName()}::\${$p->getName()}: typed and readonly properties are not written");
             }
             $access = ($p->isPublic() ? 'ZEND_ACC_PUBLIC' : ($p->isProtected() ? 'ZEND_ACC_PROTECTED' : 'ZEND_ACC_PRIVATE'))
                 . ($p->isStatic() ? ' | ZEND_ACC_STATIC' : '');
@@ -188,13 +205,24 @@ if (!$empty) {
         $names[$class->getName()] = $c;
         $counts['classes']++;
     }
-    foreach (ini_get_all('mysqllock') ?: [] as $name => $ini) {
-        $functions_ini[] = '    PHP_INI_ENTRY(' . c_string($name) . ', ' . c_string((string) $ini['global_value']) . ", {$ini['access']}, NULL)";
+    // In registration order, each with its access level (read after: ini_get_all sorts
+    // the engine's table of settings in place).
+    $settings = $extension->getINIEntries();
+    $access = ini_get_all('mysqllock') ?: [];
+    foreach ($settings as $name => $value) {
+        $ini_entries[] = '    PHP_INI_ENTRY(' . c_string($name) . ', ' . c_string((string) $value) . ", {$access[$name]['access']}, NULL)";
         $counts['ini']++;
     }
 }
 
-$ini_table = isset($functions_ini) ? "PHP_INI_BEGIN()\n" . implode("\n", $functions_ini) . "\nPHP_INI_END()\n" : '';
+// What the entries share (only when there are any: unused, they would not compile).
+if ($counts['methods'] + $counts['functions'] > 0) {
+    array_unshift($decls, 'static void twin_nothing(INTERNAL_FUNCTION_PARAMETERS) { (void)execute_data; RETURN_NULL(); }');
+}
+if ($counts['classes'] > 0) {
+    array_unshift($decls, "static zend_class_entry *twin_ce[{$counts['classes']}];");
+}
+$ini_table = $ini_entries !== [] ? "PHP_INI_BEGIN()\n" . implode("\n", $ini_entries) . "\nPHP_INI_END()\n" : '';
 $c_source = <<<C
 // Generated by bench/php/twin.php: what mysqllock.so registers, every method doing nothing.
 #ifdef HAVE_CONFIG_H
@@ -204,8 +232,6 @@ $c_source = <<<C
 #include "php_ini.h"
 #include "zend_exceptions.h"
 #include "ext/spl/spl_exceptions.h"
-
-static zend_class_entry *twin_ce[{$counts['classes']} + 1];
 
 C
     . implode("\n", $decls) . "\n\nstatic const zend_function_entry twin_functions[] = {\n" . implode("\n", $functions) . "\n    ZEND_FE_END\n};\n\n"
