@@ -9,9 +9,11 @@
 # pinned to one CPU, under the same small environment (PATH and LANG only: glibc tidies its
 # free lists at exit past a threshold the environment's size moves, so the counts of one
 # shell are not another's); each is also given minus the run without an extension in the
-# same round (paired), in time, CPU time and page faults. Before the rounds each row must
-# load what it names, and nothing else, without a word on stdout or stderr (PHP only warns
-# about an extension it cannot load). No server: nothing connects.
+# same round (paired), in time, CPU time and page faults (callgrind's runs carry
+# valgrind's own variables besides). Before the rounds each row must load what it names
+# and neither of the others (the empty twin no class, the full one its classes), without a
+# word on stdout or stderr (PHP only warns about an extension it cannot load). No server:
+# nothing connects.
 #
 # PHP runs with no php.ini and mysqlnd and PDO loaded (as bench/cold.sh), or with
 # --php-ini under the php.ini and conf.d this PHP finds (the machine's own configuration,
@@ -85,10 +87,13 @@ for twin in empty full; do
   strip "$work/$twin/modules/twin.so"
 done
 
+# The header describes PHP as the rows run it: under their environment (PHPRC and
+# PHP_INI_SCAN_DIR, say, would otherwise name another configuration).
+rows_php() { env -i PATH="$PATH" LANG=C php "$@" </dev/null; }
 config="no php.ini; mysqlnd, pdo, pdo_mysql"
-[ "$php_ini" = 0 ] || config="$(php -r 'echo php_ini_loaded_file(), " and conf.d, ", count(get_loaded_extensions()), " modules";')"
-flags=$([ "$cpu" = 0 ] || echo " --cpu $cpu")$([ "$instructions" = 0 ] || echo ' --instructions')$([ "$php_ini" = 0 ] || echo ' --php-ini')
-echo "# load: $(machine), PHP $(php -r 'echo PHP_VERSION;') ($config), $(commit_line php-ext core bench), $(date -u +%F)"
+[ "$php_ini" = 0 ] || config="$(rows_php -r 'echo php_ini_loaded_file(), " and conf.d, ", count(get_loaded_extensions()), " modules";')"
+flags=$([ "$build" = 1 ] || echo ' --no-build')$([ "$cpu" = 0 ] || echo " --cpu $cpu")$([ "$instructions" = 0 ] || echo ' --instructions')$([ "$php_ini" = 0 ] || echo ' --php-ini')
+echo "# load: $(machine), PHP $(rows_php -r 'echo PHP_VERSION;') ($config), $(commit_line php-ext core bench), $(date -u +%F)"
 echo
 
 python3 - "$runs" "$cpu" "$instructions" "$work" "${bare[@]}" <<'PY'
@@ -96,13 +101,15 @@ import math, os, random, re, statistics, subprocess, sys, time
 
 runs, cpu, instructions, work = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", sys.argv[4]
 bare = ["taskset", "-c", cpu] + sys.argv[5:]
-# key, label, the extension it adds (None: none), the module that must then be loaded
+# key, label, the extension it adds (None: none), the module that must then be loaded,
+# and what else must hold of it (PHP)
+twin_classes = "count((new ReflectionExtension('twin'))->getClassNames())"
 rows = [
-    ("bare", "no extension", None, None),
-    ("empty", "an empty C extension (registers nothing)", f"{work}/empty/modules/twin.so", "twin"),
-    ("twin", "C twin: mysqllock.so's classes, methods, settings; methods empty", f"{work}/full/modules/twin.so", "twin"),
-    ("dist", "mysqllock.so, profile dist (LTO, one code unit, stripped)", f"{work}/dist/libmysqllock_php.so", "mysqllock"),
-    ("release", "mysqllock.so, profile release (the tests' build; the archives: it without debug info)", f"{work}/release/libmysqllock_php.so", "mysqllock"),
+    ("bare", "no extension", None, None, "true"),
+    ("empty", "an empty C extension (registers nothing)", f"{work}/empty/modules/twin.so", "twin", f"{twin_classes} === 0"),
+    ("twin", "C twin: mysqllock.so's classes, methods, settings; methods empty", f"{work}/full/modules/twin.so", "twin", f"{twin_classes} > 0"),
+    ("dist", "mysqllock.so, profile dist (LTO, one code unit, stripped)", f"{work}/dist/libmysqllock_php.so", "mysqllock", "true"),
+    ("release", "mysqllock.so, profile release (the tests' build; the archives: it without debug info)", f"{work}/release/libmysqllock_php.so", "mysqllock", "true"),
 ]
 env = {"PATH": os.environ["PATH"], "LANG": "C"}
 
@@ -111,15 +118,15 @@ def argv_of(extension, code=""):
 
 # Each row loads what it names and nothing of the others, silently: a load PHP refused
 # (it only warns, and exits 0) would otherwise be timed as a cheap success.
-for key, _, extension, module in rows:
-    others = [m for m in ("twin", "mysqllock") if m != module]
-    code = f"exit(({'true' if module is None else f'extension_loaded({module!r})'}) && !extension_loaded({others[0]!r})" \
-        + (f" && !extension_loaded({others[1]!r})" if len(others) > 1 else "") + " ? 0 : 3);"
+for key, _, extension, module, also in rows:
+    loaded = "true" if module is None else f"extension_loaded({module!r}) && {also}"
+    absent = " && ".join(f"!extension_loaded({m!r})" for m in ("twin", "mysqllock") if m != module)
+    code = f"exit(({loaded}) && {absent} ? 0 : 3);"
     check = subprocess.run(argv_of(extension, code), env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if check.returncode != 0 or check.stdout or check.stderr:
         sys.exit(f"bench/load.sh: the row '{key}' does not load what it names (exit {check.returncode}):\n{check.stdout}{check.stderr}")
 
-rows = [(key, label, argv_of(extension)) for key, label, extension, _ in rows]
+rows = [(key, label, argv_of(extension)) for key, label, extension, _, _ in rows]
 devnull = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
 
 def once(argv):

@@ -181,6 +181,9 @@ if (!$empty) {
             if ($k->getDeclaringClass()->getName() !== $class->getName()) {
                 continue;
             }
+            if ((method_exists($k, 'hasType') && $k->hasType()) || (method_exists($k, 'isDeprecated') && $k->isDeprecated())) {
+                fail("{$class->getName()}::{$k->getName()}: typed and deprecated constants are not written");
+            }
             $access = ($k->isPublic() ? 'ZEND_ACC_PUBLIC' : ($k->isProtected() ? 'ZEND_ACC_PROTECTED' : 'ZEND_ACC_PRIVATE'))
                 . ($k->isFinal() ? ' | ZEND_ACC_FINAL' : '');
             $body[] = '        { zval v; ' . zval_of($k->getValue(), 'v', "{$class->getName()}::{$k->getName()}")
@@ -191,8 +194,10 @@ if (!$empty) {
             if ($p->getDeclaringClass()->getName() !== $class->getName()) {
                 continue;
             }
-            if ($p->hasType() || $p->isReadOnly()) {
-                fail("{$class->getName()}::\${$p->getName()}: typed and readonly properties are not written");
+            $hooked = method_exists($p, 'hasHooks') && $p->hasHooks();
+            $asymmetric = method_exists($p, 'isPrivateSet') && ($p->isPrivateSet() || $p->isProtectedSet());
+            if ($p->hasType() || $p->isReadOnly() || $hooked || $asymmetric) {
+                fail("{$class->getName()}::\${$p->getName()}: typed, readonly, hooked and asymmetric properties are not written");
             }
             $access = ($p->isPublic() ? 'ZEND_ACC_PUBLIC' : ($p->isProtected() ? 'ZEND_ACC_PROTECTED' : 'ZEND_ACC_PRIVATE'))
                 . ($p->isStatic() ? ' | ZEND_ACC_STATIC' : '');
