@@ -213,7 +213,9 @@ chroot_leftovers() {
     chroot_host_mounts "$dir" | sed 's/^/in the host'"'"'s mount namespace: /'
     chroot_ns_mounts "$dir" | while read -r pid mount; do
       ! [ "/proc/$pid/ns/mnt" -ef /proc/self/ns/mnt ] || continue
-      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF -- "$marker" || continue
+      # No -q: grep reads to the end, so tr cannot die of SIGPIPE on an environment longer
+      # than one read of /proc (4 KB) and, under pipefail, hide a leftover of this run.
+      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -xF -- "$marker" >/dev/null || continue
       echo "in the mount namespace of pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-80)): $mount"
     done
   done

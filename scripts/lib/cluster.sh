@@ -35,7 +35,10 @@ live_pid() {
   [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
   state=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) || return 1
   [ "$state" != Z ] || return 1
-  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "--datadir=$2" || return 1
+  # grep reads to the end (no -q): quitting at the match would let tr die of SIGPIPE on a
+  # command line longer than one read of /proc (4 KB; the chroot's launcher, before it
+  # execs the server, has one), and pipefail would call a live server gone.
+  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -xF -- "--datadir=$2" >/dev/null || return 1
   echo "$pid"
 }
 
