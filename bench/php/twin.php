@@ -82,12 +82,26 @@ function arginfo(ReflectionFunctionAbstract $f, string $name, string $where): st
     return implode("\n", $lines);
 }
 
+/** `ZEND_ACC_PUBLIC`, `_PROTECTED` or `_PRIVATE`: the visibility of a method, constant or property. */
+function visibility(ReflectionMethod|ReflectionClassConstant|ReflectionProperty $r): string
+{
+    return $r->isPublic() ? 'ZEND_ACC_PUBLIC' : ($r->isProtected() ? 'ZEND_ACC_PROTECTED' : 'ZEND_ACC_PRIVATE');
+}
+
+/** One statement declaring a constant or property of class $c through `$declare` (the Zend
+ * function: name, value, flags, no doc comment). */
+function declaration(string $declare, int $c, string $name, mixed $value, string $access, string $where): string
+{
+    return '        { zval v; ' . zval_of($value, 'v', $where) . " $declare(twin_ce[$c], zend_string_init_interned("
+        . c_string($name) . ', ' . strlen($name) . ", 1), &v, $access, NULL); }";
+}
+
 /** A `zend_function_entry` for $f with $arginfo; a method's flags from reflection. */
 function entry(ReflectionFunctionAbstract $f, string $name, string $arginfo): string
 {
     $flags = [];
     if ($f instanceof ReflectionMethod) {
-        $flags[] = $f->isPublic() ? 'ZEND_ACC_PUBLIC' : ($f->isProtected() ? 'ZEND_ACC_PROTECTED' : 'ZEND_ACC_PRIVATE');
+        $flags[] = visibility($f);
         foreach (['isStatic' => 'ZEND_ACC_STATIC', 'isFinal' => 'ZEND_ACC_FINAL', 'isAbstract' => 'ZEND_ACC_ABSTRACT'] as $is => $acc) {
             if ($f->$is()) {
                 $flags[] = $acc;
@@ -184,11 +198,9 @@ if (!$empty) {
             if ((method_exists($k, 'hasType') && $k->hasType()) || (method_exists($k, 'isDeprecated') && $k->isDeprecated())) {
                 fail("{$class->getName()}::{$k->getName()}: typed and deprecated constants are not written");
             }
-            $access = ($k->isPublic() ? 'ZEND_ACC_PUBLIC' : ($k->isProtected() ? 'ZEND_ACC_PROTECTED' : 'ZEND_ACC_PRIVATE'))
-                . ($k->isFinal() ? ' | ZEND_ACC_FINAL' : '');
-            $body[] = '        { zval v; ' . zval_of($k->getValue(), 'v', "{$class->getName()}::{$k->getName()}")
-                . " zend_declare_class_constant_ex(twin_ce[$c], zend_string_init_interned(" . c_string($k->getName()) . ', '
-                . strlen($k->getName()) . ", 1), &v, $access, NULL); }";
+            $access = visibility($k) . ($k->isFinal() ? ' | ZEND_ACC_FINAL' : '');
+            $body[] = declaration('zend_declare_class_constant_ex', $c, $k->getName(), $k->getValue(), $access,
+                "{$class->getName()}::{$k->getName()}");
         }
         foreach ($class->getProperties() as $p) {
             if ($p->getDeclaringClass()->getName() !== $class->getName()) {
@@ -199,11 +211,9 @@ if (!$empty) {
             if ($p->hasType() || $p->isReadOnly() || $hooked || $asymmetric) {
                 fail("{$class->getName()}::\${$p->getName()}: typed, readonly, hooked and asymmetric properties are not written");
             }
-            $access = ($p->isPublic() ? 'ZEND_ACC_PUBLIC' : ($p->isProtected() ? 'ZEND_ACC_PROTECTED' : 'ZEND_ACC_PRIVATE'))
-                . ($p->isStatic() ? ' | ZEND_ACC_STATIC' : '');
-            $body[] = '        { zval v; ' . zval_of($p->getDefaultValue(), 'v', "{$class->getName()}::\${$p->getName()}")
-                . " zend_declare_property_ex(twin_ce[$c], zend_string_init_interned(" . c_string($p->getName()) . ', '
-                . strlen($p->getName()) . ", 1), &v, $access, NULL); }";
+            $access = visibility($p) . ($p->isStatic() ? ' | ZEND_ACC_STATIC' : '');
+            $body[] = declaration('zend_declare_property_ex', $c, $p->getName(), $p->getDefaultValue(), $access,
+                "{$class->getName()}::\${$p->getName()}");
         }
         $body[] = '    }';
         $registers[] = implode("\n", $body);
